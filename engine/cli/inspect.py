@@ -1,0 +1,65 @@
+"""``store-studio inspect FILE [--json]``: what a model file holds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .. import humanize
+from ..formats import open_store
+from ..store import Store
+
+NAME = "inspect"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help="list a file's tensors, totals and metadata")
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--top-level-key", help="PyTorch: look only inside this branch of the checkpoint")
+    p.set_defaults(run=run)
+
+
+def summary(store: Store) -> dict[str, Any]:
+    """The JSON document ``inspect --json`` prints."""
+    return {
+        "file": str(store.path),
+        "format": store.format,
+        "version": store.version,
+        "metadata": store.metadata,
+        "tensors": [{"name": e.name, "dtype": str(e.dtype), "shape": list(e.shape), "parameters": e.numel,
+                     "bytes": e.nbytes, **({"param_id": e.param_id} if e.param_id is not None else {})}
+                    for e in store.entries],
+        "totals": {"tensors": len(store.entries), "parameters": store.total_params, "bytes": store.total_bytes},
+        **({"scalars": store.scalars} if store.scalars else {}),
+        **({"values": store.values} if store.values else {}),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    options = {"top_level_key": args.top_level_key} if args.top_level_key else {}
+    with open_store(args.file, **options) as store:
+        if args.json:
+            print(json.dumps(summary(store), indent=2, default=str))
+        else:
+            print_table(store)
+    return 0
+
+
+def print_table(store: Store) -> None:
+    rows = [(e.name, str(e.dtype), humanize.shape(e.shape), humanize.count(e.numel), humanize.size(e.nbytes))
+            for e in store.entries]
+    header = ("name", "dtype", "shape", "parameters", "size")
+    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(5)]
+    print(f"{store.path.name} · {store.description}")
+    line = "  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))
+    print(line)
+    for row in rows:
+        print("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+    print(f"{humanize.count(len(store.entries))} tensors · {humanize.count(store.total_params)} parameters · "
+          f"{humanize.size(store.total_bytes)}")
+    for key, value in store.metadata.items():
+        print(f"  {key} = {value}")
+    for key, value in store.scalars.items():
+        print(f"  scalar {key} = {value}")

@@ -1,0 +1,179 @@
+"""One dtype model for every format, with each format's spelling of it.
+
+Burnpack spells dtypes as Rust serde enum values, SafeTensors as short upper-case names,
+PyTorch as storage classes or ``torch.<name>``. ``DType`` is the meeting point.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    """A tensor element type.
+
+    ``name`` is the canonical spelling (SafeTensors' where it has one). ``bits`` is the
+    element width; packed sub-byte types (F4, F6) and opaque ones (QFloat) have no numpy view.
+    ``storage`` is only used by Burnpack bools ("Native", "U8", "U32"); ``scheme`` only by
+    quantized tensors, kept verbatim as canonical JSON so the dtype stays hashable.
+    """
+
+    name: str
+    bits: int | None
+    kind: str  # "float", "int", "uint", "bool", "complex", "quantized"
+    storage: str | None = None
+    scheme: str | None = None
+
+    @property
+    def itemsize(self) -> int | None:
+        if self.name == "BOOL" and self.storage == "U32":
+            return 4
+        if self.bits is None or self.bits % 8:
+            return None
+        return self.bits // 8
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def numpy(self) -> np.dtype | None:
+        """The numpy dtype an array of this type reads as (None when there is none)."""
+        if self.name == "BOOL":
+            return np.dtype("<u4") if self.storage == "U32" else np.dtype(np.bool_)
+        return _NUMPY.get(self.name)
+
+    def nbytes(self, shape: tuple[int, ...]) -> int | None:
+        """Bytes a dense tensor of this type and shape holds (None for opaque types)."""
+        if self.bits is None:
+            return None
+        numel = 1
+        for dim in shape:
+            numel *= dim
+        return (numel * self.bits + 7) // 8
+
+    def __repr__(self) -> str:
+        return f"DType({self})"
+
+    def __str__(self) -> str:
+        if self.name == "BOOL" and self.storage not in (None, "Native"):
+            return f"BOOL({self.storage})"
+        return self.name
+
+
+def _d(name: str, bits: int | None, kind: str) -> DType:
+    return DType(name, bits, kind)
+
+
+F64, F32, F16, BF16 = _d("F64", 64, "float"), _d("F32", 32, "float"), _d("F16", 16, "float"), _d("BF16", 16, "float")
+FLEX32 = _d("FLEX32", 32, "float")
+F8_E4M3, F8_E5M2, F8_E8M0 = _d("F8_E4M3", 8, "float"), _d("F8_E5M2", 8, "float"), _d("F8_E8M0", 8, "float")
+F6_E2M3, F6_E3M2, F4 = _d("F6_E2M3", 6, "float"), _d("F6_E3M2", 6, "float"), _d("F4", 4, "float")
+I64, I32, I16, I8 = _d("I64", 64, "int"), _d("I32", 32, "int"), _d("I16", 16, "int"), _d("I8", 8, "int")
+U64, U32, U16, U8 = _d("U64", 64, "uint"), _d("U32", 32, "uint"), _d("U16", 16, "uint"), _d("U8", 8, "uint")
+BOOL = _d("BOOL", 8, "bool")
+C64, C128 = _d("C64", 64, "complex"), _d("C128", 128, "complex")
+
+ALL = (F64, F32, FLEX32, F16, BF16, F8_E4M3, F8_E5M2, F8_E8M0, F6_E2M3, F6_E3M2, F4,
+       I64, I32, I16, I8, U64, U32, U16, U8, BOOL, C64, C128)
+BY_NAME = {d.name: d for d in ALL}
+
+_NUMPY: dict[str, np.dtype] = {
+    "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "FLEX32": np.dtype("<f4"), "F16": np.dtype("<f2"),
+    "BF16": np.dtype(ml_dtypes.bfloat16), "F8_E4M3": np.dtype(ml_dtypes.float8_e4m3fn),
+    "F8_E5M2": np.dtype(ml_dtypes.float8_e5m2), "F8_E8M0": np.dtype(ml_dtypes.float8_e8m0fnu),
+    "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
+    "U64": np.dtype("<u8"), "U32": np.dtype("<u4"), "U16": np.dtype("<u2"), "U8": np.dtype("u1"),
+    "C64": np.dtype("<c8"), "C128": np.dtype("<c16"),
+}
+
+
+def from_numpy(dtype: np.dtype) -> DType:
+    """The DType of a numpy array (bool arrays become native bools)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return BOOL
+    for name, candidate in _NUMPY.items():
+        if name != "FLEX32" and candidate == dtype.newbyteorder("<"):
+            return BY_NAME[name]
+    raise ValueError(f"numpy dtype {dtype} has no Store Studio equivalent")
+
+
+def quantized(scheme: Any) -> DType:
+    """An opaque Burn quantized dtype; its bytes are copied verbatim, never decoded."""
+    return DType("QFLOAT", None, "quantized", scheme=json.dumps(scheme, sort_keys=True, default=str))
+
+
+# --- Burnpack (Rust serde enum) ------------------------------------------------------------
+
+_BURNPACK_PLAIN = {"F64": F64, "F32": F32, "Flex32": FLEX32, "F16": F16, "BF16": BF16,
+                   "I64": I64, "I32": I32, "I16": I16, "I8": I8,
+                   "U64": U64, "U32": U32, "U16": U16, "U8": U8}
+_BURNPACK_SPELLING = {d.name: spelling for spelling, d in _BURNPACK_PLAIN.items()}
+BOOL_STORAGES = ("Native", "U8", "U32")
+
+
+def from_burnpack(value: Any) -> DType:
+    """Parse a Burnpack dtype; raises ValueError with the offending value."""
+    if isinstance(value, str):
+        if value in _BURNPACK_PLAIN:
+            return _BURNPACK_PLAIN[value]
+        if value == "Bool":
+            return BOOL
+    elif isinstance(value, dict) and len(value) == 1:
+        (variant, payload), = value.items()
+        if variant == "Bool" and payload in BOOL_STORAGES:
+            return BOOL if payload == "Native" else DType("BOOL", 8 if payload == "U8" else 32, "bool", storage=payload)
+        if variant == "QFloat":
+            return quantized(payload)
+    raise ValueError(f"unknown Burnpack dtype {value!r}")
+
+
+def to_burnpack(dtype: DType) -> Any:
+    """The serde value Burn writes for this dtype; raises ValueError when Burn has none."""
+    if dtype.name == "BOOL":
+        return {"Bool": dtype.storage or "Native"}
+    if dtype.name == "QFLOAT":
+        return {"QFloat": json.loads(dtype.scheme or "null")}
+    if dtype.name in _BURNPACK_SPELLING:
+        return _BURNPACK_SPELLING[dtype.name]
+    raise ValueError(f"Burnpack cannot hold dtype {dtype}")
+
+
+# --- SafeTensors ----------------------------------------------------------------------------
+
+# Names the official library knows; newer files may carry others, which we list but cannot decode.
+SAFETENSORS_NAMES = {"BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64", "F16", "BF16", "F32", "F64",
+                     "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64"}
+
+
+def from_safetensors(name: str) -> DType:
+    if name in BY_NAME and name != "FLEX32":
+        return BY_NAME[name]
+    raise ValueError(f"unknown SafeTensors dtype {name!r}")
+
+
+def to_safetensors(dtype: DType) -> str:
+    """SafeTensors' spelling; Flex32 is stored as F32 (same bytes), native bools only."""
+    if dtype.name == "FLEX32":
+        return "F32"
+    if dtype.name == "BOOL" and dtype.storage not in (None, "Native", "U8"):
+        raise ValueError(f"SafeTensors cannot hold {dtype} (bools are one byte there)")
+    if dtype.name in SAFETENSORS_NAMES:
+        return dtype.name
+    raise ValueError(f"SafeTensors cannot hold dtype {dtype}")
+
+
+def writable_to(dtype: DType, fmt: str) -> str | None:
+    """None when ``fmt`` can hold ``dtype``; otherwise the reason it cannot."""
+    try:
+        (to_burnpack if fmt == "burnpack" else to_safetensors)(dtype)
+    except ValueError as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,187 @@
+"""Streaming, atomic export of any tensors to Burnpack or SafeTensors.
+
+One tensor at a time: raw byte ranges go file to file through the kernel, everything else
+in chunks, so memory stays near the largest transformed tensor. The new file is written
+beside the destination and renamed over it only when complete; any failure or cancel leaves
+the destination exactly as it was.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from . import dtypes
+from .errors import ExportCancelled, ExportError
+from .formats import format_for_path, writer
+from .store import TensorSource
+
+Progress = Callable[[int, int], None]
+Cancel = Callable[[], bool]
+COPY_STEP = 64 << 20
+PARTIAL = ".partial"
+PRODUCER = "store-studio"
+
+
+def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str | None = None, *,
+           metadata: dict[str, str] | None = None, scalars: dict[str, Any] | None = None,
+           overwrite: bool = False, progress: Progress | None = None, cancel: Cancel | None = None) -> Path:
+    """Write ``items`` (in order) to ``dest`` and return its path.
+
+    ``format`` defaults to the destination's extension. ``metadata`` is stored as given, plus
+    ``producer`` (and ``format`` for Burnpack) unless given. ``scalars`` only go to Burnpack.
+    ``progress(done, total)`` is called with bytes; ``cancel()`` returning true stops the export.
+    """
+    dest = Path(dest)
+    items = list(items)
+    fmt = format or format_for_path(dest)
+    if fmt is None:
+        raise ExportError(f"{dest.name}: choose a format (burnpack or safetensors); the extension says neither")
+    module = writer(fmt)
+    _check(items, fmt, dest, overwrite)
+    meta = {"producer": PRODUCER, **({"format": "burnpack"} if fmt == "burnpack" else {}), **(metadata or {})}
+    if fmt == "burnpack":
+        from . import __version__
+        meta.setdefault("version", __version__)
+    _clean_stale_partials(dest)
+    partial = dest.with_name(f".{dest.name}.{os.getpid()}-{secrets.token_hex(4)}{PARTIAL}")
+    total = sum(item.nbytes for item in items)
+    try:
+        with partial.open("xb") as out:
+            offsets = module.write_header(out, items, meta, scalars or {} if fmt == "burnpack" else {})
+            done = 0
+            for item, offset in zip(items, offsets):
+                _pad_to(out, offset)
+                for n in _copy(item, out, cancel):
+                    done += n
+                    if progress:
+                        progress(done, total)
+                if getattr(item, "release", None):
+                    item.release()
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, dest)
+    except BaseException as exc:
+        partial.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ExportError(_os_message(dest, exc)) from exc
+        raise
+    _fsync_dir(dest.parent)
+    return dest
+
+
+def _check(items: Sequence[TensorSource], fmt: str, dest: Path, overwrite: bool) -> None:
+    """Everything that can be known before a byte is written."""
+    seen: set[str] = set()
+    for item in items:
+        if item.name in seen:
+            raise ExportError(f"{dest.name}: two tensors would be named {item.name!r}")
+        seen.add(item.name)
+        reason = dtypes.writable_to(item.dtype, fmt)
+        if reason:
+            raise ExportError(f"{dest.name}: tensor {item.name!r}: {reason}")
+    if dest.is_dir():
+        raise ExportError(f"{dest}: is a folder")
+    if dest.exists() and not overwrite:
+        raise ExportError(f"{dest.name} already exists; choose overwrite to replace it")
+    if not dest.parent.is_dir():
+        raise ExportError(f"{dest.parent}: no such folder")
+
+
+def _pad_to(out: Any, offset: int) -> None:
+    gap = offset - out.tell()
+    if gap < 0:
+        raise AssertionError("writer offsets went backwards")
+    if gap:
+        out.write(bytes(gap))
+
+
+def _copy(item: TensorSource, out: Any, cancel: Cancel | None):
+    """Write one tensor's bytes, yielding how many were written after each step."""
+    expected = item.nbytes
+    written = 0
+    source = item.byte_range()
+    if source is not None:
+        out.flush()
+        fd, offset, length = source
+        dst = out.fileno()
+        while written < length:
+            if cancel and cancel():
+                raise ExportCancelled("export cancelled; the destination was left as it was")
+            n = _copy_range(fd, offset + written, dst, min(COPY_STEP, length - written))
+            written += n
+            yield n
+        out.seek(0, os.SEEK_END)
+    else:
+        for chunk in item.iter_bytes():
+            if cancel and cancel():
+                raise ExportCancelled("export cancelled; the destination was left as it was")
+            out.write(chunk)
+            written += len(chunk)
+            yield len(chunk)
+    if written != expected:
+        raise ExportError(f"tensor {item.name!r} gave {written} bytes, expected {expected}")
+
+
+def _copy_range(src: int, offset: int, dst: int, count: int) -> int:
+    """Copy in the kernel where it can (no user-space buffer), else by positioned reads."""
+    try:
+        n = os.copy_file_range(src, dst, count, offset)
+        if n > 0:
+            return n
+    except (AttributeError, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL,
+                                                          errno.EOPNOTSUPP, errno.EBADF):
+            raise
+    data = os.pread(src, count, offset)
+    if not data:
+        raise ExportError(f"source ended early at byte {offset}")
+    os.write(dst, data)
+    return len(data)
+
+
+def _clean_stale_partials(dest: Path) -> None:
+    """Remove partial files a killed export of the same destination left behind."""
+    prefix = f".{dest.name}."
+    try:
+        candidates = [p for p in dest.parent.iterdir() if p.name.startswith(prefix) and p.name.endswith(PARTIAL)]
+    except OSError:
+        return
+    for path in candidates:
+        pid = path.name[len(prefix):-len(PARTIAL)].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _os_message(dest: Path, exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return f"{dest.name}: the disk is full; nothing was changed (free space and try again)"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{dest.name}: cannot write there ({exc.strerror}); nothing was changed"
+    return f"{dest.name}: {exc.strerror or exc}; nothing was changed"

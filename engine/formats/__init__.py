@@ -1,0 +1,65 @@
+"""One module per file format behind one interface: ``sniff(head)`` and ``open(path, **options)``.
+
+``open_store`` asks each format's ``sniff`` in turn and knows nothing else about formats.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..errors import FormatError
+from ..store import Store
+from . import burnpack, safetensors
+
+SNIFF_BYTES = 4096
+OPTIONS = {"top_level_key"}  # options some format understands; the others ignore them
+
+
+def _formats() -> list[ModuleType]:
+    found = [burnpack, safetensors]
+    try:
+        from . import pytorch
+    except ImportError:  # the PyTorch reader lands separately
+        return found
+    return found + [pytorch]
+
+
+def open_store(path: str | os.PathLike, **options: Any) -> Store:
+    """Open a model file by what its bytes say it is, not by its name."""
+    unknown = set(options) - OPTIONS
+    if unknown:
+        raise TypeError(f"unknown open option(s): {', '.join(sorted(unknown))}")
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except IsADirectoryError:
+        raise FormatError(path, "is a folder, not a model file") from None
+    except OSError as exc:
+        raise FormatError(path, f"cannot open: {exc.strerror or exc}") from None
+    if not head:
+        raise FormatError(path, "file is empty")
+    for fmt in _formats():
+        if fmt.sniff(head):
+            return fmt.open(path, **options)
+    raise FormatError(path, "not a Burnpack, SafeTensors or PyTorch file (its first bytes match none of them)")
+
+
+def writer(fmt: str) -> ModuleType:
+    """The module that writes ``fmt`` ("burnpack" or "safetensors")."""
+    for module in (burnpack, safetensors):
+        if module.NAME == fmt:
+            return module
+    raise ValueError(f"cannot write {fmt!r}: choose burnpack or safetensors")
+
+
+def format_for_path(path: str | os.PathLike) -> str | None:
+    """The writable format a destination's extension asks for, if any."""
+    suffix = Path(path).suffix.lower()
+    for module in (burnpack, safetensors):
+        if suffix in module.EXTENSIONS:
+            return module.NAME
+    return None

@@ -1,0 +1,161 @@
+"""Burnpack (``.bpk``), Burn's native format: read and write, byte-exact to Burn's own files.
+
+Layout: magic ``NRUB``, u16 version, u32 CBOR length, the CBOR metadata map, zero padding
+to 256 bytes, then each tensor's bytes at a 256-aligned offset in module order.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Any, BinaryIO, Sequence
+
+from .. import dtypes
+from ..errors import FormatError
+from ..store import TensorEntry, TensorSource
+from . import cbor
+from .mapped import MappedFile, RangeStore, check_ranges, parse_shape
+
+NAME = "burnpack"
+EXTENSIONS = (".bpk",)
+MAGIC = 0x4255524E
+VERSION = 1
+HEADER = struct.Struct("<IHI")  # magic, version, metadata size
+ALIGN = 256
+MAX_METADATA = 100 << 20
+MAX_TENSORS = 100_000
+MAX_TENSOR_BYTES = 10 << 30
+SCALAR_KINDS = {"Int": int, "UInt": int, "Float": (float, int), "Bool": bool}
+
+
+def sniff(head: bytes) -> bool:
+    return head[:4] == b"NRUB"
+
+
+def aligned(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+class BurnpackStore(RangeStore):
+    format = NAME
+
+
+def open(path: str | os.PathLike, **options: Any) -> BurnpackStore:
+    mapped = MappedFile(path)
+    try:
+        return _open(mapped)
+    except BaseException:
+        mapped.close()
+        raise
+
+
+def _open(mapped: MappedFile) -> BurnpackStore:
+    path = mapped.path
+    magic, version, size = HEADER.unpack(mapped.pread(0, HEADER.size, "the 10-byte header"))
+    if magic != MAGIC:
+        raise FormatError(path, "not a Burnpack file (wrong magic number)")
+    if version > VERSION:
+        raise FormatError(path, f"Burnpack version {version} is newer than this app reads (up to {VERSION})")
+    if version == 0:
+        raise FormatError(path, "Burnpack version 0 does not exist")
+    if size > MAX_METADATA:
+        raise FormatError(path, f"metadata claims {size} bytes, over Burn's limit of {MAX_METADATA}")
+    raw = mapped.pread(HEADER.size, size, f"the {size}-byte metadata")
+    try:
+        meta = cbor.decode(raw)
+    except ValueError as exc:
+        raise FormatError(path, f"metadata is not valid: {exc}") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("tensors", {}), dict):
+        raise FormatError(path, "metadata is not a map with a 'tensors' map")
+    tensors: dict = meta.get("tensors", {})
+    if len(tensors) > MAX_TENSORS:
+        raise FormatError(path, f"{len(tensors)} tensors, over Burn's limit of {MAX_TENSORS}")
+    data_start = aligned(HEADER.size + size)
+    buffer = max(0, mapped.size - data_start)
+    entries, ranges = [], []
+    for name, desc in tensors.items():
+        entry, start, end = _entry(path, name, desc, data_start)
+        entries.append(entry)
+        ranges.append((name, start, end))
+    check_ranges(path, ranges, buffer, contiguous=False)
+    entries.sort(key=lambda e: e.offset)  # the data section holds module order
+    return BurnpackStore(path, entries, {e.name: mapped for e in entries}, version=f"v{version}",
+                         metadata=_text_map(path, meta.get("metadata", {}), "metadata"),
+                         scalars=_scalars(path, meta.get("scalars", {})))
+
+
+def _entry(path: os.PathLike, name: Any, desc: Any, data_start: int) -> tuple[TensorEntry, int, int]:
+    if not isinstance(name, str) or not isinstance(desc, dict):
+        raise FormatError(path, f"tensor entry {name!r} is not a name with a descriptor map")
+    try:
+        dtype = dtypes.from_burnpack(desc.get("dtype"))
+    except ValueError as exc:
+        raise FormatError(path, f"tensor {name!r}: {exc}") from None
+    shape = parse_shape(path, name, desc.get("shape"))
+    offsets = desc.get("data_offsets")
+    if (not isinstance(offsets, (list, tuple)) or len(offsets) != 2
+            or not all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)):
+        raise FormatError(path, f"tensor {name!r} has invalid data_offsets {offsets!r}")
+    start, end = offsets
+    expected = dtype.nbytes(shape)
+    if expected is not None and expected > MAX_TENSOR_BYTES:
+        raise FormatError(path, f"tensor {name!r} claims {expected} bytes, over Burn's 10 GiB limit per tensor")
+    if end - start > MAX_TENSOR_BYTES:
+        raise FormatError(path, f"tensor {name!r} spans {end - start} bytes, over Burn's 10 GiB limit per tensor")
+    if expected is not None and end - start != expected:
+        raise FormatError(path, f"tensor {name!r} has {end - start} bytes but {dtype} x {list(shape)} needs {expected}")
+    param_id = desc.get("param_id")
+    if param_id is not None and (not isinstance(param_id, int) or isinstance(param_id, bool)):
+        raise FormatError(path, f"tensor {name!r} has an invalid param_id {param_id!r}")
+    return TensorEntry(name, dtype, shape, end - start, param_id, data_start + start), start, end
+
+
+def _text_map(path: os.PathLike, value: Any, what: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise FormatError(path, f"'{what}' is not a map of text to text")
+    return dict(value)
+
+
+def _scalars(path: os.PathLike, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise FormatError(path, "'scalars' is not a map")
+    for name, scalar in value.items():
+        ok = isinstance(name, str) and isinstance(scalar, dict) and len(scalar) == 1
+        if ok:
+            (kind, v), = scalar.items()
+            ok = kind in SCALAR_KINDS and isinstance(v, SCALAR_KINDS[kind]) and (kind == "Bool" or not isinstance(v, bool))
+        if not ok:
+            raise FormatError(path, f"scalar {name!r} is not one of Int, UInt, Float, Bool: {scalar!r}")
+    return dict(value)
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+def layout(items: Sequence[TensorSource], metadata: dict[str, str], scalars: dict[str, Any]) -> tuple[bytes, list[int]]:
+    """The header bytes (padded to the data section) and each item's absolute file offset."""
+    tensors, offsets, position = {}, [], 0
+    for item in items:
+        start = aligned(position)
+        offsets.append(start)
+        desc: dict[str, Any] = {"dtype": dtypes.to_burnpack(item.dtype), "shape": list(item.shape),
+                                "data_offsets": [start, start + item.nbytes]}
+        if item.param_id is not None:
+            desc["param_id"] = item.param_id
+        tensors[item.name] = desc
+        position = start + item.nbytes
+    meta: dict[str, Any] = {"tensors": dict(sorted(tensors.items(), key=lambda kv: kv[0].encode()))}
+    if metadata:
+        meta["metadata"] = dict(sorted(metadata.items()))
+    if scalars:
+        meta["scalars"] = dict(sorted(scalars.items()))
+    body = cbor.encode(meta)
+    header = HEADER.pack(MAGIC, VERSION, len(body)) + body
+    header += bytes(aligned(len(header)) - len(header))
+    return header, [len(header) + o for o in offsets]
+
+
+def write_header(out: BinaryIO, items: Sequence[TensorSource], metadata: dict[str, str],
+                 scalars: dict[str, Any]) -> list[int]:
+    header, offsets = layout(items, metadata, scalars)
+    out.write(header)
+    return offsets

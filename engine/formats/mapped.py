@@ -1,0 +1,156 @@
+"""Shared machinery for formats whose tensors are plain byte ranges in files.
+
+Headers are read with positioned reads (so opening touches only the header); values are
+memory-mapped on first use; streaming uses positioned reads so that a conversion's resident
+memory stays small however large the file is.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import FormatError
+from ..store import CHUNK, Store, TensorEntry
+
+
+class MappedFile:
+    """A read-only file: positioned reads always, one lazy memory map for values."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        try:
+            self.fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except IsADirectoryError:
+            raise FormatError(path, "is a folder, not a model file") from None
+        except OSError as exc:
+            raise FormatError(path, f"cannot open: {exc.strerror or exc}") from None
+        self.size = os.fstat(self.fd).st_size
+        self._map: mmap.mmap | None = None
+
+    def pread(self, offset: int, length: int, what: str = "data") -> bytes:
+        """Exactly ``length`` bytes at ``offset``, or a FormatError saying the file is truncated."""
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise FormatError(self.path, f"file is truncated: {what} needs bytes {offset}..{offset + length} "
+                                         f"but the file has {self.size}")
+        data = os.pread(self.fd, length, offset)
+        if len(data) != length:
+            raise FormatError(self.path, f"file is truncated while reading {what}")
+        return data
+
+    def array(self, offset: int, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        """A read-only view of the bytes at ``offset``; copied only when misaligned."""
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if count == 0:
+            return np.zeros(shape, dtype)
+        if self._map is None:
+            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
+        array = np.frombuffer(self._map, dtype=dtype, count=count, offset=offset)
+        if offset % dtype.alignment:
+            array = array.copy()
+        return array.reshape(shape)
+
+    def release(self, offset: int, length: int) -> None:
+        if self._map is None or length <= 0:
+            return
+        page = mmap.PAGESIZE
+        start = offset - offset % page
+        end = min(self.size, offset + length)
+        try:
+            self._map.madvise(mmap.MADV_DONTNEED, start, end - start)
+        except (AttributeError, OSError, ValueError):
+            pass
+
+    def chunks(self, offset: int, length: int, chunk_size: int = CHUNK) -> Iterator[bytes]:
+        end = offset + length
+        while offset < end:
+            n = min(chunk_size, end - offset)
+            yield self.pread(offset, n)
+            offset += n
+
+    def close(self) -> None:
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:
+                pass  # arrays still view the map; it closes when they are gone
+            self._map = None
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class RangeStore(Store):
+    """A store whose every tensor is ``nbytes`` raw little-endian bytes at a file offset."""
+
+    def __init__(self, path: str | os.PathLike, entries: list[TensorEntry], locations: dict[str, MappedFile],
+                 **kwargs):
+        super().__init__(path, entries, files=sorted({m.path for m in locations.values()}, key=str) or None, **kwargs)
+        self._where = locations
+        self._mapped = list({id(m): m for m in locations.values()}.values())
+
+    def _read(self, entry: TensorEntry) -> np.ndarray:
+        mapped = self._where[entry.name]
+        dtype = entry.dtype.numpy
+        array = mapped.array(entry.offset or 0, dtype, entry.shape)
+        if entry.dtype.name == "BOOL" and dtype != np.bool_:
+            array = array != 0  # Burn's U32-stored bools read as plain bools
+        return array
+
+    def byte_range(self, name: str) -> tuple[int, int, int] | None:
+        self._check_open()
+        entry = self.entry(name)
+        return self._where[name].fd, entry.offset or 0, entry.nbytes
+
+    def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
+        self._check_open()
+        entry = self.entry(name)
+        return self._where[name].chunks(entry.offset or 0, entry.nbytes, chunk_size)
+
+    def release(self, name: str) -> None:
+        entry = self.entry(name)
+        self._where[name].release(entry.offset or 0, entry.nbytes)
+
+    def close(self) -> None:
+        if not self.closed:
+            for mapped in self._mapped:
+                mapped.close()
+        super().close()
+
+
+def check_ranges(path: str | os.PathLike, ranges: list[tuple[str, int, int]], buffer_size: int,
+                 *, contiguous: bool) -> None:
+    """Validate ``(name, start, end)`` ranges of a data buffer.
+
+    Every range must lie inside the buffer, no two may overlap, and with ``contiguous`` (the
+    SafeTensors rule) they must tile the buffer exactly, with no gap and nothing left over.
+    """
+    expected = 0
+    previous = None
+    for name, start, end in sorted(ranges, key=lambda r: (r[1], r[2])):
+        if start > end:
+            raise FormatError(path, f"tensor {name!r} has a range that ends ({end}) before it starts ({start})")
+        if end > buffer_size:
+            raise FormatError(path, f"tensor {name!r} ends at byte {end}, past the end of the data ({buffer_size} bytes)")
+        if contiguous and start != expected:
+            problem = "overlaps" if start < expected else "leaves a gap before"
+            raise FormatError(path, f"tensor {name!r} {problem} the previous tensor (starts at {start}, expected {expected})")
+        if not contiguous and start < expected and start != end:
+            raise FormatError(path, f"tensors {previous!r} and {name!r} overlap (at byte {start})")
+        if start != end or not contiguous:
+            previous = name
+        expected = max(expected, end)
+    if contiguous and expected != buffer_size:
+        raise FormatError(path, f"the data buffer has {buffer_size - expected} bytes that no tensor uses")
+
+
+
+def parse_shape(path: str | os.PathLike, name: str, value: object) -> tuple[int, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                       for d in value):
+        raise FormatError(path, f"tensor {name!r} has an invalid shape {value!r}")
+    return tuple(int(d) for d in value)

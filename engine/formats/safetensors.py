@@ -1,0 +1,191 @@
+"""SafeTensors (``.safetensors``) and Hugging Face sharded checkpoints (``*.index.json``).
+
+Validated as strictly as the official reader: a header under 100 MB of UTF-8 JSON, unique
+names, ranges that match dtype x shape and tile the buffer with no gap and no overlap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+from typing import Any, BinaryIO, Sequence
+
+from .. import dtypes
+from ..errors import FormatError
+from ..store import TensorEntry, TensorSource
+from .mapped import MappedFile, RangeStore, check_ranges, parse_shape
+
+NAME = "safetensors"
+EXTENSIONS = (".safetensors",)
+MAX_HEADER = 100_000_000
+HEADER_ALIGN = 8
+METADATA_KEY = "__metadata__"
+
+
+def sniff(head: bytes) -> bool:
+    """A u64 header length then ``{``, or a sharded index (a JSON object naming a weight map)."""
+    if len(head) >= 9 and head[8:9] == b"{":
+        return struct.unpack("<Q", head[:8])[0] > 0
+    return head.lstrip()[:1] == b"{" and b'"weight_map"' in head
+
+
+class SafeTensorsStore(RangeStore):
+    format = NAME
+
+
+def open(path: str | os.PathLike, **options: Any) -> SafeTensorsStore:
+    with _opened(path) as mapped:
+        head = mapped.pread(0, min(mapped.size, 16), "the header")
+    if head[8:9] != b"{":
+        return _open_index(Path(path))
+    mapped = MappedFile(path)
+    try:
+        entries, metadata = _parse(mapped)
+    except BaseException:
+        mapped.close()
+        raise
+    return SafeTensorsStore(path, entries, {e.name: mapped for e in entries}, metadata=metadata)
+
+
+class _opened:
+    def __init__(self, path: str | os.PathLike):
+        self.mapped = MappedFile(path)
+
+    def __enter__(self) -> MappedFile:
+        return self.mapped
+
+    def __exit__(self, *exc: object) -> None:
+        self.mapped.close()
+
+
+def _parse(mapped: MappedFile) -> tuple[list[TensorEntry], dict[str, str]]:
+    path = mapped.path
+    (size,) = struct.unpack("<Q", mapped.pread(0, 8, "the 8-byte header length"))
+    if size > MAX_HEADER:
+        raise FormatError(path, f"header claims {size} bytes, over the limit of {MAX_HEADER}")
+    raw = mapped.pread(8, size, f"the {size}-byte header")
+    header = _json(path, raw, "header")
+    if not isinstance(header, dict):
+        raise FormatError(path, "header is not a JSON object")
+    metadata = header.pop(METADATA_KEY, None) or {}
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise FormatError(path, "__metadata__ must map text to text")
+    data_start = 8 + size
+    entries, ranges = [], []
+    for name, desc in header.items():
+        if not isinstance(desc, dict) or set(desc) != {"dtype", "shape", "data_offsets"}:
+            raise FormatError(path, f"tensor {name!r} needs exactly dtype, shape and data_offsets")
+        try:
+            dtype = dtypes.from_safetensors(desc["dtype"])
+        except (ValueError, TypeError):
+            raise FormatError(path, f"tensor {name!r} has an unknown dtype {desc['dtype']!r}") from None
+        shape = parse_shape(path, name, desc["shape"])
+        offsets = desc["data_offsets"]
+        if (not isinstance(offsets, list) or len(offsets) != 2
+                or not all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)):
+            raise FormatError(path, f"tensor {name!r} has invalid data_offsets {offsets!r}")
+        start, end = offsets
+        if dtype.bits * _numel(shape) % 8:
+            raise FormatError(path, f"tensor {name!r}: {dtype} x {list(shape)} is not a whole number of bytes")
+        if end - start != dtype.nbytes(shape):
+            raise FormatError(path, f"tensor {name!r} has {end - start} bytes but {dtype} x {list(shape)} "
+                                    f"needs {dtype.nbytes(shape)}")
+        entries.append(TensorEntry(name, dtype, shape, end - start, None, data_start + start))
+        ranges.append((name, start, end))
+    check_ranges(path, ranges, mapped.size - data_start, contiguous=True)
+    entries.sort(key=lambda e: e.offset)
+    return entries, dict(metadata)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _json(path: os.PathLike, raw: bytes, what: str) -> Any:
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                raise FormatError(path, f"{what} names {key!r} twice")
+            result[key] = value
+        return result
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, f"{what} is not valid UTF-8 (byte {exc.start})") from None
+    if not text.lstrip().startswith("{"):
+        raise FormatError(path, f"{what} is not a JSON object")
+    try:
+        return json.loads(text, object_pairs_hook=unique)
+    except RecursionError:
+        raise FormatError(path, f"{what} is nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, f"{what} is not valid JSON: {exc.msg} at character {exc.pos}") from None
+
+
+def _open_index(path: Path) -> SafeTensorsStore:
+    """Open a sharded checkpoint's index as one store over all its shard files."""
+    with _opened(path) as mapped:
+        if mapped.size > MAX_HEADER:
+            raise FormatError(path, "index file is larger than 100 MB")
+        index = _json(path, mapped.pread(0, mapped.size, "the index"), "index")
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise FormatError(path, "index has no 'weight_map' of tensor names to shard files")
+    shards: dict[str, MappedFile] = {}
+    entries: list[TensorEntry] = []
+    locations: dict[str, MappedFile] = {}
+    metadata = {k: str(v) for k, v in (index.get("metadata") or {}).items()}
+    try:
+        for shard_name in dict.fromkeys(weight_map.values()):
+            shard_path = path.parent / shard_name
+            if Path(shard_name).is_absolute() or ".." in Path(shard_name).parts:
+                raise FormatError(path, f"shard {shard_name!r} lies outside the index's folder")
+            mapped = shards[shard_name] = MappedFile(shard_path)
+            shard_entries, shard_meta = _parse(mapped)
+            for key, value in shard_meta.items():
+                metadata.setdefault(key, value)
+            for entry in shard_entries:
+                if weight_map.get(entry.name) == shard_name:
+                    entries.append(entry)
+                    locations[entry.name] = mapped
+            missing = [n for n, s in weight_map.items() if s == shard_name and n not in locations]
+            if missing:
+                raise FormatError(path, f"shard {shard_name} lacks tensor {missing[0]!r} that the index maps to it")
+    except BaseException:
+        for mapped in shards.values():
+            mapped.close()
+        raise
+    return SafeTensorsStore(path, entries, locations, metadata=metadata, version="sharded")
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+def layout(items: Sequence[TensorSource], metadata: dict[str, str]) -> tuple[bytes, list[int]]:
+    """The header bytes (length, JSON padded with spaces to 8 bytes) and each item's file offset."""
+    header: dict[str, Any] = {}
+    if metadata:
+        header[METADATA_KEY] = dict(metadata)
+    offsets, position = [], 0
+    for item in items:
+        header[item.name] = {"dtype": dtypes.to_safetensors(item.dtype), "shape": list(item.shape),
+                             "data_offsets": [position, position + item.nbytes]}
+        offsets.append(position)
+        position += item.nbytes
+    body = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    body += b" " * (-(len(body) + 8) % HEADER_ALIGN)
+    head = struct.pack("<Q", len(body)) + body
+    return head, [len(head) + o for o in offsets]
+
+
+def write_header(out: BinaryIO, items: Sequence[TensorSource], metadata: dict[str, str],
+                 scalars: dict[str, Any]) -> list[int]:
+    head, offsets = layout(items, metadata)
+    out.write(head)
+    return offsets

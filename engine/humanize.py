@@ -1,0 +1,23 @@
+"""Numbers as people read them; shared by the CLI and the GUI."""
+
+from __future__ import annotations
+
+UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def size(nbytes: int) -> str:
+    """``2.25 KiB``, ``1.3 GiB``; exact bytes below 1 KiB."""
+    value = float(nbytes)
+    for unit in UNITS:
+        if value < 1024 or unit == UNITS[-1]:
+            return f"{nbytes:,} B" if unit == "B" else f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+        value /= 1024
+    raise AssertionError
+
+
+def shape(dims: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def count(n: int) -> str:
+    return f"{n:,}"

@@ -1,0 +1,200 @@
+"""What every opened model file looks like to the rest of the app: a ``Store`` of ``TensorEntry``.
+
+A store is lazy: opening reads only the header; ``read`` maps one tensor's bytes on demand.
+Formats subclass ``Store`` and implement ``_read``; everything else is shared.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Protocol
+
+import numpy as np
+
+from .dtypes import DType
+from .errors import FormatError
+
+CHUNK = 16 << 20  # bytes moved at a time when streaming a tensor
+
+
+class TensorSource(Protocol):
+    """Anything export can write: a stored tensor, or a planned (transformed) one."""
+
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+    nbytes: int
+    param_id: int | None
+
+    def byte_range(self) -> tuple[int, int, int] | None:
+        """``(fd, offset, length)`` when the tensor's little-endian bytes lie as-is in a file."""
+
+    def iter_bytes(self, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        """The tensor's little-endian, row-major bytes, a chunk at a time."""
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    """One tensor as a file describes it. ``offset`` is its absolute byte offset, where it has one."""
+
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+    nbytes: int
+    param_id: int | None = None
+    offset: int | None = None
+    store: "Store | None" = field(default=None, compare=False, repr=False)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for dim in self.shape:
+            n *= dim
+        return n
+
+    def read(self) -> np.ndarray:
+        return self._store().read(self.name)
+
+    def byte_range(self) -> tuple[int, int, int] | None:
+        return self._store().byte_range(self.name)
+
+    def iter_bytes(self, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        return self._store().iter_bytes(self.name, chunk_size)
+
+    def release(self) -> None:
+        """Give back the memory pages reading this tensor touched (they count as resident)."""
+        self._store().release(self.name)
+
+    def _store(self) -> "Store":
+        if self.store is None:
+            raise ValueError(f"tensor {self.name!r} is not attached to a store")
+        return self.store
+
+
+class Store:
+    """An opened model file (or a set of shards) with its tensors in file order.
+
+    ``metadata`` is text to text. ``scalars`` are Burnpack's named scalars (serde values,
+    kept on Burnpack copies). ``values`` holds non-tensor leaves of a PyTorch checkpoint as
+    plain JSON-able data (empty elsewhere).
+    """
+
+    format: str = ""
+
+    def __init__(self, path: str | os.PathLike, entries: list[TensorEntry], *, metadata: dict[str, str] | None = None,
+                 version: str | None = None, scalars: dict[str, Any] | None = None, values: Any = None,
+                 files: list[Path] | None = None):
+        self.path = Path(path)
+        self.version = version
+        self.metadata: dict[str, str] = dict(metadata or {})
+        self.scalars: dict[str, Any] = dict(scalars or {})
+        self.values: Any = values if values is not None else {}
+        self.files: list[Path] = files or [self.path]
+        self.entries: list[TensorEntry] = [
+            e if e.store is self else TensorEntry(e.name, e.dtype, e.shape, e.nbytes, e.param_id, e.offset, self)
+            for e in entries
+        ]
+        self._by_name = {e.name: e for e in self.entries}
+        if len(self._by_name) != len(self.entries):
+            seen: set[str] = set()
+            dup = next(e.name for e in self.entries if e.name in seen or seen.add(e.name))
+            raise FormatError(path, f"tensor name {dup!r} appears twice")
+        self.closed = False
+
+    # --- lookup ---------------------------------------------------------------------------
+    def entry(self, name: str) -> TensorEntry:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"{self.path.name} has no tensor {name!r}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def names(self) -> list[str]:
+        return [e.name for e in self.entries]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(e.nbytes for e in self.entries)
+
+    @property
+    def total_params(self) -> int:
+        return sum(e.numel for e in self.entries)
+
+    @property
+    def file_size(self) -> int:
+        return sum(f.stat().st_size for f in self.files)
+
+    @property
+    def description(self) -> str:
+        """Format and version as a user reads it, e.g. ``Burnpack v1``."""
+        label = {"burnpack": "Burnpack", "safetensors": "SafeTensors", "pytorch": "PyTorch"}.get(self.format, self.format)
+        return f"{label} {self.version}" if self.version else label
+
+    # --- data -----------------------------------------------------------------------------
+    def read(self, name: str) -> np.ndarray:
+        """The tensor as a numpy array (zero-copy from a memory map where alignment allows)."""
+        self._check_open()
+        entry = self.entry(name)
+        if entry.dtype.numpy is None:
+            raise FormatError(self.path, f"tensor {name!r} has dtype {entry.dtype}, whose values cannot be decoded "
+                                         "(its bytes are kept as they are on copies)")
+        return self._read(entry)
+
+    def byte_range(self, name: str) -> tuple[int, int, int] | None:
+        return None
+
+    def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        """Stream a tensor's bytes; the default materializes it, formats with plain ranges stream."""
+        array = np.ascontiguousarray(self.read(name))
+        view = memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
+        for start in range(0, len(view), chunk_size):
+            yield view[start:start + chunk_size]
+
+    def release(self, name: str) -> None:
+        """Drop mapped pages of one tensor from this process; a no-op where nothing is mapped."""
+
+    def _read(self, entry: TensorEntry) -> np.ndarray:
+        raise NotImplementedError
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError(f"{self.path.name} is closed")
+
+    # --- lifetime -------------------------------------------------------------------------
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.path.name}: {len(self.entries)} tensors>"
+
+
+class ArrayStore(Store):
+    """Tensors held in memory as numpy arrays: for building models in scripts and tests."""
+
+    format = "memory"
+
+    def __init__(self, arrays: dict[str, np.ndarray], *, name: str = "<memory>", param_ids: dict[str, int] | None = None,
+                 **kwargs: Any):
+        from .dtypes import from_numpy
+        self._arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        ids = param_ids or {}
+        entries = [TensorEntry(k, from_numpy(a.dtype), tuple(a.shape), a.nbytes, ids.get(k)) for k, a in self._arrays.items()]
+        super().__init__(name, entries, **kwargs)
+
+    def _read(self, entry: TensorEntry) -> np.ndarray:
+        array = self._arrays[entry.name]
+        return array if array.dtype.byteorder != ">" else array.astype(array.dtype.newbyteorder("<"))

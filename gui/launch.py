@@ -1,0 +1,22 @@
+"""The ``store-studio`` entry point: CLI subcommands go to the engine, anything else opens the window."""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from engine.cli import COMMANDS
+from engine.cli import main as cli_main
+from engine.samples import default_sample
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and (args[0] in COMMANDS or args[0] in ("-h", "--help")):
+        return cli_main(args)
+    # Until the window lands, no arguments inspects the bundled sample.
+    return cli_main(["inspect", *(args or [str(default_sample())])])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
