@@ -32,6 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StoreStudioError as exc:
         print(f"store-studio: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # output piped into `head`: not an error
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("store-studio: interrupted", file=sys.stderr)
         return 130

@@ -75,8 +75,8 @@ def _parse(mapped: MappedFile) -> tuple[list[TensorEntry], dict[str, str]]:
     data_start = 8 + size
     entries, ranges = [], []
     for name, desc in header.items():
-        if not isinstance(desc, dict) or set(desc) != {"dtype", "shape", "data_offsets"}:
-            raise FormatError(path, f"tensor {name!r} needs exactly dtype, shape and data_offsets")
+        if not isinstance(desc, dict) or not {"dtype", "shape", "data_offsets"} <= set(desc):
+            raise FormatError(path, f"tensor {name!r} needs dtype, shape and data_offsets")
         try:
             dtype = dtypes.from_safetensors(desc["dtype"])
         except (ValueError, TypeError):

@@ -1,0 +1,154 @@
+"""Summary statistics and a histogram of one tensor, computed chunk by chunk.
+
+Chunking keeps memory bounded (a 256 MB tensor is never copied whole, and narrow floats are widened a
+chunk at a time) and lets a caller cancel between chunks. Pure numpy: the GUI runs this in a worker.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .errors import StoreStudioError
+from .store import TensorEntry
+
+CHUNK_ELEMENTS = 1 << 20  # elements per chunk: 4 MiB of float32
+BINS = 64
+
+
+class StatsUnavailable(StoreStudioError):
+    """This tensor's values cannot be summarized (quantized, packed or complex); the message says why."""
+
+
+class StatsCancelled(StoreStudioError):
+    """The caller's cancel callback asked to stop."""
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """What a user asks of a tensor's values. min/max/mean/std ignore NaN and Inf.
+
+    ``histogram`` counts finite values in ``len(histogram)`` equal bins from ``edges[0]`` to ``edges[-1]``.
+    For an all-NaN tensor the finite fields are None.
+    """
+
+    count: int
+    finite: int
+    nan: int
+    inf: int
+    zeros: int
+    min: float | int | None
+    max: float | int | None
+    mean: float | None
+    std: float | None
+    histogram: tuple[int, ...]
+    edges: tuple[float, ...]
+
+    @property
+    def zero_share(self) -> float:
+        return self.zeros / self.count if self.count else 0.0
+
+
+def stats_for(entry: TensorEntry, *, bins: int = BINS, cancel: Callable[[], bool] | None = None,
+              chunk_elements: int = CHUNK_ELEMENTS) -> TensorStats:
+    """Statistics of a stored tensor; raises StatsUnavailable for values that cannot be decoded."""
+    if entry.dtype.numpy is None:
+        raise StatsUnavailable(f"{entry.dtype} values are stored encoded and are not decoded here, "
+                               "so there are no statistics for them")
+    if entry.dtype.kind == "complex":
+        raise StatsUnavailable("statistics are not computed for complex values")
+    array = entry.read()
+    try:
+        return compute_stats(array, bins=bins, cancel=cancel, chunk_elements=chunk_elements)
+    finally:
+        del array
+        entry.release()
+
+
+def compute_stats(array: np.ndarray, *, bins: int = BINS, cancel: Callable[[], bool] | None = None,
+                  chunk_elements: int = CHUNK_ELEMENTS) -> TensorStats:
+    """Statistics of any real or bool array, in two chunked passes (moments, then the histogram)."""
+    if np.iscomplexobj(array):
+        raise StatsUnavailable("statistics are not computed for complex values")
+    flat = np.ravel(array, order="K")  # a view for any memory layout numpy can flatten; order does not matter
+    kind = flat.dtype.kind
+    if kind not in "fiub" and flat.dtype.name not in _NARROW:
+        raise StatsUnavailable(f"statistics are not computed for {flat.dtype} values")
+    is_float = kind == "f" or flat.dtype.name in _NARROW
+    count = nan = inf = zeros = finite = 0
+    low: float | int | None = None
+    high: float | int | None = None
+    mean = m2 = 0.0
+    for chunk in _chunks(flat, chunk_elements, cancel):
+        count += chunk.size
+        if is_float:
+            bad_nan = np.isnan(chunk)
+            bad_inf = np.isinf(chunk)
+            nan += int(bad_nan.sum())
+            inf += int(bad_inf.sum())
+            if nan or inf:
+                chunk = chunk[~(bad_nan | bad_inf)]
+        zeros += int(np.count_nonzero(chunk == 0))
+        if not chunk.size:
+            continue
+        chunk_low, chunk_high = chunk.min(), chunk.max()
+        low = _pick(min, low, chunk_low, is_float)
+        high = _pick(max, high, chunk_high, is_float)
+        # Chan et al.'s pairwise merge of mean and squared deviations: stable across chunks.
+        values = chunk.astype(np.float64)
+        n_b = values.size
+        mean_b = float(values.mean())
+        m2_b = float(np.square(values - mean_b).sum())
+        n = finite + n_b
+        delta = mean_b - mean
+        mean += delta * n_b / n
+        m2 += m2_b + delta * delta * finite * n_b / n
+        finite = n
+    if not finite:
+        return TensorStats(count, 0, nan, inf, zeros, None, None, None, None, (), ())
+    histogram, edges = _histogram(flat, low, high, bins, is_float, kind == "b", chunk_elements, cancel)
+    return TensorStats(count, finite, nan, inf, zeros, low, high, mean, math.sqrt(m2 / finite), histogram, edges)
+
+
+_NARROW = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16"}
+
+
+def _chunks(flat: np.ndarray, size: int, cancel: Callable[[], bool] | None):
+    """Successive chunks; narrow and ml_dtypes floats widened to float32, bools to uint8."""
+    for start in range(0, flat.size, size):
+        if cancel is not None and cancel():
+            raise StatsCancelled("statistics cancelled")
+        chunk = flat[start:start + size]
+        if chunk.dtype.kind == "b":
+            chunk = chunk.view(np.uint8)
+        elif chunk.dtype.name in _NARROW:
+            chunk = chunk.astype(np.float32)
+        yield chunk
+
+
+def _pick(choose, current, value, is_float: bool):
+    value = float(value) if is_float else int(value)
+    return value if current is None else choose(current, value)
+
+
+def _histogram(flat: np.ndarray, low, high, bins: int, is_float: bool, is_bool: bool, chunk_elements: int,
+               cancel: Callable[[], bool] | None) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """Counts of finite values in equal bins; integers get one bin per value when their range is small."""
+    if is_bool:
+        edges = np.array([0.0, 0.5, 1.0])  # two bins: false, true
+    elif not is_float and high - low < bins:
+        edges = np.arange(low, high + 2, dtype=np.float64) - 0.5
+    elif low == high:
+        edges = np.array([low - 0.5, high + 0.5], dtype=np.float64)
+    else:
+        edges = np.linspace(low, high, bins + 1)
+    counts = np.zeros(len(edges) - 1, dtype=np.int64)
+    span = (float(edges[0]), float(edges[-1]))
+    for chunk in _chunks(flat, chunk_elements, cancel):
+        if is_float:
+            chunk = chunk[np.isfinite(chunk)]
+        counts += np.histogram(chunk, bins=len(counts), range=span)[0]
+    return tuple(int(c) for c in counts), tuple(float(e) for e in edges)

@@ -1,0 +1,146 @@
+"""Export: streaming, atomic, never losing the old file."""
+
+from __future__ import annotations
+
+import errno
+import importlib
+import json
+import os
+import resource
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engine import ArrayStore, ExportCancelled, ExportError, export, open_store
+
+export_module = importlib.import_module("engine.export")  # the package re-exports the function under this name
+
+
+def model(n: int = 4, size: int = 1000) -> ArrayStore:
+    return ArrayStore({f"layer{i}.weight": np.full(size, i, np.float32) for i in range(n)})
+
+
+def leftovers(folder) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.name.endswith(".partial")]
+
+
+def test_refuses_to_overwrite_unless_asked(tmp_path):
+    dest = tmp_path / "out.bpk"
+    dest.write_bytes(b"precious")
+    with pytest.raises(ExportError, match="already exists"):
+        export(model().entries, dest)
+    assert dest.read_bytes() == b"precious"
+    export(model().entries, dest, overwrite=True)
+    with open_store(dest) as store:
+        assert len(store) == 4
+
+
+def test_progress_counts_bytes_up_to_the_total(tmp_path):
+    calls = []
+    export(model().entries, tmp_path / "out.safetensors", progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (16000, 16000)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+@pytest.mark.parametrize("fmt", ["bpk", "safetensors"])
+def test_cancel_leaves_the_old_destination_and_no_temp_file(tmp_path, fmt):
+    dest = tmp_path / f"out.{fmt}"
+    dest.write_bytes(b"old contents")
+    seen = []
+    with pytest.raises(ExportCancelled):
+        export(model().entries, dest, overwrite=True, progress=lambda d, t: seen.append(d), cancel=lambda: len(seen) >= 2)
+    assert dest.read_bytes() == b"old contents"
+    assert leftovers(tmp_path) == []
+
+
+def test_unwritable_dtype_fails_before_anything_is_written(tmp_path):
+    store = ArrayStore({"ok": np.zeros(2, np.float32), "c": np.zeros(2, np.complex128)})
+    with pytest.raises(ExportError, match="'c'.*cannot hold"):
+        export(store.entries, tmp_path / "out.bpk")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_is_a_clear_error_and_loses_nothing(tmp_path, monkeypatch):
+    source = tmp_path / "src.safetensors"
+    export(model().entries, source)
+    dest = tmp_path / "dest.bpk"
+    dest.write_bytes(b"keep me")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(export_module.os, "copy_file_range", full)
+    with open_store(source) as store, pytest.raises(ExportError, match="disk is full"):
+        export(store.entries, dest, overwrite=True)
+    assert dest.read_bytes() == b"keep me" and leftovers(tmp_path) == []
+
+
+def test_exporting_over_the_open_source_file_works(tmp_path):
+    path = tmp_path / "model.bpk"
+    export(model().entries, path)
+    with open_store(path) as store:
+        export(store.entries, path, overwrite=True, metadata={"note": "rewritten"})
+        assert store.read("layer3.weight")[0] == 3  # the open store still reads its old bytes
+    with open_store(path) as store:
+        assert store.metadata["note"] == "rewritten" and store.read("layer2.weight")[5] == 2
+
+
+def test_stale_partials_of_killed_exports_are_cleaned(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".out.bpk.{dead.pid}-abcd1234.partial"
+    stale.write_bytes(b"torn")
+    export(model().entries, tmp_path / "out.bpk")
+    assert not stale.exists()
+
+
+def test_duplicate_names_are_refused(tmp_path):
+    entries = model().entries
+    with pytest.raises(ExportError, match="two tensors"):
+        export(entries + entries[:1], tmp_path / "x.bpk")
+
+
+def sparse_safetensors(path, nbytes: int) -> None:
+    """A valid SafeTensors file with one huge tensor, sparse on disk (zeros cost no disk)."""
+    header = json.dumps({"big": {"dtype": "F32", "shape": [nbytes // 4], "data_offsets": [0, nbytes]}}).encode()
+    header += b" " * (-len(header) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header)
+        f.truncate(8 + len(header) + nbytes)
+
+
+def read_chars() -> int:
+    with open("/proc/self/io") as f:
+        return int(next(line for line in f if line.startswith("rchar")).split()[1])
+
+
+def test_opening_a_multi_gigabyte_file_reads_only_its_header(tmp_path):
+    path = tmp_path / "huge.safetensors"
+    sparse_safetensors(path, 8 << 30)
+    before = read_chars()
+    with open_store(path) as store:
+        assert store.entries[0].nbytes == 8 << 30
+    assert read_chars() - before < 64 << 10
+
+
+CONVERT_RSS = """
+import resource, sys
+from gui.launch import main
+code = main(["convert", sys.argv[1], sys.argv[2]])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+sys.exit(code)
+"""
+
+
+def test_converting_a_gibibyte_model_stays_small_in_memory(tmp_path):
+    source = tmp_path / "big.safetensors"
+    sparse_safetensors(source, 1 << 30)
+    result = subprocess.run([sys.executable, "-c", CONVERT_RSS, str(source), str(tmp_path / "big.bpk")],
+                            capture_output=True, text=True, check=True)
+    peak_kib = int(result.stdout.split()[-1])
+    assert peak_kib < 600 * 1024, f"peak RSS {peak_kib / 1024:.0f} MiB"
+    with open_store(tmp_path / "big.bpk") as store:
+        assert store.entries[0].nbytes == 1 << 30
