@@ -7,6 +7,7 @@ PyTorch as storage classes or ``torch.<name>``. ``DType`` is the meeting point.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,10 +54,7 @@ class DType:
         """Bytes a dense tensor of this type and shape holds (None for opaque types)."""
         if self.bits is None:
             return None
-        numel = 1
-        for dim in shape:
-            numel *= dim
-        return (numel * self.bits + 7) // 8
+        return (math.prod(shape) * self.bits + 7) // 8
 
     def __repr__(self) -> str:
         return f"DType({self})"

@@ -92,10 +92,10 @@ class Store:
         self.scalars: dict[str, Any] = dict(scalars or {})
         self.values: Any = values if values is not None else {}
         self.files: list[Path] = files or [self.path]
-        self.entries: list[TensorEntry] = [
-            e if e.store is self else TensorEntry(e.name, e.dtype, e.shape, e.nbytes, e.param_id, e.offset, self)
-            for e in entries
-        ]
+        self.entries: list[TensorEntry] = list(entries)
+        for e in self.entries:
+            # Formats make entries before their store exists; attaching here avoids copying 100,000 of them.
+            object.__setattr__(e, "store", self)
         self._by_name = {e.name: e for e in self.entries}
         if len(self._by_name) != len(self.entries):
             seen: set[str] = set()

@@ -14,7 +14,7 @@ from .. import dtypes
 from ..errors import FormatError
 from ..store import TensorEntry, TensorSource
 from . import cbor
-from .mapped import MappedFile, RangeStore, check_ranges, parse_shape
+from .mapped import MappedFile, RangeStore, build_entries
 
 NAME = "burnpack"
 EXTENSIONS = (".bpk",)
@@ -72,42 +72,35 @@ def _open(mapped: MappedFile) -> BurnpackStore:
         raise FormatError(path, f"{len(tensors)} tensors, over Burn's limit of {MAX_TENSORS}")
     data_start = aligned(HEADER.size + size)
     buffer = max(0, mapped.size - data_start)
-    entries, ranges = [], []
-    for name, desc in tensors.items():
-        entry, start, end = _entry(path, name, desc, data_start)
-        entries.append(entry)
-        ranges.append((name, start, end))
-    check_ranges(path, ranges, buffer, contiguous=False)
-    entries.sort(key=lambda e: e.offset)  # the data section holds module order
+    rows = [_row(path, name, desc) for name, desc in tensors.items()]
+    entries = build_entries(path, rows, data_start, buffer, contiguous=False, max_tensor_bytes=MAX_TENSOR_BYTES)
     return BurnpackStore(path, entries, {e.name: mapped for e in entries}, version=f"v{version}",
                          metadata=_text_map(path, meta.get("metadata", {}), "metadata"),
                          scalars=_scalars(path, meta.get("scalars", {})))
 
 
-def _entry(path: os.PathLike, name: Any, desc: Any, data_start: int) -> tuple[TensorEntry, int, int]:
-    if not isinstance(name, str) or not isinstance(desc, dict):
-        raise FormatError(path, f"tensor entry {name!r} is not a name with a descriptor map")
-    try:
-        dtype = dtypes.from_burnpack(desc.get("dtype"))
-    except ValueError as exc:
-        raise FormatError(path, f"tensor {name!r}: {exc}") from None
-    shape = parse_shape(path, name, desc.get("shape"))
-    offsets = desc.get("data_offsets")
-    if (not isinstance(offsets, (list, tuple)) or len(offsets) != 2
-            or not all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)):
+def _row(path: os.PathLike, name: Any, desc: Any) -> tuple:
+    """One descriptor as a row for ``build_entries``; the checks that are Burnpack's own."""
+    if not isinstance(name, str) or not isinstance(desc, dict) or not {"dtype", "shape", "data_offsets"} <= desc.keys():
+        raise FormatError(path, f"tensor entry {name!r} needs dtype, shape and data_offsets")
+    spelling = desc["dtype"]
+    dtype = _PLAIN.get(spelling) if isinstance(spelling, str) else None
+    if dtype is None:
+        try:
+            dtype = dtypes.from_burnpack(spelling)
+        except ValueError as exc:
+            raise FormatError(path, f"tensor {name!r}: {exc}") from None
+    offsets = desc["data_offsets"]
+    if not isinstance(offsets, (list, tuple)) or len(offsets) != 2:
         raise FormatError(path, f"tensor {name!r} has invalid data_offsets {offsets!r}")
-    start, end = offsets
-    expected = dtype.nbytes(shape)
-    if expected is not None and expected > MAX_TENSOR_BYTES:
-        raise FormatError(path, f"tensor {name!r} claims {expected} bytes, over Burn's 10 GiB limit per tensor")
-    if end - start > MAX_TENSOR_BYTES:
-        raise FormatError(path, f"tensor {name!r} spans {end - start} bytes, over Burn's 10 GiB limit per tensor")
-    if expected is not None and end - start != expected:
-        raise FormatError(path, f"tensor {name!r} has {end - start} bytes but {dtype} x {list(shape)} needs {expected}")
     param_id = desc.get("param_id")
-    if param_id is not None and (not isinstance(param_id, int) or isinstance(param_id, bool)):
+    if param_id is not None and type(param_id) is not int:
         raise FormatError(path, f"tensor {name!r} has an invalid param_id {param_id!r}")
-    return TensorEntry(name, dtype, shape, end - start, param_id, data_start + start), start, end
+    return name, dtype, desc["shape"], offsets[0], offsets[1], param_id
+
+
+_PLAIN = {spelling: dtypes.from_burnpack(spelling) for spelling in ("F64", "F32", "F16", "BF16", "I64", "I32", "I16",
+                                                                     "I8", "U64", "U32", "U16", "U8", "Bool")}
 
 
 def _text_map(path: os.PathLike, value: Any, what: str) -> dict[str, str]:

@@ -1,0 +1,173 @@
+"""Store Studio's speed and memory, measured side by side with the tools users would otherwise use.
+
+    python tests/benchmarks/run.py [--quick] [--json OUT] [--workdir DIR]
+
+Generates its own models, measures everything in this one run (ratios, never absolute times,
+are what a shared machine can compare) and prints a Markdown table with the targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent.parent))
+
+import measure  # noqa: E402
+import models  # noqa: E402
+
+from engine import ArrayStore, export, open_store  # noqa: E402
+
+OURS_CONVERT = [sys.executable, "-m", "gui.launch", "convert"]
+TORCH_CONVERT = """
+import sys, torch
+from safetensors.torch import load_file, save_file
+src, dst = sys.argv[1], sys.argv[2]
+state = load_file(src) if src.endswith(".safetensors") else torch.load(src, weights_only=True)
+save_file(state, dst)
+"""
+
+
+@dataclass
+class Row:
+    """One comparison: our time against a reference's, and the target the ratio must meet."""
+
+    what: str
+    ours: float
+    reference: float | None
+    reference_name: str
+    target: str
+    met: bool | None
+    unit: str = "s"
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        return self.ours / self.reference if self.reference else None
+
+
+def list_ours(path: Path) -> None:
+    with open_store(path) as store:
+        [(e.name, e.shape) for e in store.entries]
+
+
+def list_safetensors(path: Path) -> None:
+    from safetensors import safe_open
+    with safe_open(path, "np") as f:
+        [(k, f.get_slice(k).get_shape()) for k in f.keys()]
+
+
+def list_torch(path: Path) -> None:
+    import torch
+    state = torch.load(path, mmap=True, weights_only=True)
+    [(k, tuple(v.shape)) for k, v in state.items()]
+
+
+def bench_open(rows: list[Row], files: dict[str, dict[str, Path]], many: dict[str, Path]) -> None:
+    times = {}
+    for size, paths in files.items():
+        ours_st = measure.best_of(lambda: list_ours(paths["safetensors"])).seconds
+        ref_st = measure.best_of(lambda: list_safetensors(paths["safetensors"])).seconds
+        ours_pt = measure.best_of(lambda: list_ours(paths["pt"])).seconds
+        ref_pt = measure.best_of(lambda: list_torch(paths["pt"])).seconds
+        ours_bpk = measure.best_of(lambda: list_ours(paths["bpk"])).seconds
+        times[size] = ours_st, ours_pt, ours_bpk
+        gb = paths["safetensors"].stat().st_size / 1e9
+        rows.append(Row(f"open+list .safetensors ({gb:.2g} GB)", ours_st, ref_st, "safetensors safe_open",
+                        "<= 1.0x", ours_st <= ref_st))
+        rows.append(Row(f"open+list .pt ({gb:.2g} GB)", ours_pt, ref_pt, "torch.load(mmap=True)", "<= 0.5x",
+                        ours_pt <= 0.5 * ref_pt))
+        rows.append(Row(f"open+list .bpk ({gb:.2g} GB)", ours_bpk, None, "", "", None))
+    for i, fmt in enumerate(("safetensors", "pt", "bpk")):
+        large, small = times["large"][i], times["small"][i]
+        rows.append(Row(f"open .{fmt}: large model vs small (same tensors)", large, small, "small model",
+                        "<= 1.2x", large <= 1.2 * small))
+    ours = measure.best_of(lambda: list_ours(many["safetensors"]), 3).seconds
+    ref = measure.best_of(lambda: list_safetensors(many["safetensors"]), 3).seconds
+    with open_store(many["safetensors"]) as store:
+        count = len(store)
+    rows.append(Row(f"open+list {count:,} tensors .safetensors", ours, ref, "safetensors safe_open", "<= 1.0x",
+                    ours <= ref))
+
+
+def bench_convert(rows: list[Row], paths: dict[str, Path], out: Path, largest: int) -> None:
+    budget = largest / 2**20 + 150
+    for src_fmt, dst_fmt, baseline in (("pt", "bpk", True), ("safetensors", "bpk", True), ("bpk", "safetensors", False)):
+        src = paths[src_fmt]
+        dst = out / f"converted.{dst_fmt}"
+        cp = measure.child(["cp", str(src), str(out / "copy.bin")])
+        ours = measure.child([*OURS_CONVERT, str(src), str(dst), "--overwrite"])
+        label = f"convert .{src_fmt} -> .{dst_fmt} ({src.stat().st_size / 1e9:.2g} GB)"
+        rows.append(Row(f"{label} vs cp", ours.seconds, cp.seconds, "cp", "<= 1.25x", ours.seconds <= 1.25 * cp.seconds))
+        if baseline:
+            ref = measure.child(measure.python(TORCH_CONVERT, str(src), str(out / "torch.safetensors")), repeat=2)
+            rows.append(Row(f"{label} vs torch.load + save_file", ours.seconds, ref.seconds,
+                            "torch.load + save_file", "<= 0.25x", ours.seconds * 4 <= ref.seconds))
+            rows.append(Row(f"{label} peak memory", ours.peak_mib, ref.peak_mib, "torch.load + save_file",
+                            f"<= {budget:.0f} MiB", ours.peak_mib <= budget, "MiB"))
+        else:
+            rows.append(Row(f"{label} peak memory", ours.peak_mib, None, "", f"<= {budget:.0f} MiB",
+                            ours.peak_mib <= budget, "MiB"))
+
+
+def bench_stats(rows: list[Row], folder: Path, quick: bool) -> None:
+    from engine.stats import stats_for
+    n = (64 if quick else 256) << 18  # float32 elements: 64 or 256 MiB
+    path = folder / "one_big_tensor.safetensors"
+    export(ArrayStore({"w": np.random.default_rng(1).standard_normal(n, dtype=np.float32)}).entries, path,
+           overwrite=True)
+    with open_store(path) as store:
+        run = measure.best_of(lambda: stats_for(store.entries[0]), 3)
+    rows.append(Row(f"statistics of a {n * 4 >> 20} MiB tensor", run.seconds, None, "", "< 1 s", run.seconds < 1.0))
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| benchmark | Store Studio | reference | ratio | target | met |", "|---|---:|---:|---:|---|:-:|"]
+    for r in rows:
+        ours = f"{r.ours:.3f} s" if r.unit == "s" else f"{r.ours:.0f} {r.unit}"
+        ref = "" if r.reference is None else (f"{r.reference:.3f} s" if r.unit == "s" else f"{r.reference:.0f} {r.unit}")
+        ref = f"{ref} ({r.reference_name})" if ref else ""
+        ratio = f"{r.ratio:.2f}x" if r.ratio is not None else ""
+        met = {True: "yes", False: "**no**", None: ""}[r.met]
+        lines.append(f"| {r.what} | {ours} | {ref} | {ratio} | {r.target} | {met} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small models: checks the suite works, times mean little")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--workdir", type=Path, help="where to generate models (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="store-studio-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    specs = models.QUICK if args.quick else models.FULL
+    try:
+        files = {size: models.write_all(work, models.arrays(spec), f"transformer_{size}") for size, spec in specs.items()}
+        many = models.write_all(work, models.many_arrays(models.MANY_QUICK if args.quick else models.MANY_FULL),
+                                "many_tensors", pt=False)
+        rows: list[Row] = []
+        bench_open(rows, files, many)
+        largest = max(int(np.prod(s)) for s in specs["large"].shapes().values()) * 4
+        bench_convert(rows, files["large"], work, largest)
+        bench_stats(rows, work, args.quick)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(table(rows))
+    if args.json:
+        args.json.write_text(json.dumps([{**asdict(r), "ratio": r.ratio} for r in rows], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
