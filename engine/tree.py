@@ -1,12 +1,13 @@
 """A store's tensor names as a dotted-path tree, so views can show groups (``layer.2.conv``) with totals.
 
-Pure Python: the GUI adapts it to Qt. Built in one pass over the names (fast for 100,000 tensors);
-children are put in natural order (``layer.2`` before ``layer.10``) only when first asked for, so a
-view that never opens a group never pays for sorting it.
+Pure Python: the GUI adapts it to Qt. A node splits its names into child groups only when first
+asked for its children, and sorts them in natural order (``layer.2`` before ``layer.10``) then: building
+the tree of 100,000 names costs one pass to total them, and a view pays only for the groups it opens.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Callable, Iterable, Iterator
 
@@ -17,9 +18,13 @@ _DIGITS = re.compile(r"(\d+)")
 
 def natural_key(text: str) -> tuple:
     """Sort key that orders digit runs by value: ``2`` before ``10``; ties fall back to the text."""
-    parts = _DIGITS.split(text)
+    if text.isdigit():  # the common case (layer indices), kept fast
+        return ("", int(text), ""), text
+    parts: list = _DIGITS.split(text)
     # split() puts text at even positions and digit runs at odd ones, so types always line up.
-    return tuple(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)), text
+    parts[1::2] = map(int, parts[1::2])
+    parts[0::2] = map(str.lower, parts[0::2])
+    return tuple(parts), text
 
 
 class TreeNode:
@@ -29,7 +34,8 @@ class TreeNode:
     children. ``params``, ``nbytes`` and ``tensors`` total the node's own entry and everything below.
     """
 
-    __slots__ = ("name", "path", "parent", "entry", "params", "nbytes", "tensors", "row", "_by_name", "_children")
+    __slots__ = ("name", "path", "parent", "entry", "params", "nbytes", "tensors", "row", "_below", "_by_name",
+                 "_children")
 
     def __init__(self, name: str, path: str, parent: "TreeNode | None") -> None:
         self.name = name
@@ -40,34 +46,35 @@ class TreeNode:
         self.nbytes = 0
         self.tensors = 0
         self.row = 0  # position among the parent's children, valid once the parent's children are sorted
-        self._by_name: dict[str, TreeNode] = {}
+        self._below: list[tuple[str, TensorEntry, int]] = []  # (rest of the name, entry, numel) until split
+        self._by_name: dict[str, TreeNode] | None = None
         self._children: list[TreeNode] | None = None
 
     @property
     def children(self) -> list["TreeNode"]:
-        """Children in natural order, sorted on first access."""
+        """Children in natural order, made and sorted on first access."""
         if self._children is None:
-            self._children = sorted(self._by_name.values(), key=lambda n: natural_key(n.name))
+            self._children = sorted(self._split().values(), key=lambda n: natural_key(n.name))
             for row, child in enumerate(self._children):
                 child.row = row
         return self._children
 
     @property
     def has_children(self) -> bool:
-        return bool(self._by_name)
+        return bool(self._below or self._by_name)
 
     @property
     def is_tensor(self) -> bool:
         return self.entry is not None
 
     def child(self, name: str) -> "TreeNode | None":
-        return self._by_name.get(name)
+        return self._split().get(name)
 
     def find(self, path: str) -> "TreeNode | None":
         """The node at a dotted path below this one (``""`` is this node)."""
         node: TreeNode | None = self
         for part in path.split(".") if path else ():
-            node = node._by_name.get(part) if node is not None else None
+            node = node.child(part) if node is not None else None
         return node
 
     def walk(self) -> Iterator["TreeNode"]:
@@ -78,6 +85,27 @@ class TreeNode:
             yield node
             stack.extend(reversed(node.children))
 
+    def _split(self) -> dict[str, "TreeNode"]:
+        """Group the names below this node by their next segment, once."""
+        if self._by_name is None:
+            by_name: dict[str, TreeNode] = {}
+            prefix = f"{self.path}." if self.parent is not None else ""
+            for rest, entry, numel in self._below:  # the hot loop of opening a group: kept flat
+                head, dot, tail = rest.partition(".")
+                child = by_name.get(head)
+                if child is None:
+                    child = by_name[head] = TreeNode(head, prefix + head, self)
+                child.params += numel
+                child.nbytes += entry.nbytes
+                child.tensors += 1
+                if dot:
+                    child._below.append((tail, entry, numel))
+                else:
+                    child.entry = entry
+            self._by_name = by_name
+            self._below = []
+        return self._by_name
+
     def __repr__(self) -> str:
         kind = "tensor" if self.entry is not None else "group"
         return f"<TreeNode {kind} {self.path or '<root>'}: {self.tensors} tensors>"
@@ -86,29 +114,10 @@ class TreeNode:
 def build_tree(entries: Iterable[TensorEntry]) -> TreeNode:
     """The dotted-path tree of ``entries``; the root has name and path ``""``."""
     root = TreeNode("", "", None)
-    for entry in entries:
-        numel, nbytes = entry.numel, entry.nbytes
-        node = root
-        root.params += numel
-        root.nbytes += nbytes
-        root.tensors += 1
-        start = 0
-        name = entry.name
-        while True:
-            dot = name.find(".", start)
-            part = name[start:] if dot < 0 else name[start:dot]
-            child = node._by_name.get(part)
-            if child is None:
-                child = TreeNode(part, name if dot < 0 else name[:dot], node)
-                node._by_name[part] = child
-            node = child
-            node.params += numel
-            node.nbytes += nbytes
-            node.tensors += 1
-            if dot < 0:
-                break
-            start = dot + 1
-        node.entry = entry
+    root._below = [(entry.name, entry, math.prod(entry.shape)) for entry in entries]
+    root.tensors = len(root._below)
+    root.params = sum(numel for _, _, numel in root._below)
+    root.nbytes = sum(entry.nbytes for _, entry, _ in root._below)
     return root
 
 

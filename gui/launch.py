@@ -7,15 +7,15 @@ from typing import Sequence
 
 from engine.cli import COMMANDS
 from engine.cli import main as cli_main
-from engine.samples import default_sample
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and (args[0] in COMMANDS or args[0] in ("-h", "--help")):
         return cli_main(args)
-    # Until the window lands, no arguments inspects the bundled sample.
-    return cli_main(["inspect", *(args or [str(default_sample())])])
+    from gui.app import main as window_main  # Qt is imported only when the window is wanted
+
+    return window_main(args)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ import sys
 from typing import Sequence
 
 from ..errors import StoreStudioError
-from . import convert, inspect
+from . import config, convert, diff, inspect, recipe
 
-SUBCOMMANDS = (inspect, convert)
+SUBCOMMANDS = (inspect, convert, diff, recipe, config)
 COMMANDS = {module.NAME for module in SUBCOMMANDS}
 
 

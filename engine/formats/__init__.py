@@ -19,12 +19,8 @@ OPTIONS = {"top_level_key"}  # options some format understands; the others ignor
 
 
 def _formats() -> list[ModuleType]:
-    found = [burnpack, safetensors]
-    try:
-        from . import pytorch
-    except ImportError:  # the PyTorch reader lands separately
-        return found
-    return found + [pytorch]
+    from . import pytorch
+    return [burnpack, safetensors, pytorch]
 
 
 def open_store(path: str | os.PathLike, **options: Any) -> Store:

@@ -130,11 +130,25 @@ def bench_stats(rows: list[Row], folder: Path, quick: bool) -> None:
     rows.append(Row(f"statistics of a {n * 4 >> 20} MiB tensor", run.seconds, None, "", "< 1 s", run.seconds < 1.0))
 
 
+def bench_diff(rows: list[Row], a_path: Path, b_path: Path) -> None:
+    from engine.surgery import diff
+    with open_store(a_path) as a, open_store(b_path) as b:
+        diff(a, b)  # warm the page cache
+        run = measure.best_of(lambda: diff(a, b), 2)
+        rate = a.total_bytes / run.seconds / 1e9
+    rows.append(Row(f"diff with values, every value differs ({a.total_bytes / 1e9:.2g} GB each)", rate, None, "",
+                    ">= 1 GB/s", rate >= 1.0, "GB/s"))
+
+
+def _fmt(value: float, unit: str) -> str:
+    return {"s": f"{value:.3f} s", "MiB": f"{value:.0f} MiB"}.get(unit, f"{value:.2f} {unit}")
+
+
 def table(rows: list[Row]) -> str:
     lines = ["| benchmark | Store Studio | reference | ratio | target | met |", "|---|---:|---:|---:|---|:-:|"]
     for r in rows:
-        ours = f"{r.ours:.3f} s" if r.unit == "s" else f"{r.ours:.0f} {r.unit}"
-        ref = "" if r.reference is None else (f"{r.reference:.3f} s" if r.unit == "s" else f"{r.reference:.0f} {r.unit}")
+        ours = _fmt(r.ours, r.unit)
+        ref = "" if r.reference is None else _fmt(r.reference, r.unit)
         ref = f"{ref} ({r.reference_name})" if ref else ""
         ratio = f"{r.ratio:.2f}x" if r.ratio is not None else ""
         met = {True: "yes", False: "**no**", None: ""}[r.met]
@@ -159,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         bench_open(rows, files, many)
         largest = max(int(np.prod(s)) for s in specs["large"].shapes().values()) * 4
         bench_convert(rows, files["large"], work, largest)
+        other = models.write_all(work, models.arrays(specs["large"], seed=1), "transformer_large_b", pt=False)
+        bench_diff(rows, files["large"]["safetensors"], other["safetensors"])
         bench_stats(rows, work, args.quick)
     finally:
         if args.workdir is None:

@@ -1,0 +1,57 @@
+"""``store-studio config FILE [--key K]``: a checkpoint's non-tensor values (its training config) as JSON.
+
+Like burn-import's ``config_from_file``: the values of a PyTorch checkpoint without its
+tensors, or only the branch at a dotted key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..errors import FormatError
+from ..formats import open_store
+
+NAME = "config"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help="print a checkpoint's non-tensor values (its config) as JSON")
+    p.add_argument("file")
+    p.add_argument("--key", help="only the value at this dotted key (e.g. my_config or my_config.n_head)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_store(args.file) as store:
+        values = store.values
+        if args.key:
+            values = branch(values, args.key)
+            if values is _MISSING:
+                keys = ", ".join(repr(k) for k in store.values) if isinstance(store.values, dict) else "none"
+                raise FormatError(store.path, f"has no value at {args.key!r}; its top-level keys are: {keys or 'none'}")
+    print(json.dumps(values, indent=2, ensure_ascii=False, default=str))
+    return 0
+
+
+_MISSING = object()
+
+
+def branch(values: Any, key: str) -> Any:
+    """The value at ``key``: an exact key first (keys may hold dots), else a dotted path."""
+    if isinstance(values, dict) and key in values:
+        return values[key]
+    head, dot, rest = key.partition(".")
+    while dot:
+        if isinstance(values, dict) and head in values:
+            found = branch(values[head], rest)
+            if found is not _MISSING:
+                return found
+        if isinstance(values, list) and head.isdigit() and int(head) < len(values):
+            return branch(values[int(head)], rest)
+        more, dot, rest = rest.partition(".")
+        head = f"{head}.{more}"
+    if isinstance(values, list) and key.isdigit() and int(key) < len(values):
+        return values[int(key)]
+    return _MISSING

@@ -1,0 +1,52 @@
+"""PyTorch checkpoints (``.pt``, ``.pth``, ``.bin``): read only, and never executed.
+
+A checkpoint is a pickle. ``unpickler`` interprets it without importing or calling anything,
+``allowlist`` says which globals it may name, and one module per container layout (zip,
+legacy, tar) says where the storages' bytes are. ``checkpoint`` turns the result into tensor
+names and plain values; ``store`` maps each tensor from the file on demand.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..mapped import MappedFile
+from . import legacy_layout, tar_layout, zip_layout
+from .checkpoint import flatten
+from .store import NAME, PyTorchStore
+
+EXTENSIONS = (".pt", ".pth", ".bin")
+ZIP_SIGNATURE = b"PK\x03\x04"
+TAR_SIGNATURE_AT = 257  # "ustar" in a tar's first header
+MAX_PICKLE_PROTOCOL = 5
+
+__all__ = ["NAME", "EXTENSIONS", "PyTorchStore", "sniff", "open"]
+
+
+def sniff(head: bytes) -> bool:
+    """A zip (the current layout), a tar (the oldest) or a binary pickle (legacy or plain)."""
+    if head[:4] == ZIP_SIGNATURE or head[TAR_SIGNATURE_AT:TAR_SIGNATURE_AT + 5] == b"ustar":
+        return True
+    return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= MAX_PICKLE_PROTOCOL
+
+
+def open(path: str | os.PathLike, *, top_level_key: str | None = None, **options: Any) -> PyTorchStore:
+    """Open a checkpoint; ``top_level_key`` keeps only that branch (and drops its prefix)."""
+    mapped = MappedFile(path)
+    try:
+        head = mapped.pread(0, min(mapped.size, TAR_SIGNATURE_AT + 5), "the first bytes")
+        if head[:4] == ZIP_SIGNATURE:
+            version = "zip"
+            root, metadata = zip_layout.load(mapped)
+        elif head[TAR_SIGNATURE_AT:] == b"ustar":
+            version = "tar"
+            root, metadata = tar_layout.load(mapped)
+        else:
+            root, version, metadata = legacy_layout.load(mapped)
+        checkpoint = flatten(path, root, top_level_key)
+        return PyTorchStore(path, mapped, checkpoint.tensors, version=version, metadata=metadata,
+                            values=checkpoint.values)
+    except BaseException:
+        mapped.close()
+        raise

@@ -1,0 +1,286 @@
+"""The only globals a checkpoint may name, each an inert stand-in for the real thing.
+
+``resolve`` maps ``module.name`` to a ``Global``; anything not listed is a FormatError naming
+it. "Calling" a stand-in runs the small builder below, which makes descriptors and plain
+values; the real torch, numpy or builtin callable is never imported or called.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from ... import dtypes
+from ...dtypes import DType
+from ...errors import FormatError
+from .tensors import STORAGE_CLASSES, TORCH_DTYPES, StorageRef, TensorRef, tensor
+
+Builder = Callable[[str | os.PathLike, tuple], Any]
+
+
+class Global:
+    """An allowlisted global. ``kind`` says what it stands for: "function", "storage", "dtype",
+    "tensor_type" or "class"; ``dtype`` is set for storages and dtypes."""
+
+    def __init__(self, module: str, name: str, kind: str, build: Builder | None = None, dtype: DType | None = None):
+        self.module, self.name, self.kind, self._build, self.dtype = module, name, kind, build, dtype
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.module}.{self.name}"
+
+    def call(self, path: str | os.PathLike, args: tuple) -> Any:
+        if self._build is None:
+            raise ValueError(f"{self.qualname} cannot be called")
+        return self._build(path, args)
+
+    def __repr__(self) -> str:
+        return self.qualname
+
+
+class Buildable:
+    """A stand-in object that accepts BUILD state (numpy dtypes and arrays)."""
+
+    def setstate(self, path: str | os.PathLike, state: Any) -> None:
+        raise NotImplementedError
+
+
+def resolve(path: str | os.PathLike, module: str, name: str) -> Global:
+    found = ALLOWED.get((module, name))
+    if found is not None:
+        return found
+    qualname = f"{module}.{name}"
+    if _is_module_class(module, name):
+        raise FormatError(path, f"the checkpoint is a whole pickled module ({qualname}), not a state_dict: "
+                                "save model.state_dict() instead")
+    raise FormatError(path, f"refused to load the global {qualname}: a weights file never needs it, "
+                            "and unpickling it could run code")
+
+
+def _is_module_class(module: str, name: str) -> bool:
+    """torch.save(model) pickles the model's classes: torch.nn ones, __main__ ones, the user's own."""
+    top = module.partition(".")[0]
+    if module == "__main__" or module.startswith("torch.nn."):
+        return True
+    return name[:1].isupper() and top not in sys.stdlib_module_names and top not in ("torch", "numpy")
+
+
+# --- torch ------------------------------------------------------------------------------------
+
+def _args(args: tuple, low: int, high: int, what: str) -> tuple:
+    if not low <= len(args) <= high:
+        raise ValueError(f"{what} takes {low} to {high} arguments, got {len(args)}")
+    return args
+
+
+def _rebuild_tensor(path: str | os.PathLike, args: tuple) -> TensorRef:
+    storage, offset, size, stride = _args(args, 4, 4, "_rebuild_tensor")
+    return tensor(path, storage, offset, size, stride)
+
+
+def _rebuild_tensor_v2(path: str | os.PathLike, args: tuple) -> TensorRef:
+    storage, offset, size, stride = _args(args, 6, 7, "_rebuild_tensor_v2")[:4]
+    return tensor(path, storage, offset, size, stride)
+
+
+def _rebuild_tensor_v3(path: str | os.PathLike, args: tuple) -> TensorRef:
+    storage, offset, size, stride, _, _, dtype = _args(args, 7, 8, "_rebuild_tensor_v3")[:7]
+    if not isinstance(dtype, Global) or dtype.kind != "dtype":
+        raise ValueError(f"_rebuild_tensor_v3 needs a torch dtype, got {dtype!r:.80}")
+    return tensor(path, storage, offset, size, stride, dtype.dtype)
+
+
+def _rebuild_parameter(path: str | os.PathLike, args: tuple) -> TensorRef:
+    data = _args(args, 3, 4, "_rebuild_parameter")[0]
+    if not isinstance(data, TensorRef):
+        raise ValueError(f"a parameter's data is {type(data).__name__}, not a tensor")
+    return data
+
+
+def _rebuild_from_type(path: str | os.PathLike, args: tuple) -> Any:
+    """``_rebuild_from_type_v2(func, new_type, args, state)``: a tensor subclass (Parameter)."""
+    func, new_type, func_args = _args(args, 4, 4, "_rebuild_from_type")[:3]
+    if not isinstance(new_type, Global) or new_type.kind != "tensor_type":
+        raise ValueError(f"tensor subclass {new_type!r:.80} is not torch.Tensor or Parameter")
+    if not isinstance(func, Global) or func.kind != "function" or not isinstance(func_args, tuple):
+        raise ValueError(f"{func!r:.80} is not a tensor rebuild function")
+    return func.call(path, func_args)
+
+
+def _size(path: str | os.PathLike, args: tuple) -> tuple:
+    (dims,) = _args(args, 1, 1, "torch.Size")
+    if not isinstance(dims, (tuple, list)) or not all(isinstance(d, int) for d in dims):
+        raise ValueError("torch.Size takes a list of whole numbers")
+    return tuple(dims)
+
+
+def _device(path: str | os.PathLike, args: tuple) -> str:
+    kind, *index = _args(args, 1, 2, "torch.device")
+    if not isinstance(kind, str) or not all(isinstance(i, int) for i in index):
+        raise ValueError("torch.device takes a name and an optional index")
+    return f"{kind}:{index[0]}" if index else kind
+
+
+# --- builtins ---------------------------------------------------------------------------------
+
+def _ordered_dict(path: str | os.PathLike, args: tuple) -> dict:
+    if not args:
+        return {}
+    (items,) = _args(args, 1, 1, "OrderedDict")
+    return dict(items)
+
+
+def _set(path: str | os.PathLike, args: tuple) -> set:
+    return set(*_args(args, 0, 1, "set"))
+
+
+def _frozenset(path: str | os.PathLike, args: tuple) -> frozenset:
+    return frozenset(*_args(args, 0, 1, "frozenset"))
+
+
+def _slice(path: str | os.PathLike, args: tuple) -> slice:
+    return slice(*_args(args, 1, 3, "slice"))
+
+
+def _bytes(path: str | os.PathLike, args: tuple) -> bytes:
+    """Protocol 2 spells empty bytes as ``bytes()``; a size argument (an allocation) is refused."""
+    if args and not isinstance(args[0], bytes):
+        raise ValueError("bytes() is only allowed without arguments")
+    return bytes(*_args(args, 0, 1, "bytes"))
+
+
+def _encode(path: str | os.PathLike, args: tuple) -> bytes:
+    """Protocol 2 spells bytes as ``_codecs.encode(text, 'latin1')``; no other codec is allowed."""
+    text, *encoding = _args(args, 1, 2, "_codecs.encode")
+    if not isinstance(text, str) or (encoding and encoding[0] not in ("latin1", "latin-1")):
+        raise ValueError(f"_codecs.encode is only allowed from text to latin1, got {encoding or 'utf-8'}")
+    return text.encode("latin-1")
+
+
+# --- numpy ------------------------------------------------------------------------------------
+
+# Plain numeric dtypes only: an object dtype ('O') holds more pickled Python objects.
+_NUMPY_CODE = re.compile(r"[<>|=]?(b1|\?|[iu][1248]|f[248]|c(8|16)|bool|u?int(8|16|32|64)|float(16|32|64)"
+                         r"|complex(64|128))")
+
+
+class NumpyDType(Buildable):
+    """``numpy.dtype(code, align, copy)`` plus its BUILD state (the byte order)."""
+
+    def __init__(self, code: str):
+        self.numpy = np.dtype(code)
+
+    def setstate(self, path: str | os.PathLike, state: Any) -> None:
+        if not isinstance(state, tuple) or len(state) < 5 or state[3] is not None or state[4] is not None:
+            raise ValueError("numpy dtype state is not that of a plain numeric dtype")
+        if state[1] == ">":
+            self.numpy = self.numpy.newbyteorder(">")
+        elif state[1] not in ("<", "|", "="):
+            raise ValueError(f"numpy dtype byte order {state[1]!r:.20} is unknown")
+
+
+def _numpy_dtype(path: str | os.PathLike, args: tuple) -> NumpyDType:
+    code = _args(args, 1, 3, "numpy.dtype")[0]
+    if not isinstance(code, str) or not _NUMPY_CODE.fullmatch(code):
+        raise FormatError(path, f"refused numpy dtype {code!r:.40}: only plain numeric arrays are allowed "
+                                "(object arrays hold more pickled code)")
+    return NumpyDType(code)
+
+
+class NumpyArray(Buildable):
+    """``numpy.core.multiarray._reconstruct`` then BUILD: an array stored inside the pickle."""
+
+    def __init__(self) -> None:
+        self.tensor: TensorRef | None = None
+
+    def setstate(self, path: str | os.PathLike, state: Any) -> None:
+        if not isinstance(state, tuple) or len(state) not in (4, 5):
+            raise ValueError("numpy array state is not (version, shape, dtype, fortran, data)")
+        shape, dtype, fortran, raw = state[-4:]
+        if not isinstance(dtype, NumpyDType):
+            raise ValueError("numpy array state lacks a numpy dtype")
+        if isinstance(raw, str):
+            raw = raw.encode("latin-1")  # Python 2 pickles
+        if not isinstance(raw, (bytes, bytearray)):
+            raise ValueError("numpy array data is not raw bytes")
+        kind = dtypes.from_numpy(dtype.numpy)
+        storage = StorageRef(f"numpy:{id(self)}", kind, len(raw), data=bytes(raw),
+                             big_endian=dtype.numpy.byteorder == ">")
+        if not isinstance(shape, (tuple, list)) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise ValueError("numpy array shape is not a list of sizes")
+        strides, step = [], 1
+        for dim in (shape if fortran else reversed(shape)):
+            strides.append(step)
+            step *= dim
+        strides = strides if fortran else strides[::-1]
+        self.tensor = tensor(path, storage, 0, shape, tuple(strides))
+        if self.tensor.nbytes != len(raw):
+            raise ValueError(f"numpy array data has {len(raw)} bytes, its shape needs {self.tensor.nbytes}")
+
+
+def _reconstruct(path: str | os.PathLike, args: tuple) -> NumpyArray:
+    cls = _args(args, 3, 3, "numpy _reconstruct")[0]
+    if cls is not ALLOWED[("numpy", "ndarray")]:
+        raise ValueError(f"numpy _reconstruct of {cls!r:.80}, not numpy.ndarray")
+    return NumpyArray()
+
+
+def _scalar(path: str | os.PathLike, args: tuple) -> Any:
+    dtype, raw = _args(args, 2, 2, "numpy scalar")
+    if isinstance(raw, str):
+        raw = raw.encode("latin-1")
+    if not isinstance(dtype, NumpyDType) or not isinstance(raw, bytes) or len(raw) != dtype.numpy.itemsize:
+        raise ValueError("numpy scalar is not a dtype and its raw bytes")
+    return np.frombuffer(raw, dtype.numpy)[0].item()
+
+
+# --- the table --------------------------------------------------------------------------------
+
+def _table() -> dict[tuple[str, str], Global]:
+    table: dict[tuple[str, str], Global] = {}
+
+    def add(module: str, name: str, kind: str, build: Builder | None = None, dtype: DType | None = None) -> None:
+        table[(module, name)] = Global(module, name, kind, build, dtype)
+
+    for name, build in (("_rebuild_tensor", _rebuild_tensor), ("_rebuild_tensor_v2", _rebuild_tensor_v2),
+                        ("_rebuild_tensor_v3", _rebuild_tensor_v3), ("_rebuild_parameter", _rebuild_parameter),
+                        ("_rebuild_parameter_with_state", _rebuild_parameter)):
+        add("torch._utils", name, "function", build)
+    add("torch._tensor", "_rebuild_from_type_v2", "function", _rebuild_from_type)
+    add("torch._tensor", "_rebuild_from_type", "function", _rebuild_from_type)
+    for module in ("torch", "torch._tensor"):
+        add(module, "Tensor", "tensor_type")
+    add("torch.nn.parameter", "Parameter", "tensor_type")
+    for name, dtype in STORAGE_CLASSES.items():
+        add("torch", name, "storage", dtype=dtype)
+        add("torch.cuda", name, "storage", dtype=dtype)  # GPU checkpoints name CUDA storages
+        # Tar-layout files name the tensor type of each tensor (torch.FloatTensor, ...).
+        add("torch", name.replace("Storage", "Tensor"), "class")
+        add("torch.cuda", name.replace("Storage", "Tensor"), "class")
+    for module in ("torch", "torch.storage"):
+        add(module, "UntypedStorage", "storage", dtype=dtypes.U8)
+        add(module, "TypedStorage", "storage")
+    for name, dtype in TORCH_DTYPES.items():
+        add("torch", name, "dtype", dtype=dtype)
+    add("torch", "Size", "class", _size)
+    add("torch", "device", "class", _device)
+    add("collections", "OrderedDict", "class", _ordered_dict)
+    for module in ("builtins", "__builtin__"):
+        add(module, "set", "class", _set)
+        add(module, "frozenset", "class", _frozenset)
+        add(module, "slice", "class", _slice)
+        add(module, "bytes", "class", _bytes)
+    add("_codecs", "encode", "function", _encode)
+    for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
+        add(module, "_reconstruct", "function", _reconstruct)
+        add(module, "scalar", "function", _scalar)
+    add("numpy", "dtype", "class", _numpy_dtype)
+    add("numpy", "ndarray", "class")
+    return table
+
+
+ALLOWED = _table()

@@ -1,0 +1,108 @@
+"""The opened checkpoint: each tensor a strided view into a storage mapped from the file.
+
+Reads touch only the tensor's own span of its storage. A tensor laid out densely in a
+little-endian storage is also a plain byte range of the file, which export copies in the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator
+
+import numpy as np
+
+from ...errors import FormatError
+from ...store import CHUNK, Store, TensorEntry
+from ..mapped import MappedFile
+from .tensors import StorageRef, TensorRef
+
+NAME = "pytorch"
+
+
+class PyTorchStore(Store):
+    format = NAME
+
+    def __init__(self, path: str | os.PathLike, mapped: MappedFile, tensors: list[tuple[str, TensorRef]],
+                 **kwargs: Any):
+        self._mapped = mapped
+        self._tensors = dict(tensors)
+        entries = []
+        for name, ref in tensors:
+            ref.check(path, name)
+            where = self._file_range(ref)
+            entries.append(TensorEntry(name, ref.dtype, ref.shape, ref.nbytes, None, where[0] if where else None))
+        super().__init__(path, entries, **kwargs)
+
+    # --- data -----------------------------------------------------------------------------
+    def _read(self, entry: TensorEntry) -> np.ndarray:
+        ref = self._tensors[entry.name]
+        dtype = ref.dtype.numpy
+        if ref.numel == 0:
+            return np.zeros(ref.shape, dtype)
+        base = self._span(ref)
+        # np.ndarray over the span, not as_strided: the latter cannot hold ml_dtypes (bf16, float8)
+        view = np.ndarray(ref.shape, base.dtype, buffer=base, strides=tuple(s * ref.itemsize for s in ref.stride))
+        view.flags.writeable = False
+        return _to_little_endian(view, ref) if ref.storage.big_endian else view
+
+    def byte_range(self, name: str) -> tuple[int, int, int] | None:
+        self._check_open()
+        where = self._file_range(self._tensors[self.entry(name).name])
+        return (self._mapped.fd, *where) if where else None
+
+    def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        """Plain ranges stream from the file; other views a block of rows at a time."""
+        self._check_open()
+        ref = self._tensors[self.entry(name).name]
+        where = self._file_range(ref)
+        if where:
+            return self._mapped.chunks(*where, chunk_size)
+        return _row_blocks(self.read(name), chunk_size)
+
+    def release(self, name: str) -> None:
+        ref = self._tensors[self.entry(name).name]
+        if ref.storage.file_offset is not None and ref.numel:
+            self._mapped.release(ref.storage.file_offset + ref.offset * ref.itemsize, ref.span * ref.itemsize)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._mapped.close()
+        super().close()
+
+    # --- helpers --------------------------------------------------------------------------
+    def _file_range(self, ref: TensorRef) -> tuple[int, int] | None:
+        """``(absolute offset, length)`` when the tensor's bytes lie as-is in the file."""
+        storage = ref.storage
+        if storage.file_offset is None or storage.big_endian or not ref.contiguous or ref.numel == 0:
+            return None
+        return storage.file_offset + ref.offset * ref.itemsize, ref.nbytes
+
+    def _span(self, ref: TensorRef) -> np.ndarray:
+        """The storage elements from the view's first to its last, as a flat array."""
+        storage: StorageRef = ref.storage
+        dtype = ref.dtype.numpy
+        start = ref.offset * ref.itemsize
+        if storage.data is not None:
+            return np.frombuffer(storage.data, dtype, ref.span, start)
+        if storage.file_offset is None:
+            raise FormatError(self.path, f"storage {storage.key} has no data in the file")
+        return self._mapped.array(storage.file_offset + start, dtype, (ref.span,))
+
+
+def _to_little_endian(view: np.ndarray, ref: TensorRef) -> np.ndarray:
+    """Swap each number's bytes (each half of a complex number separately)."""
+    unit = ref.itemsize // 2 if ref.dtype.kind == "complex" else ref.itemsize
+    raw = np.ascontiguousarray(view).reshape(-1).view(np.uint8).reshape(-1, unit)[:, ::-1]
+    return np.ascontiguousarray(raw).reshape(-1).view(view.dtype).reshape(ref.shape)
+
+
+def _row_blocks(array: np.ndarray, chunk_size: int) -> Iterator[memoryview]:
+    """Contiguous bytes of a strided view, copying only a block of rows at a time."""
+    if array.ndim == 0 or array.size == 0:
+        yield memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+        return
+    row_bytes = max(1, array[0].nbytes)
+    rows = max(1, chunk_size // row_bytes)
+    for start in range(0, array.shape[0], rows):
+        block = np.ascontiguousarray(array[start:start + rows])
+        yield memoryview(block.reshape(-1).view(np.uint8))

@@ -1,0 +1,120 @@
+"""The tar layout (torch before 0.1.10): members ``sys_info``, ``storages``, ``tensors``, ``pickle``.
+
+``storages``: a pickled count, then per storage a pickled ``(key, location, storage_class)``,
+an element count and the raw bytes, then a pickled list of views ``(key, root, offset, size)``.
+``tensors``: a pickled count, then per tensor a pickled ``(key, storage_key, tensor_class)``,
+``ndim`` (i32 plus 4 padding bytes), sizes and strides (i64 each) and the storage offset (i64).
+``pickle``: the checkpoint, whose persistent ids are tensor or storage keys.
+The tar is never extracted: storages are mapped straight from the member data.
+"""
+
+from __future__ import annotations
+
+import struct
+import tarfile
+from typing import Any
+
+from ...errors import FormatError
+from ..mapped import MappedFile
+from .tensors import MAX_DIMS, StorageRef, TensorRef, storage_dtype, tensor
+from .unpickler import PickleStream, load as unpickle
+
+MEMBERS = ("sys_info", "storages", "tensors", "pickle")
+
+
+def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
+    path = mapped.path
+    members = _members(mapped)
+    sys_info = unpickle(_stream(mapped, members["sys_info"], "sys_info"))
+    little = not isinstance(sys_info, dict) or sys_info.get("little_endian", True) is not False
+    storages = _storages(mapped, _stream(mapped, members["storages"], "storages"), little)
+    tensors = _tensors(mapped, _stream(mapped, members["tensors"], "tensors"), storages)
+
+    def persistent_load(pid: Any) -> Any:
+        if isinstance(pid, tuple):  # ('module', class, source file, source): a pickled nn.Module
+            raise FormatError(path, f"the checkpoint is a whole pickled module ({pid[1]!r:.80}), not a state_dict: "
+                                    "save model.state_dict() instead")
+        key = str(pid)
+        if key in tensors:
+            return tensors[key]
+        if key in storages:
+            return storages[key]
+        raise FormatError(path, f"the checkpoint refers to tensor {key!r:.40}, which the archive does not hold")
+
+    root = unpickle(_stream(mapped, members["pickle"], "pickle"), persistent_load)
+    return root, {"byteorder": "little" if little else "big"}
+
+
+def _members(mapped: MappedFile) -> dict[str, tarfile.TarInfo]:
+    try:
+        with tarfile.open(mapped.path, "r:") as archive:
+            found = {m.name: m for m in archive.getmembers() if m.name in MEMBERS}
+    except (tarfile.TarError, OSError, EOFError, ValueError, UnicodeDecodeError) as exc:
+        raise FormatError(mapped.path, f"not a readable tar archive: {exc}") from None
+    for name in MEMBERS:
+        member = found.get(name)
+        if member is None or not member.isreg():
+            raise FormatError(mapped.path, f"tar archive has no '{name}' member: not a PyTorch checkpoint")
+        if member.offset_data + member.size > mapped.size:
+            raise FormatError(mapped.path, f"tar member '{name}' runs past the end of the file")
+    return found
+
+
+def _stream(mapped: MappedFile, member: tarfile.TarInfo, name: str) -> PickleStream:
+    return PickleStream(mapped.path, mapped.pread, member.offset_data, member.offset_data + member.size,
+                        f"the tar '{name}' member")
+
+
+def _storages(mapped: MappedFile, stream: PickleStream, little: bool) -> dict[str, StorageRef]:
+    path = mapped.path
+    storages: dict[str, StorageRef] = {}
+    for _ in range(_number(path, unpickle(stream), stream)):
+        record = unpickle(stream)
+        if not isinstance(record, tuple) or len(record) != 3:
+            raise FormatError(path, f"storage record {record!r:.80} is not (key, location, storage class)")
+        key, _location, kind = record
+        dtype = storage_dtype(path, kind)
+        count = int.from_bytes(stream.read(8), "little" if little else "big", signed=True)
+        if count < 0:
+            raise FormatError(path, f"storage {key} has a negative size")
+        storage = StorageRef(str(key), dtype, count * (dtype.itemsize or 1), file_offset=stream.pos,
+                             big_endian=not little)
+        stream.skip(storage.nbytes)
+        storages[storage.key] = storage
+    views = unpickle(stream)
+    for view in views if isinstance(views, list) else [views]:
+        if not isinstance(view, tuple) or len(view) != 4 or str(view[1]) not in storages:
+            raise FormatError(path, f"storage view {view!r:.80} is not (key, known root key, offset, size)")
+        key, root_key, offset, size = view
+        root = storages[str(root_key)]
+        ref = tensor(path, root, offset, (size,), (1,))  # checks the numbers like any view
+        ref.check(path, f"storage view {key}")
+        storages[str(key)] = StorageRef(str(key), root.dtype, ref.nbytes,
+                                        file_offset=root.file_offset + ref.offset * ref.itemsize,  # type: ignore[operator]
+                                        big_endian=root.big_endian)
+    return storages
+
+
+def _tensors(mapped: MappedFile, stream: PickleStream, storages: dict[str, StorageRef]) -> dict[str, TensorRef]:
+    path = mapped.path
+    tensors: dict[str, TensorRef] = {}
+    for _ in range(_number(path, unpickle(stream), stream)):
+        record = unpickle(stream)
+        if not isinstance(record, tuple) or len(record) != 3 or str(record[1]) not in storages:
+            raise FormatError(path, f"tensor record {record!r:.80} is not (key, known storage key, tensor class)")
+        (ndim,) = struct.unpack("<i", stream.read(4))
+        if not 0 <= ndim <= MAX_DIMS:
+            raise FormatError(path, f"tensor {record[0]} claims {ndim} dimensions")
+        stream.skip(4)  # the legacy encoding wrote ndim as eight bytes
+        size = struct.unpack(f"<{ndim}q", stream.read(8 * ndim))
+        stride = struct.unpack(f"<{ndim}q", stream.read(8 * ndim))
+        (offset,) = struct.unpack("<q", stream.read(8))
+        tensors[str(record[0])] = tensor(path, storages[str(record[1])], offset, size, stride)
+    return tensors
+
+
+def _number(path: Any, value: Any, stream: PickleStream) -> int:
+    """A record count, which cannot exceed the bytes left to hold the records."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= stream.end - stream.pos:
+        raise FormatError(path, f"{stream.what} claims {value!r:.40} records")
+    return value

@@ -1,0 +1,461 @@
+"""A pickle interpreter that executes nothing.
+
+Python's own unpickler imports and calls whatever a pickle names. This one runs the opcodes
+itself: containers are built from plain Python types, every global is looked up in an
+allowlist of inert stand-ins (``allowlist.resolve``), and "calls" (REDUCE, NEWOBJ, INST, OBJ,
+BUILD) only ever reach those stand-ins, which build descriptors. Nothing is imported.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import pickletools
+import struct
+from typing import Any, Callable
+
+from ...errors import FormatError
+from .allowlist import Buildable, Global, resolve
+
+MAX_PROTOCOL = 5
+READ_AHEAD = 64 << 10  # bytes fetched at a time from a file-backed stream
+
+PersistentLoad = Callable[[Any], Any]
+
+
+class PickleStream:
+    """A bounded byte stream over a file or a bytes object; nothing past ``end`` is ever read.
+
+    Reading whole pickles up front is impossible in the legacy layout (their length is only
+    known once parsed), so reads are positioned and buffered here instead.
+    """
+
+    def __init__(self, path: str | os.PathLike, fetch: Callable[[int, int], bytes], start: int, end: int,
+                 what: str = "the pickle"):
+        self.path = path
+        self.pos = start
+        self.end = end
+        self.what = what
+        self._fetch = fetch
+        self._buf = b""
+        self._buf_start = start
+
+    @classmethod
+    def over_bytes(cls, path: str | os.PathLike, data: bytes, what: str = "the pickle") -> "PickleStream":
+        return cls(path, lambda offset, n: data[offset:offset + n], 0, len(data), what)
+
+    def read(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > self.end:
+            raise FormatError(self.path, f"{self.what} is truncated: it needs {n} bytes at byte {self.pos} "
+                                         f"but only {self.end - self.pos} remain")
+        rel = self.pos - self._buf_start
+        if rel + n > len(self._buf):
+            if n > READ_AHEAD:
+                data = self._fetch(self.pos, n)
+                self.pos += n
+                return data
+            self._buf_start = self.pos
+            self._buf = self._fetch(self.pos, min(READ_AHEAD, self.end - self.pos))
+            rel = 0
+        data = self._buf[rel:rel + n]
+        self.pos += n
+        return data
+
+    def readline(self) -> bytes:
+        """One text-protocol argument, without its newline."""
+        parts = []
+        while True:
+            rel = self.pos - self._buf_start
+            newline = self._buf.find(b"\n", rel)
+            if newline >= 0:
+                parts.append(self._buf[rel:newline])
+                self.pos += newline - rel + 1
+                return b"".join(parts)
+            parts.append(self._buf[rel:])
+            self.pos += len(self._buf) - rel
+            if self.pos >= self.end:
+                raise FormatError(self.path, f"{self.what} is truncated inside a text argument")
+            self._buf_start = self.pos
+            self._buf = self._fetch(self.pos, min(READ_AHEAD, self.end - self.pos))
+
+    def skip(self, n: int) -> None:
+        if n < 0 or self.pos + n > self.end:
+            raise FormatError(self.path, f"{self.what} is truncated: {n} bytes at byte {self.pos} run past its end")
+        self.pos += n
+
+
+class _Mark:
+    """The MARK opcode's stack sentinel."""
+
+
+def load(stream: PickleStream, persistent_load: PersistentLoad | None = None) -> Any:
+    """Interpret one pickle from ``stream`` (which is left just after its STOP)."""
+    return _Machine(stream, persistent_load).run()
+
+
+class _Machine:
+    def __init__(self, stream: PickleStream, persistent_load: PersistentLoad | None):
+        self.stream = stream
+        self.path = stream.path
+        self.persistent_load = persistent_load
+        self.stack: list[Any] = []
+        self.marks: list[int] = []
+        self.memo: dict[int, Any] = {}
+
+    def run(self) -> Any:
+        stream = self.stream
+        while True:
+            start = stream.pos
+            code = stream.read(1)
+            handler = _OPCODES.get(code)
+            if handler is None:
+                raise FormatError(self.path, f"{stream.what} has an unknown opcode {code!r} at byte {start}")
+            try:
+                if handler(self) is _STOP:
+                    if len(self.stack) != 1 or self.marks:
+                        raise ValueError("STOP with a malformed stack")
+                    return self.stack[0]
+            except FormatError:
+                raise
+            except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
+                    UnicodeDecodeError, RecursionError, MemoryError) as exc:
+                name = _NAMES.get(code, repr(code))
+                raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
+
+    # --- stack helpers --------------------------------------------------------------------
+    def pop(self) -> Any:
+        if not self.stack or (self.marks and len(self.stack) <= self.marks[-1]):
+            raise ValueError("stack underflow")
+        return self.stack.pop()
+
+    def top(self) -> Any:
+        if not self.stack or (self.marks and len(self.stack) <= self.marks[-1]):
+            raise ValueError("stack underflow")
+        return self.stack[-1]
+
+    def pop_mark(self) -> list[Any]:
+        if not self.marks:
+            raise ValueError("no MARK to pop to")
+        where = self.marks.pop()
+        items = self.stack[where:]
+        del self.stack[where:]
+        return items
+
+    def int_arg(self, fmt: str) -> int:
+        size = struct.calcsize(fmt)
+        return struct.unpack(fmt, self.stream.read(size))[0]
+
+    # --- objects --------------------------------------------------------------------------
+    def global_(self, module: Any, name: Any) -> Global:
+        if not isinstance(module, str) or not isinstance(name, str):
+            raise ValueError("a global's module and name must be text")
+        return resolve(self.path, module, name)
+
+    def call(self, target: Any, args: Any, how: str) -> Any:
+        """REDUCE, NEWOBJ, INST and OBJ: only an allowlisted stand-in can be 'called'."""
+        if not isinstance(target, Global):
+            raise ValueError(f"{how} on {type(target).__name__}, which is not an allowed global")
+        if not isinstance(args, tuple):
+            raise ValueError(f"{how} arguments must be a tuple")
+        return target.call(self.path, args)
+
+    def build(self, target: Any, state: Any) -> None:
+        if isinstance(target, Buildable):
+            target.setstate(self.path, state)
+        elif isinstance(target, dict):
+            # An OrderedDict state_dict carries `_metadata` (module versions) as an attribute, not an item.
+            if not isinstance(state, (dict, tuple)):
+                raise ValueError("BUILD on a dict with a state that is not attributes")
+        else:
+            raise ValueError(f"BUILD on {type(target).__name__}, which takes no state")
+
+    def persistent(self, pid: Any) -> Any:
+        if self.persistent_load is None:
+            raise FormatError(self.path, f"{self.stream.what} refers to outside data (persistent id {pid!r:.80}), "
+                                         "which this layout does not have")
+        return self.persistent_load(pid)
+
+
+_STOP = object()
+
+
+def _text(raw: bytes) -> str:
+    """Python 2 byte strings: UTF-8 when they are, otherwise Latin-1 (as torch.load does)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _quoted(raw: bytes) -> str:
+    raw = raw.rstrip(b"\r")
+    if len(raw) < 2 or raw[:1] != raw[-1:] or raw[:1] not in (b"'", b'"'):
+        raise ValueError("STRING argument is not quoted")
+    return _text(codecs.escape_decode(raw[1:-1])[0])
+
+
+def _op_mark(m: _Machine) -> None:
+    m.marks.append(len(m.stack))
+
+
+def _op_stop(m: _Machine) -> object:
+    return _STOP
+
+
+def _op_pop(m: _Machine) -> None:
+    if m.marks and len(m.stack) == m.marks[-1]:
+        m.marks.pop()  # POP of a bare MARK, as pickle.py allows
+    else:
+        m.pop()
+
+
+def _op_pop_mark(m: _Machine) -> None:
+    m.pop_mark()
+
+
+def _op_dup(m: _Machine) -> None:
+    m.stack.append(m.top())
+
+
+def _push(value_of: Callable[[_Machine], Any]) -> Callable[[_Machine], None]:
+    def op(m: _Machine) -> None:
+        m.stack.append(value_of(m))
+    return op
+
+
+def _int_line(m: _Machine) -> Any:
+    line = m.stream.readline()
+    if line in (b"00", b"01"):
+        return line == b"01"
+    return int(line)
+
+
+def _long_line(m: _Machine) -> int:
+    return int(m.stream.readline().rstrip(b"L"))
+
+
+def _long_bytes(m: _Machine, fmt: str) -> int:
+    n = m.int_arg(fmt)
+    if n < 0:
+        raise ValueError("negative LONG length")
+    return int.from_bytes(m.stream.read(n), "little", signed=True)
+
+
+def _sized(fmt: str) -> Callable[[_Machine], bytes]:
+    def read(m: _Machine) -> bytes:
+        n = m.int_arg(fmt)
+        if n < 0:
+            raise ValueError("negative length")
+        return m.stream.read(n)
+    return read
+
+
+def _op_persid(m: _Machine) -> None:
+    m.stack.append(m.persistent(m.stream.readline().decode("ascii")))
+
+
+def _op_binpersid(m: _Machine) -> None:
+    m.stack.append(m.persistent(m.pop()))
+
+
+def _op_reduce(m: _Machine) -> None:
+    args = m.pop()
+    target = m.pop()
+    m.stack.append(m.call(target, args, "REDUCE"))
+
+
+def _op_newobj(m: _Machine) -> None:
+    args = m.pop()
+    cls = m.pop()
+    m.stack.append(m.call(cls, args, "NEWOBJ"))
+
+
+def _op_newobj_ex(m: _Machine) -> None:
+    kwargs = m.pop()
+    args = m.pop()
+    cls = m.pop()
+    if kwargs:
+        raise ValueError("NEWOBJ_EX with keyword arguments")
+    m.stack.append(m.call(cls, args, "NEWOBJ_EX"))
+
+
+def _op_global(m: _Machine) -> None:
+    module = m.stream.readline().decode("utf-8")
+    name = m.stream.readline().decode("utf-8")
+    m.stack.append(m.global_(module, name))
+
+
+def _op_stack_global(m: _Machine) -> None:
+    name = m.pop()
+    module = m.pop()
+    m.stack.append(m.global_(module, name))
+
+
+def _op_inst(m: _Machine) -> None:
+    module = m.stream.readline().decode("utf-8")
+    name = m.stream.readline().decode("utf-8")
+    target = m.global_(module, name)
+    m.stack.append(m.call(target, tuple(m.pop_mark()), "INST"))
+
+
+def _op_obj(m: _Machine) -> None:
+    items = m.pop_mark()
+    if not items:
+        raise ValueError("OBJ without a class")
+    m.stack.append(m.call(items[0], tuple(items[1:]), "OBJ"))
+
+
+def _op_build(m: _Machine) -> None:
+    state = m.pop()
+    m.build(m.top(), state)
+
+
+def _op_ext(fmt: str) -> Callable[[_Machine], None]:
+    def op(m: _Machine) -> None:
+        code = m.int_arg(fmt)
+        raise FormatError(m.path, f"{m.stream.what} uses the copyreg extension registry (code {code}), "
+                                  "which a weights file never needs")
+    return op
+
+
+def _op_buffer(m: _Machine) -> None:
+    raise FormatError(m.path, f"{m.stream.what} uses out-of-band buffers (pickle protocol 5), "
+                              "which a weights file never needs")
+
+
+def _op_proto(m: _Machine) -> None:
+    version = m.stream.read(1)[0]
+    if version > MAX_PROTOCOL:
+        raise FormatError(m.path, f"{m.stream.what} uses pickle protocol {version}, newer than {MAX_PROTOCOL}")
+
+
+def _op_frame(m: _Machine) -> None:
+    m.int_arg("<Q")  # frames are only a read-ahead hint
+
+
+def _op_tuple(m: _Machine) -> None:
+    m.stack.append(tuple(m.pop_mark()))
+
+
+def _tuple_n(n: int) -> Callable[[_Machine], None]:
+    def op(m: _Machine) -> None:
+        items = [m.pop() for _ in range(n)][::-1]
+        m.stack.append(tuple(items))
+    return op
+
+
+def _op_list(m: _Machine) -> None:
+    m.stack.append(m.pop_mark())
+
+
+def _op_dict(m: _Machine) -> None:
+    items = m.pop_mark()
+    if len(items) % 2:
+        raise ValueError("DICT with an odd number of items")
+    m.stack.append({items[i]: items[i + 1] for i in range(0, len(items), 2)})
+
+
+def _op_frozenset(m: _Machine) -> None:
+    m.stack.append(frozenset(m.pop_mark()))
+
+
+def _op_append(m: _Machine) -> None:
+    value = m.pop()
+    _list(m.top()).append(value)
+
+
+def _op_appends(m: _Machine) -> None:
+    items = m.pop_mark()
+    _list(m.top()).extend(items)
+
+
+def _list(target: Any) -> list:
+    if not isinstance(target, list):
+        raise ValueError(f"APPEND to {type(target).__name__}, not a list")
+    return target
+
+
+def _op_setitem(m: _Machine) -> None:
+    value = m.pop()
+    key = m.pop()
+    _dict(m.top())[key] = value
+
+
+def _op_setitems(m: _Machine) -> None:
+    items = m.pop_mark()
+    if len(items) % 2:
+        raise ValueError("SETITEMS with an odd number of items")
+    target = _dict(m.top())
+    for i in range(0, len(items), 2):
+        target[items[i]] = items[i + 1]
+
+
+def _dict(target: Any) -> dict:
+    if not isinstance(target, dict):
+        raise ValueError(f"SETITEM on {type(target).__name__}, not a dict")
+    return target
+
+
+def _op_additems(m: _Machine) -> None:
+    items = m.pop_mark()
+    target = m.top()
+    if not isinstance(target, set):
+        raise ValueError(f"ADDITEMS on {type(target).__name__}, not a set")
+    target.update(items)
+
+
+def _get(fmt: str | None) -> Callable[[_Machine], None]:
+    def op(m: _Machine) -> None:
+        index = int(m.stream.readline()) if fmt is None else m.int_arg(fmt)
+        if index not in m.memo:
+            raise ValueError(f"memo entry {index} was never stored")
+        m.stack.append(m.memo[index])
+    return op
+
+
+def _put(fmt: str | None) -> Callable[[_Machine], None]:
+    def op(m: _Machine) -> None:
+        index = int(m.stream.readline()) if fmt is None else m.int_arg(fmt)
+        if index < 0:
+            raise ValueError("negative memo index")
+        m.memo[index] = m.top()
+    return op
+
+
+def _op_memoize(m: _Machine) -> None:
+    m.memo[len(m.memo)] = m.top()
+
+
+def _float_line(m: _Machine) -> float:
+    return float(m.stream.readline())
+
+
+_OPCODES: dict[bytes, Callable[[_Machine], Any]] = {
+    b"(": _op_mark, b".": _op_stop, b"0": _op_pop, b"1": _op_pop_mark, b"2": _op_dup,
+    b"F": _push(_float_line), b"G": _push(lambda m: struct.unpack(">d", m.stream.read(8))[0]),
+    b"I": _push(_int_line), b"J": _push(lambda m: m.int_arg("<i")), b"K": _push(lambda m: m.int_arg("<B")),
+    b"M": _push(lambda m: m.int_arg("<H")), b"L": _push(_long_line),
+    b"\x8a": _push(lambda m: _long_bytes(m, "<B")), b"\x8b": _push(lambda m: _long_bytes(m, "<i")),
+    b"N": _push(lambda m: None), b"\x88": _push(lambda m: True), b"\x89": _push(lambda m: False),
+    b"S": _push(lambda m: _quoted(m.stream.readline())),
+    b"T": _push(lambda m: _text(_sized("<i")(m))), b"U": _push(lambda m: _text(_sized("<B")(m))),
+    b"V": _push(lambda m: m.stream.readline().decode("raw_unicode_escape")),
+    b"X": _push(lambda m: _sized("<I")(m).decode("utf-8", "surrogatepass")),
+    b"\x8c": _push(lambda m: _sized("<B")(m).decode("utf-8", "surrogatepass")),
+    b"\x8d": _push(lambda m: _sized("<Q")(m).decode("utf-8", "surrogatepass")),
+    b"B": _push(_sized("<I")), b"C": _push(_sized("<B")), b"\x8e": _push(_sized("<Q")),
+    b"\x96": _push(_sized("<Q")),
+    b"P": _op_persid, b"Q": _op_binpersid, b"R": _op_reduce, b"\x81": _op_newobj, b"\x92": _op_newobj_ex,
+    b"c": _op_global, b"\x93": _op_stack_global, b"i": _op_inst, b"o": _op_obj, b"b": _op_build,
+    b"\x82": _op_ext("<B"), b"\x83": _op_ext("<H"), b"\x84": _op_ext("<i"),
+    b"\x97": _op_buffer, b"\x98": _op_buffer,
+    b"\x80": _op_proto, b"\x95": _op_frame,
+    b"t": _op_tuple, b")": _push(lambda m: ()), b"\x85": _tuple_n(1), b"\x86": _tuple_n(2), b"\x87": _tuple_n(3),
+    b"l": _op_list, b"]": _push(lambda m: []), b"d": _op_dict, b"}": _push(lambda m: {}),
+    b"\x8f": _push(lambda m: set()), b"\x91": _op_frozenset,
+    b"a": _op_append, b"e": _op_appends, b"s": _op_setitem, b"u": _op_setitems, b"\x90": _op_additems,
+    b"g": _get(None), b"h": _get("<B"), b"j": _get("<I"),
+    b"p": _put(None), b"q": _put("<B"), b"r": _put("<I"), b"\x94": _op_memoize,
+}
+
+_NAMES = {op.code.encode("latin-1"): op.name for op in pickletools.opcodes}

@@ -1,0 +1,102 @@
+"""The zip layout (torch >= 1.6): ``<folder>/data.pkl`` plus one stored entry per storage.
+
+Only the central directory and ``data.pkl`` are read. Each storage's bytes are located by its
+local file header and mapped from the archive later; the archive itself is never extracted.
+"""
+
+from __future__ import annotations
+
+import builtins
+import struct
+import zipfile
+import zlib
+from typing import Any
+
+from ...errors import FormatError
+from ..mapped import MappedFile
+from .tensors import StorageRef, storage_from_pid
+from .unpickler import PickleStream, load as unpickle
+
+LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., file name length, extra field length
+LOCAL_SIGNATURE = b"PK\x03\x04"
+MAX_PICKLE_BYTES = 1 << 30
+BYTEORDERS = ("little", "big")
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, NotImplementedError, RuntimeError,
+               EOFError, OSError, KeyError, ValueError, struct.error)
+
+
+def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
+    """The unpickled checkpoint (storages located, not read) and the archive's text metadata."""
+    path = mapped.path
+    try:
+        with builtins.open(path, "rb") as file, zipfile.ZipFile(file) as archive:
+            infos = {info.filename: info for info in archive.infolist()}
+            prefix = _prefix(mapped, infos)
+            metadata = {"byteorder": _text(archive, infos, prefix + "byteorder") or "little"}
+            version = _text(archive, infos, prefix + "version")
+            if version:
+                metadata["version"] = version
+            pickle_info = infos[prefix + "data.pkl"]
+            if pickle_info.file_size > MAX_PICKLE_BYTES:
+                raise FormatError(path, f"data.pkl claims {pickle_info.file_size} bytes, over the limit of "
+                                        f"{MAX_PICKLE_BYTES}")
+            data = archive.read(pickle_info)
+    except FormatError:
+        raise
+    except _ZIP_ERRORS as exc:
+        raise FormatError(path, f"not a readable zip archive: {exc}") from None
+    if metadata["byteorder"] not in BYTEORDERS:
+        raise FormatError(path, f"byteorder entry says {metadata['byteorder']!r:.40}, not little or big")
+    records = {name[len(prefix) + 5:]: info for name, info in infos.items() if name.startswith(prefix + "data/")}
+    storages: dict[str, StorageRef] = {}
+    big_endian = metadata["byteorder"] == "big"
+
+    def persistent_load(pid: Any) -> StorageRef:
+        storage, _ = storage_from_pid(path, pid, legacy=False)
+        if storage.key not in storages:  # torch keeps the first reference to a key, as here
+            storage.file_offset = _data_offset(mapped, storage, records.get(storage.key))
+            storage.big_endian = big_endian
+            storages[storage.key] = storage
+        return storages[storage.key]
+
+    root = unpickle(PickleStream.over_bytes(path, data, "data.pkl"), persistent_load)
+    return root, metadata
+
+
+def _prefix(mapped: MappedFile, infos: dict[str, zipfile.ZipInfo]) -> str:
+    """The top folder (any name) holding data.pkl; torch also accepts none."""
+    found = [name[:-len("data.pkl")] for name in infos if name == "data.pkl"
+             or (name.endswith("/data.pkl") and name.count("/") == 1)]
+    if not found:
+        raise FormatError(mapped.path, "zip archive has no data.pkl: not a PyTorch checkpoint")
+    if len(found) > 1:
+        raise FormatError(mapped.path, f"zip archive has {len(found)} data.pkl entries; a checkpoint has one")
+    return found[0]
+
+
+def _text(archive: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo], name: str) -> str | None:
+    info = infos.get(name)
+    if info is None or info.file_size > 64:
+        return None
+    return archive.read(info).decode("ascii", "replace").strip()
+
+
+def _data_offset(mapped: MappedFile, storage: StorageRef, info: zipfile.ZipInfo | None) -> int:
+    """Where a storage's bytes start in the file, after checking they are stored, whole and in it."""
+    path, key = mapped.path, storage.key
+    if info is None:
+        raise FormatError(path, f"storage {key} has no data/{key} entry in the archive")
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise FormatError(path, f"storage {key} is compressed; PyTorch stores storages uncompressed")
+    if info.file_size != storage.nbytes:
+        raise FormatError(path, f"storage {key} holds {info.file_size} bytes but the checkpoint says "
+                                f"{storage.nbytes} ({storage.dtype})")
+    signature, name_length, extra_length = LOCAL_HEADER.unpack(
+        mapped.pread(info.header_offset, LOCAL_HEADER.size, f"the zip header of storage {key}"))
+    if signature != LOCAL_SIGNATURE:
+        raise FormatError(path, f"storage {key}: the zip entry header at byte {info.header_offset} is damaged")
+    offset = info.header_offset + LOCAL_HEADER.size + name_length + extra_length
+    if offset + info.file_size > mapped.size:
+        raise FormatError(path, f"storage {key} ends at byte {offset + info.file_size}, past the end of the "
+                                f"file ({mapped.size} bytes)")
+    return offset

@@ -1,0 +1,93 @@
+"""The conventions between PyTorch and Burn (FORMATS.md section 4) as name and layout rules.
+
+Each function decides; none touches bytes. The plan turns decisions into ``ops``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from ..errors import RecipeError
+from .modules import NORM_KINDS, logical_leaf
+from .ops import Op, Rename, Transpose
+
+PYTORCH_TO_BURN = "pytorch-to-burn"
+BURN_TO_PYTORCH = "burn-to-pytorch"
+CONTIGUOUS_INDICES = "contiguous-indices"
+SKIP_ENUM_VARIANTS = "skip-enum-variants"
+FUSE_WEIGHT_NORM = "fuse-weight-norm"
+ADAPTERS = (PYTORCH_TO_BURN, BURN_TO_PYTORCH, CONTIGUOUS_INDICES, SKIP_ENUM_VARIANTS, FUSE_WEIGHT_NORM)
+
+_TO_BURN = {"weight": "gamma", "bias": "beta"}
+_TO_PYTORCH = {"gamma": "weight", "beta": "bias"}
+
+
+def check_adapters(adapters: Iterable[str]) -> tuple[str, ...]:
+    adapters = tuple(adapters)
+    for name in adapters:
+        if name not in ADAPTERS:
+            raise RecipeError(f"adapters: unknown adapter {name!r} (one of {', '.join(ADAPTERS)})")
+    if PYTORCH_TO_BURN in adapters and BURN_TO_PYTORCH in adapters:
+        raise RecipeError(f"adapters: {PYTORCH_TO_BURN} and {BURN_TO_PYTORCH} undo each other; choose one")
+    return adapters
+
+
+def contiguous_indices(names: Sequence[str]) -> dict[str, str]:
+    """Renumber numeric segments 0, 1, 2... per parent, keeping their numeric order (burn-store's rule).
+
+    The parent of an index is the path before it *as written in the file*, so nested Sequentials
+    (``layers.2.block.4``) are renumbered at every level independently.
+    """
+    seen: dict[str, set[int]] = {}
+    split = [name.split(".") for name in names]
+    for parts in split:
+        for i, part in enumerate(parts):
+            if part.isdigit():
+                seen.setdefault(".".join(parts[:i]), set()).add(int(part))
+    renumber = {prefix: {old: new for new, old in enumerate(sorted(indices))} for prefix, indices in seen.items()}
+    mapping = {}
+    for name, parts in zip(names, split):
+        out = [str(renumber[".".join(parts[:i])][int(part)]) if part.isdigit() else part for i, part in enumerate(parts)]
+        mapping[name] = ".".join(out)
+    return mapping
+
+
+def is_enum_variant(segment: str) -> bool:
+    """Burn writes enum variants as CamelCase path segments; PyTorch modules are lower-case."""
+    return segment[:1].isupper()
+
+
+def strip_enum_variants(name: str) -> str:
+    """``feature.BaseConv.weight`` -> ``feature.weight`` (the leaf is never a variant)."""
+    parts = name.split(".")
+    kept = [p for p in parts[:-1] if not is_enum_variant(p)]
+    return ".".join(kept + parts[-1:])
+
+
+def weight_norm_pairs(names: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Module path -> (g tensor, v tensor) for every complete weight-norm pair."""
+    found: dict[str, dict[str, str]] = {}
+    for name in names:
+        module, leaf = logical_leaf(name)
+        if leaf in ("weight_g", "weight_v"):
+            found.setdefault(module, {})[leaf] = name
+    return {m: (p["weight_g"], p["weight_v"]) for m, p in found.items() if len(p) == 2}
+
+
+def layout_ops(direction: str, name: str, shape: tuple[int, ...], kind: str) -> tuple[str, list[Op]]:
+    """The new name and the operations ``direction`` asks of one tensor of a ``kind`` module.
+
+    Linear weights are transposed both ways (the operation is its own inverse); norm affine
+    parameters are renamed weight/bias <-> gamma/beta. Everything else, buffers included, is kept.
+    """
+    module, _, leaf = name.rpartition(".")
+    ops: list[Op] = []
+    if kind == "Linear" and leaf == "weight" and len(shape) == 2:
+        ops.append(Transpose((shape[0], shape[1])))
+    elif kind in NORM_KINDS:
+        new_leaf = (_TO_BURN if direction == PYTORCH_TO_BURN else _TO_PYTORCH).get(leaf)
+        if new_leaf:
+            new = f"{module}.{new_leaf}" if module else new_leaf
+            ops.append(Rename(leaf, new_leaf, f"{direction}, {kind}"))
+            return new, ops
+    return name, ops

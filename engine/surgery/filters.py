@@ -1,0 +1,229 @@
+"""Which tensors a recipe keeps, with burn-store's ``PathFilter`` semantics, as plain data.
+
+burn-store keeps a tensor when the filter is empty or when any include regex matches anywhere
+in its path (``Regex::is_match``, i.e. ``re.search``), any exact full path equals it, or any
+predicate accepts it. Exclusions are ours: they drop a tensor the includes kept. Predicates are
+data (field, operator, value), never code, so a recipe can be saved, diffed and replayed safely.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Mapping, Sequence, Union
+
+from ..errors import RecipeError
+
+FIELDS = ("name", "dtype", "ndim", "shape", "numel", "module")
+OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "contains", "matches", "in")
+
+
+@lru_cache(maxsize=4096)
+def compile_pattern(pattern: str, rule: str) -> re.Pattern[str]:
+    """Compile once per (pattern, rule); the error names the rule the pattern belongs to."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise RecipeError(f"{rule}: invalid regex {pattern!r}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """``field operator value``, e.g. ``ndim == 2`` or ``module in ["Linear", "Conv2d"]``."""
+
+    field: str
+    op: str
+    value: Any
+
+    def __post_init__(self) -> None:
+        if self.field not in FIELDS:
+            raise RecipeError(f"predicate {self.label}: unknown field {self.field!r} (one of {', '.join(FIELDS)})")
+        if self.op not in OPERATORS:
+            raise RecipeError(f"predicate {self.label}: unknown operator {self.op!r} (one of {', '.join(OPERATORS)})")
+        if self.op == "in" and not isinstance(self.value, (list, tuple)):
+            raise RecipeError(f"predicate {self.label}: 'in' wants a list of values")
+        if self.op == "matches":
+            compile_pattern(str(self.value), f"predicate {self.label}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.field} {self.op} {self.value!r}"
+
+    def accepts(self, facts: Mapping[str, Any]) -> bool:
+        actual = facts[self.field]
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        try:
+            if self.op == "==":
+                return actual == value
+            if self.op == "!=":
+                return actual != value
+            if self.op == "contains":
+                return value in actual
+            if self.op == "matches":
+                return compile_pattern(str(value), f"predicate {self.label}").search(str(actual)) is not None
+            if self.op == "in":
+                return actual in value
+            return {"<": actual < value, "<=": actual <= value, ">": actual > value, ">=": actual >= value}[self.op]
+        except TypeError:
+            raise RecipeError(f"predicate {self.label}: cannot compare {self.field} {actual!r} with {value!r}") from None
+
+
+@dataclass(frozen=True)
+class PredicateGroup:
+    """Predicates (or nested groups) combined with ``and`` / ``or``."""
+
+    combine: str
+    items: tuple[Union[Predicate, "PredicateGroup"], ...]
+
+    def __post_init__(self) -> None:
+        if self.combine not in ("and", "or"):
+            raise RecipeError(f"predicate group: combine must be 'and' or 'or', not {self.combine!r}")
+
+    @property
+    def label(self) -> str:
+        return "(" + f" {self.combine} ".join(item.label for item in self.items) + ")"
+
+    def accepts(self, facts: Mapping[str, Any]) -> bool:
+        results = (item.accepts(facts) for item in self.items)
+        return all(results) if self.combine == "and" else any(results)
+
+
+Rule = Union[Predicate, PredicateGroup]
+
+
+def facts(name: str, dtype: Any, shape: Sequence[int], module_kind: str = "Unknown") -> dict[str, Any]:
+    """What predicates can ask about one tensor (shape as a list, dtype as its name)."""
+    numel = 1
+    for dim in shape:
+        numel *= dim
+    return {"name": name, "dtype": str(dtype), "ndim": len(shape), "shape": list(shape), "numel": numel,
+            "module": module_kind}
+
+
+@dataclass(frozen=True)
+class RuleHits:
+    """How many tensors one filter rule matches: the count the GUI shows on each row."""
+
+    rule: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Includes (regexes, exact paths, predicates: OR-ed; none means keep all), then exclusions."""
+
+    include: tuple[str, ...] = ()
+    full_paths: tuple[str, ...] = ()
+    where: tuple[Rule, ...] = ()
+    exclude: tuple[str, ...] = ()
+    _paths: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_paths", frozenset(self.full_paths))
+        for i, pattern in enumerate(self.include):
+            compile_pattern(pattern, f"include rule {i + 1}")
+        for i, pattern in enumerate(self.exclude):
+            compile_pattern(pattern, f"exclude rule {i + 1}")
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.include or self.full_paths or self.where or self.exclude)
+
+    def needs_modules(self) -> bool:
+        """Whether a predicate asks for module types (inferring them is only worth it then)."""
+        return any(_uses_module(rule) for rule in self.where)
+
+    def verdict(self, name: str, tensor_facts: Mapping[str, Any] | None = None) -> str | None:
+        """None when the tensor is kept, else why it is dropped (naming the rule)."""
+        if self.include or self.full_paths or self.where:
+            if not (name in self._paths
+                    or any(compile_pattern(p, f"include rule {i + 1}").search(name) for i, p in enumerate(self.include))
+                    or any(rule.accepts(tensor_facts or {}) for rule in self.where)):
+                return "matched no include rule"
+        for i, pattern in enumerate(self.exclude):
+            if compile_pattern(pattern, f"exclude rule {i + 1}").search(name):
+                return f"excluded by rule {i + 1} ({pattern!r})"
+        return None
+
+    def rule_hits(self, tensors: Sequence[Mapping[str, Any]]) -> list[RuleHits]:
+        """Each rule's match count over tensor facts, in rule order (includes, paths, predicates, excludes)."""
+        names = [t["name"] for t in tensors]
+        hits = [RuleHits(f"include {p!r}", sum(1 for n in names if compile_pattern(p, f"include rule {i + 1}").search(n)))
+                for i, p in enumerate(self.include)]
+        present = set(names)
+        hits += [RuleHits(f"path {p!r}", int(p in present)) for p in self.full_paths]
+        hits += [RuleHits(f"where {rule.label}", sum(1 for t in tensors if rule.accepts(t))) for rule in self.where]
+        hits += [RuleHits(f"exclude {p!r}", sum(1 for n in names if compile_pattern(p, f"exclude rule {i + 1}").search(n)))
+                 for i, p in enumerate(self.exclude)]
+        return hits
+
+    # --- JSON -----------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.include:
+            out["include"] = list(self.include)
+        if self.full_paths:
+            out["full_paths"] = list(self.full_paths)
+        if self.where:
+            out["where"] = [_rule_to_json(rule) for rule in self.where]
+        if self.exclude:
+            out["exclude"] = list(self.exclude)
+        return out
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "filter") -> "Filter":
+        if doc is None:
+            return cls()
+        if not isinstance(doc, dict):
+            raise RecipeError(f"{where}: must be an object")
+        unknown = set(doc) - {"include", "full_paths", "where", "exclude"}
+        if unknown:
+            raise RecipeError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        return cls(include=_strings(doc.get("include"), f"{where}.include"),
+                   full_paths=_strings(doc.get("full_paths"), f"{where}.full_paths"),
+                   where=tuple(_rule_from_json(r, f"{where}.where[{i}]") for i, r in enumerate(_list(doc.get("where"),
+                                                                                                    f"{where}.where"))),
+                   exclude=_strings(doc.get("exclude"), f"{where}.exclude"))
+
+
+def _uses_module(rule: Rule) -> bool:
+    if isinstance(rule, Predicate):
+        return rule.field == "module"
+    return any(_uses_module(item) for item in rule.items)
+
+
+def _rule_to_json(rule: Rule) -> dict[str, Any]:
+    if isinstance(rule, Predicate):
+        value = list(rule.value) if isinstance(rule.value, tuple) else rule.value
+        return {"field": rule.field, "op": rule.op, "value": value}
+    return {rule.combine: [_rule_to_json(item) for item in rule.items]}
+
+
+def _rule_from_json(doc: Any, where: str) -> Rule:
+    if isinstance(doc, dict) and len(doc) == 1 and next(iter(doc)) in ("and", "or"):
+        (combine, items), = doc.items()
+        return PredicateGroup(combine, tuple(_rule_from_json(item, f"{where}.{combine}[{i}]")
+                                             for i, item in enumerate(_list(items, f"{where}.{combine}"))))
+    if not isinstance(doc, dict) or set(doc) != {"field", "op", "value"}:
+        raise RecipeError(f"{where}: a predicate is {{\"field\", \"op\", \"value\"}} or {{\"and\"|\"or\": [...]}}")
+    value = tuple(doc["value"]) if isinstance(doc["value"], list) and doc["op"] == "in" else doc["value"]
+    try:
+        return Predicate(doc["field"], doc["op"], value)
+    except RecipeError as exc:
+        raise RecipeError(f"{where}: {exc}") from None
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RecipeError(f"{where}: must be a list")
+    return value
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    items = _list(value, where)
+    if not all(isinstance(item, str) for item in items):
+        raise RecipeError(f"{where}: must be a list of strings")
+    return tuple(items)

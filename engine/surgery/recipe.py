@@ -1,0 +1,209 @@
+"""A recipe: everything a conversion does, as a versioned JSON document that can be saved and replayed.
+
+``{"version": 1, "sources": [...], "filter": {...}, "remaps": [[pattern, replacement]...],
+"adapters": [...], "casts": [...], "module_overrides": {...}, "top_level_key": ..., "metadata": {...}}``.
+Every field is optional but ``version``; a bad document is a RecipeError naming the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .. import dtypes
+from ..errors import RecipeError
+from .adapters import check_adapters
+from .filters import Filter
+from .modules import KINDS, check_kind
+from .remap import RemapRule, rules_from_json
+
+VERSION = 1
+CAST_TARGETS = {"f16": "F16", "bf16": "BF16", "f32": "F32"}
+_FIELDS = {"version", "sources", "filter", "remaps", "adapters", "casts", "module_overrides", "top_level_key",
+           "metadata", "allow_partial"}
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One input file; its own filter applies before the recipe's."""
+
+    path: str
+    top_level_key: str | None = None
+    filter: Filter = Filter()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, **({"top_level_key": self.top_level_key} if self.top_level_key else {}),
+                **({"filter": self.filter.to_json()} if not self.filter.is_empty else {})}
+
+
+@dataclass(frozen=True)
+class CastRule:
+    """Cast float tensors to ``to``: all of them, or only those in modules of the listed kinds."""
+
+    to: str
+    modules: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.to not in CAST_TARGETS.values():
+            raise RecipeError(f"cast: target {self.to!r} is not one of {', '.join(CAST_TARGETS.values())}")
+        for kind in self.modules:
+            if kind not in KINDS:
+                raise RecipeError(f"cast to {self.to}: unknown module kind {kind!r}")
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return dtypes.BY_NAME[self.to]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"to": self.to, **({"modules": list(self.modules)} if self.modules else {})}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    sources: tuple[SourceSpec, ...] = ()
+    filter: Filter = Filter()
+    remaps: tuple[RemapRule, ...] = ()
+    adapters: tuple[str, ...] = ()
+    casts: tuple[CastRule, ...] = ()
+    module_overrides: dict[str, str] = field(default_factory=dict)
+    top_level_key: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    allow_partial: bool = False
+
+    def __post_init__(self) -> None:
+        check_adapters(self.adapters)
+        for path, kind in self.module_overrides.items():
+            check_kind(kind, path)
+
+    @property
+    def changes_tensors(self) -> bool:
+        """Whether replaying the recipe does more than copy its sources."""
+        return bool(not self.filter.is_empty or self.remaps or self.adapters or self.casts or self.module_overrides
+                    or any(not s.filter.is_empty for s in self.sources))
+
+    def with_changes(self, **changes: Any) -> "Recipe":
+        return replace(self, **changes)
+
+    def source_spec(self, index: int) -> SourceSpec | None:
+        return self.sources[index] if index < len(self.sources) else None
+
+    # --- JSON -----------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"version": VERSION}
+        if self.sources:
+            doc["sources"] = [s.to_json() for s in self.sources]
+        if not self.filter.is_empty:
+            doc["filter"] = self.filter.to_json()
+        if self.remaps:
+            doc["remaps"] = [r.to_json() for r in self.remaps]
+        if self.adapters:
+            doc["adapters"] = list(self.adapters)
+        if self.casts:
+            doc["casts"] = [c.to_json() for c in self.casts]
+        if self.module_overrides:
+            doc["module_overrides"] = dict(self.module_overrides)
+        if self.top_level_key:
+            doc["top_level_key"] = self.top_level_key
+        if self.metadata:
+            doc["metadata"] = dict(self.metadata)
+        if self.allow_partial:
+            doc["allow_partial"] = True
+        return doc
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    def digest(self) -> str:
+        """A short, stable fingerprint of what the recipe does (for export metadata)."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "Recipe":
+        if not isinstance(doc, dict):
+            raise RecipeError("recipe: must be a JSON object")
+        version = doc.get("version")
+        if version is None:
+            raise RecipeError("recipe: field 'version' is missing")
+        if version != VERSION:
+            raise RecipeError(f"recipe: field 'version' is {version!r}; this Store Studio reads version {VERSION}")
+        unknown = set(doc) - _FIELDS
+        if unknown:
+            raise RecipeError(f"recipe: unknown field(s) {', '.join(sorted(unknown))}")
+        return cls(sources=tuple(_source(s, f"sources[{i}]") for i, s in enumerate(_typed(doc, "sources", list, []))),
+                   filter=Filter.from_json(doc.get("filter")),
+                   remaps=rules_from_json(doc.get("remaps")),
+                   adapters=tuple(_strs(_typed(doc, "adapters", list, []), "adapters")),
+                   casts=tuple(_cast(c, f"casts[{i}]") for i, c in enumerate(_typed(doc, "casts", list, []))),
+                   module_overrides=_str_map(doc, "module_overrides"),
+                   top_level_key=_typed(doc, "top_level_key", str, None),
+                   metadata=_str_map(doc, "metadata"),
+                   allow_partial=_typed(doc, "allow_partial", bool, False))
+
+    def save(self, path: str | os.PathLike) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Recipe":
+        path = Path(path)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise RecipeError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise RecipeError(f"{path.name}: not a JSON recipe: {exc}") from None
+        try:
+            return cls.from_json(doc)
+        except RecipeError as exc:
+            raise RecipeError(f"{path.name}: {exc}") from None
+
+
+def _typed(doc: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+    value = doc.get(key, default)
+    if value is not default and not isinstance(value, kind):
+        raise RecipeError(f"recipe: field {key!r} must be {'a list' if kind is list else 'a ' + kind.__name__}")
+    return value
+
+
+def _strs(items: list[Any], where: str) -> list[str]:
+    if not all(isinstance(i, str) for i in items):
+        raise RecipeError(f"recipe: field {where!r} must be a list of strings")
+    return items
+
+
+def _str_map(doc: dict[str, Any], key: str) -> dict[str, str]:
+    value = _typed(doc, key, dict, {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise RecipeError(f"recipe: field {key!r} must map text to text")
+    return dict(value)
+
+
+def _source(doc: Any, where: str) -> SourceSpec:
+    if isinstance(doc, str):
+        return SourceSpec(doc)
+    if not isinstance(doc, dict) or not isinstance(doc.get("path"), str):
+        raise RecipeError(f"recipe: {where} must be a path or {{\"path\": ..., \"top_level_key\"?, \"filter\"?}}")
+    unknown = set(doc) - {"path", "top_level_key", "filter"}
+    if unknown:
+        raise RecipeError(f"recipe: {where}: unknown field(s) {', '.join(sorted(unknown))}")
+    key = doc.get("top_level_key")
+    if key is not None and not isinstance(key, str):
+        raise RecipeError(f"recipe: {where}.top_level_key must be a string")
+    return SourceSpec(doc["path"], key, Filter.from_json(doc.get("filter"), f"{where}.filter"))
+
+
+def _cast(doc: Any, where: str) -> CastRule:
+    if isinstance(doc, str):
+        doc = {"to": doc}
+    if not isinstance(doc, dict) or not isinstance(doc.get("to"), str):
+        raise RecipeError(f"recipe: {where} must be {{\"to\": \"F16\"|\"BF16\"|\"F32\", \"modules\"?: [...]}}")
+    to = CAST_TARGETS.get(doc["to"].lower(), doc["to"])
+    try:
+        return CastRule(to, tuple(_strs(doc.get("modules", []), f"{where}.modules")))
+    except RecipeError as exc:
+        raise RecipeError(f"recipe: {where}: {exc}") from None

@@ -1,0 +1,121 @@
+"""Application set-up and the window's command line: ``store-studio [FILE...] [--screenshot PNG]``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+SCREENSHOT_SIZE = (1400, 900)
+SCREENSHOT_TIMEOUT = 60.0  # seconds to wait for files and statistics before giving up
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="store-studio", description="Open model files in the Store Studio window "
+                                   "(with no file, the bundled sample). Subcommands inspect and convert run "
+                                   "on the command line instead.")
+    root.add_argument("files", nargs="*", metavar="FILE", help="model files to open, one tab each")
+    root.add_argument("--screenshot", metavar="PNG", type=Path,
+                      help="render the window offscreen at 1400x900, save it as PNG and exit")
+    root.add_argument("--select", metavar="NAME", help="select this tensor or group (full dotted name)")
+    root.add_argument("--panel", choices=("selection", "file"), help="show this side panel")
+    return root
+
+
+def create_app(argv: Sequence[str]) -> "QApplication":  # noqa: F821 - Qt is imported lazily
+    from PySide6.QtWidgets import QApplication
+
+    from gui import settings
+    from gui.resources import icon, stylesheet
+
+    app = QApplication.instance() or QApplication(list(argv))
+    app.setOrganizationName(settings.ORGANIZATION)
+    app.setApplicationName(settings.APPLICATION)
+    app.setApplicationDisplayName("Store Studio")
+    app.setWindowIcon(icon("app"))
+    app.setStyleSheet(stylesheet())
+    return app  # type: ignore[return-value]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.screenshot is not None:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from engine.samples import default_sample
+    from gui.main_window import MainWindow
+
+    app = create_app([sys.argv[0]])
+    window = MainWindow()
+    files = [Path(f) for f in args.files] or [default_sample()]
+    if args.screenshot is not None:
+        return screenshot(window, files, args.screenshot, args.select, args.panel)
+    window.show()
+    window.open_files(files)
+    if args.select or args.panel:
+        def arrange(view: "StoreView") -> None:  # noqa: F821
+            problem = _arrange(view, args.select, args.panel)
+            if problem:
+                window.statusBar().showMessage(problem, 10_000)
+
+        window.file_opened.connect(arrange)
+    return app.exec()
+
+
+def _arrange(view: "StoreView", select: str | None, panel: str | None) -> str | None:  # noqa: F821
+    """Apply --select and --panel to a freshly opened tab; returns a problem to report, if any."""
+    if select and not view.select(select):
+        return f"{view.path.name} has no tensor or group named {select!r}"
+    if panel == "file":
+        view.side.setCurrentWidget(view.file_info)
+    elif panel == "selection":
+        view.side.setCurrentIndex(0)
+    return None
+
+
+def _wait(condition: Callable[[], bool], timeout: float) -> bool:
+    from PySide6.QtWidgets import QApplication
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        QApplication.processEvents()
+        time.sleep(0.01)
+    return True
+
+
+def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str | None,  # noqa: F821
+               panel: str | None) -> int:
+    """Open, arrange, wait until every worker is done, then grab the window into a PNG."""
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    failures: list[str] = []
+    window.open_failed.connect(lambda path, failure: failures.append(f"{path.name}: {failure.message}"))
+    window.resize(*SCREENSHOT_SIZE)
+    window.show()
+    window.open_files(files)
+    if not _wait(window.is_idle, SCREENSHOT_TIMEOUT):
+        print("store-studio: timed out opening files", file=sys.stderr)
+        return 1
+    view = window.current_view()
+    if view is None:
+        print(f"store-studio: {'; '.join(failures) or 'nothing opened'}", file=sys.stderr)
+        return 1
+    problem = _arrange(view, select, panel)
+    if problem:
+        print(f"store-studio: {problem}", file=sys.stderr)
+        return 2
+    if not _wait(window.is_idle, SCREENSHOT_TIMEOUT):
+        print("store-studio: timed out computing statistics", file=sys.stderr)
+        return 1
+    for box in window.findChildren(QMessageBox):
+        box.close()
+    QApplication.processEvents()
+    if not window.grab().save(str(out), "PNG"):
+        print(f"store-studio: cannot write {out}", file=sys.stderr)
+        return 1
+    window.close()
+    return 0

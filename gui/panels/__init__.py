@@ -1,0 +1,1 @@
+"""One panel per file: what the window shows about the selection, its values, and the file."""

@@ -1,0 +1,152 @@
+"""What is in this file: format, sizes, counts, parameters by dtype, metadata, Burnpack scalars and,
+for PyTorch checkpoints, the non-tensor values (``store.values``) as a tree that copies as JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QScrollArea,
+                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+
+from engine import humanize
+from gui.resources import icon, monospace
+
+if TYPE_CHECKING:
+    from gui.store_view import LoadedStore
+
+MAX_CHILDREN = 1000  # a values tree lists this many items of a container, then says how many more
+
+
+def _selectable(text: str, mono: bool = False, tooltip: str = "") -> QLabel:
+    label = QLabel(text)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setToolTip(tooltip)
+    label.setWordWrap(True)
+    if mono:
+        label.setFont(monospace())
+    return label
+
+
+def _leaf_text(value: Any) -> str:
+    """Strings quoted and true/false/null as JSON writes them, so the tree reads like the copied JSON."""
+    if isinstance(value, (str, bool, type(None))):
+        return json.dumps(value, ensure_ascii=False)
+    return repr(value)
+
+
+def fill_items(parent: QTreeWidgetItem | QTreeWidget, value: Any) -> None:
+    """Add ``value``'s children under ``parent``: keys of dicts, ``[i]`` of lists, then leaves as text."""
+    if isinstance(value, dict):
+        children = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        children = [(f"[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return
+    add = parent.addTopLevelItem if isinstance(parent, QTreeWidget) else parent.addChild
+    for key, child in children[:MAX_CHILDREN]:
+        if isinstance(child, dict):
+            text = f"{{{len(child):,} key{'s' if len(child) != 1 else ''}}}"
+        elif isinstance(child, (list, tuple)):
+            text = f"[{len(child):,} item{'s' if len(child) != 1 else ''}]"
+        else:
+            text = _leaf_text(child)
+        item = QTreeWidgetItem([str(key), text])
+        item.setToolTip(1, text)
+        add(item)
+        fill_items(item, child)
+    if len(children) > MAX_CHILDREN:
+        add(QTreeWidgetItem([f"… {len(children) - MAX_CHILDREN:,} more", ""]))
+
+
+def _value_tree(value: Any) -> QTreeWidget:
+    tree = QTreeWidget()
+    tree.setHeaderLabels(["Key", "Value"])
+    tree.setFont(monospace())
+    tree.setUniformRowHeights(True)
+    tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+    fill_items(tree, value)
+    tree.expandToDepth(1)
+    tree.setMinimumHeight(160)
+    return tree
+
+
+class FileInfoPanel(QWidget):
+    """A read-only page about one store; sections with nothing to show are left out, not shown empty."""
+
+    def __init__(self, loaded: "LoadedStore", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        store = self.store = loaded.store
+        totals = loaded.tree
+        content = QWidget()
+        layout = QVBoxLayout(content)
+
+        summary = QFormLayout()
+        size = loaded.file_size
+        summary.addRow("File", _selectable(str(store.path), mono=True))
+        if len(store.files) > 1:
+            summary.addRow("Shards", _selectable(f"{len(store.files):,} files"))
+        summary.addRow("Format", _selectable(store.description))
+        summary.addRow("File size", _selectable(humanize.size(size), tooltip=f"{size:,} bytes"))
+        summary.addRow("Tensors", _selectable(humanize.count(totals.tensors)))
+        summary.addRow("Parameters", _selectable(humanize.count(totals.params)))
+        summary.addRow("Tensor data", _selectable(humanize.size(totals.nbytes), tooltip=f"{totals.nbytes:,} bytes"))
+        layout.addLayout(summary)
+
+        if loaded.params_by_dtype:
+            box = QGroupBox("Parameters by dtype")
+            form = QFormLayout(box)
+            for dtype, params in loaded.params_by_dtype:
+                share = params / totals.params if totals.params else 0.0
+                percent = "<0.1%" if 0 < share < 0.001 else f"{share:.1%}"
+                value = _selectable(f"{params:,}  ({percent})")
+                value.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                name = _selectable(dtype, mono=True)
+                form.addRow(name, value)
+            layout.addWidget(box)
+
+        if store.metadata:
+            box = QGroupBox(f"Metadata ({len(store.metadata):,})")
+            form = QFormLayout(box)
+            for key, value in store.metadata.items():
+                form.addRow(_selectable(key, mono=True), _selectable(value, mono=True))
+            layout.addWidget(box)
+
+        if store.scalars:
+            box = QGroupBox(f"Scalars ({len(store.scalars):,})")
+            QVBoxLayout(box).addWidget(_value_tree(store.scalars))
+            layout.addWidget(box)
+
+        self.values_tree: QTreeWidget | None = None
+        if store.values:
+            box = QGroupBox("Other values in the checkpoint")
+            box_layout = QVBoxLayout(box)
+            self.values_tree = _value_tree(store.values)
+            self.values_tree.setObjectName("valuesTree")
+            copy = QPushButton(icon("copy"), "Copy as JSON")
+            copy.setObjectName("copyJson")
+            copy.setToolTip("Copy these values to the clipboard as JSON")
+            copy.clicked.connect(self.copy_values_json)
+            row = QHBoxLayout()
+            row.addWidget(QLabel("Non-tensor values saved alongside the weights."), 1)
+            row.addWidget(copy)
+            box_layout.addLayout(row)
+            box_layout.addWidget(self.values_tree)
+            layout.addWidget(box, 1)
+        layout.addStretch(0)
+
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(content)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+
+    def values_json(self) -> str:
+        return json.dumps(self.store.values, indent=2, ensure_ascii=False, default=str)
+
+    def copy_values_json(self) -> None:
+        QGuiApplication.clipboard().setText(self.values_json())

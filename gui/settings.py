@@ -1,0 +1,36 @@
+"""Where the window remembers things (geometry, splitters, recent files).
+
+Always an INI file under the organization "Store Studio", so tests can point ``QSettings.setPath`` at a
+temporary folder and never read or write a user's real settings.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSettings
+
+ORGANIZATION = "Store Studio"
+APPLICATION = "Store Studio"
+MAX_RECENT = 10
+
+
+def app_settings() -> QSettings:
+    return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANIZATION, APPLICATION)
+
+
+def recent_files() -> list[str]:
+    value = app_settings().value("recentFiles", [])
+    if isinstance(value, str):  # QSettings returns a lone string for a one-item list
+        return [value]
+    return [str(v) for v in value or []]
+
+
+def remember_recent(path: str) -> list[str]:
+    """Put ``path`` first in the recent list and return the new list."""
+    paths = [path] + [p for p in recent_files() if p != path]
+    paths = paths[:MAX_RECENT]
+    app_settings().setValue("recentFiles", paths)
+    return paths
+
+
+def clear_recent() -> None:
+    app_settings().setValue("recentFiles", [])

@@ -1,0 +1,74 @@
+"""Hostile checkpoints are refused by name, and nothing in them ever runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.errors import FormatError
+from engine.formats import open_store
+
+HOSTILE = Path(__file__).parents[3] / "fixtures" / "hostile"
+MANIFEST = json.loads((HOSTILE / "HOSTILE.json").read_text())
+
+
+def _make_hostile():
+    spec = importlib.util.spec_from_file_location("make_hostile", HOSTILE / "make_hostile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_there_are_at_least_twenty_in_every_layout() -> None:
+    assert len(MANIFEST) >= 20
+    assert {info["layout"] for info in MANIFEST.values()} == {"zip", "legacy", "raw"}
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_hostile_file_is_refused_naming_the_global_and_nothing_runs(name: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # payloads act on the current folder: HOSTILE_RAN appears, hostile_canary goes
+    (tmp_path / "hostile_canary").mkdir()
+    with pytest.raises(FormatError) as error:
+        open_store(HOSTILE / name)
+    assert MANIFEST[name]["refuses"] in str(error.value)
+    assert str(error.value).startswith(f"{name}: ")
+    assert sorted(os.listdir(tmp_path)) == ["hostile_canary"]
+
+
+def test_committed_fixtures_are_what_the_script_makes(tmp_path: Path) -> None:
+    _make_hostile().build(tmp_path)
+    for name in [*MANIFEST, "HOSTILE.json"]:
+        assert (tmp_path / name).read_bytes() == (HOSTILE / name).read_bytes(), name
+
+
+@pytest.mark.skipif(os.name != "posix", reason="payloads use posix commands")
+def test_every_payload_really_runs_under_torch_load(tmp_path: Path) -> None:
+    """Without this the sentinel checks above would prove nothing. Runs the payloads for real
+    (torch.load with weights_only=False), each in a throwaway folder, in a child process."""
+    result = subprocess.run([sys.executable, str(HOSTILE / "make_hostile.py"), "--verify"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "did not run: none" in result.stdout
+
+
+def test_whole_pickled_module_gets_state_dict_advice(tmp_path: Path) -> None:
+    path = tmp_path / "model.pt"
+    torch.save(torch.nn.Linear(2, 2), path)
+    with pytest.raises(FormatError, match=r"is a whole pickled module \(torch\.nn\.modules\.linear\.Linear\), "
+                                          r"not a state_dict: save model\.state_dict\(\) instead"):
+        open_store(path)
+
+
+def test_main_module_class_gets_state_dict_advice(tmp_path: Path) -> None:
+    path = tmp_path / "main.pt"
+    path.write_bytes(b"\x80\x02c__main__\nMyNet\n)\x81}b.")
+    with pytest.raises(FormatError, match=r"whole pickled module \(__main__\.MyNet\)"):
+        open_store(path)

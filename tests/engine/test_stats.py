@@ -1,0 +1,108 @@
+"""Tensor statistics against numpy, for every kind of value a store holds."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from engine import ArrayStore, TensorEntry, open_store
+from engine.dtypes import quantized
+from engine.samples import SAMPLES
+from engine.stats import StatsCancelled, StatsUnavailable, compute_stats, stats_for
+
+
+def _check_against_numpy(values: np.ndarray, stats, *, rel: float = 1e-6) -> None:
+    wide = values.astype(np.float64)
+    finite = wide[np.isfinite(wide)]
+    assert stats.count == values.size and stats.finite == finite.size
+    assert stats.min == pytest.approx(finite.min()) and stats.max == pytest.approx(finite.max())
+    assert stats.mean == pytest.approx(finite.mean(), rel=rel, abs=1e-9)
+    assert stats.std == pytest.approx(finite.std(), rel=rel, abs=1e-9)
+    assert stats.zeros == int(np.count_nonzero(wide == 0))
+    assert sum(stats.histogram) == finite.size
+
+
+def test_float32_stats_match_numpy_across_chunks():
+    values = np.random.default_rng(0).normal(3.0, 2.0, size=(300, 77)).astype(np.float32)
+    stats = compute_stats(values, chunk_elements=1000)
+    _check_against_numpy(values, stats)
+    expected, edges = np.histogram(values.astype(np.float64), bins=64, range=(values.min(), values.max()))
+    assert np.abs(np.array(stats.histogram) - expected).sum() <= 2  # float32 vs float64 bin edges
+    assert stats.edges[0] == pytest.approx(edges[0]) and stats.edges[-1] == pytest.approx(edges[-1])
+
+
+def test_bfloat16_is_widened_chunk_by_chunk():
+    values = np.random.default_rng(1).uniform(-4, 4, size=5000).astype(ml_dtypes.bfloat16)
+    stats = compute_stats(values, chunk_elements=512)
+    _check_against_numpy(values.astype(np.float32), stats)
+
+
+def test_float16_and_float8_are_supported():
+    values = np.linspace(-2, 2, 1001)
+    for dtype in (np.float16, ml_dtypes.float8_e4m3fn):
+        narrow = values.astype(dtype)
+        _check_against_numpy(narrow.astype(np.float32), compute_stats(narrow, chunk_elements=100))
+
+
+def test_nan_and_inf_are_counted_and_left_out_of_the_moments():
+    values = np.array([1.0, np.nan, 2.0, np.inf, -np.inf, 0.0, 3.0, np.nan], np.float32)
+    stats = compute_stats(values, chunk_elements=3)
+    assert (stats.nan, stats.inf, stats.zeros, stats.finite) == (2, 2, 1, 4)
+    assert (stats.min, stats.max) == (0.0, 3.0)
+    assert stats.mean == pytest.approx(1.5) and stats.std == pytest.approx(np.std([1, 2, 0, 3]))
+
+
+def test_all_nan_tensor_has_no_finite_summary():
+    stats = compute_stats(np.full(10, np.nan, np.float32))
+    assert stats.nan == 10 and stats.min is None and stats.mean is None and stats.histogram == ()
+
+
+def test_integers_keep_exact_extremes_and_get_one_bin_per_value_when_few():
+    values = np.array([2**62, -5, 7, 0], np.int64)
+    stats = compute_stats(values, chunk_elements=2)
+    assert stats.min == -5 and stats.max == 2**62 and isinstance(stats.max, int)
+    small = np.random.default_rng(2).integers(0, 10, size=2000).astype(np.int32)
+    stats = compute_stats(small, chunk_elements=300)
+    _check_against_numpy(small, stats)
+    assert list(stats.histogram) == list(np.bincount(small, minlength=10))
+
+
+def test_bools_count_true_and_false():
+    values = np.array([True, False, True, True, False])
+    stats = compute_stats(values, chunk_elements=2)
+    assert (stats.min, stats.max, stats.zeros) == (0, 1, 2)
+    assert stats.mean == pytest.approx(0.6) and stats.histogram == (2, 3)
+    assert stats.zero_share == pytest.approx(0.4)
+
+
+def test_constant_and_empty_tensors():
+    stats = compute_stats(np.full((3, 3), 5.0, np.float32))
+    assert stats.min == stats.max == 5.0 and stats.std == 0.0 and stats.histogram == (9,)
+    empty = compute_stats(np.zeros((0, 4), np.float32))
+    assert empty.count == 0 and empty.mean is None and empty.zero_share == 0.0
+
+
+def test_cancel_stops_between_chunks():
+    calls = []
+
+    def cancel() -> bool:
+        calls.append(1)
+        return len(calls) > 2
+
+    with pytest.raises(StatsCancelled):
+        compute_stats(np.zeros(10_000, np.float32), chunk_elements=100, cancel=cancel)
+    assert len(calls) == 3
+
+
+def test_stats_for_reads_a_stored_tensor():
+    with open_store(SAMPLES / "sample_cnn.safetensors") as store:
+        entry = store.entry("fc1.weight")
+        _check_against_numpy(entry.read(), stats_for(entry))
+
+
+def test_quantized_and_complex_tensors_explain_why_there_are_no_stats():
+    entry = TensorEntry("q", quantized({"type": "q8"}), (4,), 4)
+    with pytest.raises(StatsUnavailable, match="not decoded"):
+        stats_for(entry)
+    store = ArrayStore({"c": np.ones(3, np.complex64)})
+    with pytest.raises(StatsUnavailable, match="complex"):
+        stats_for(store.entry("c"))

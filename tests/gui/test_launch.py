@@ -1,0 +1,54 @@
+"""The ``store-studio`` entry point: subcommands stay on the command line, anything else opens the window."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from PySide6.QtGui import QImage
+
+from engine.samples import SAMPLES
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def _run(*args: str, **env: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, **env}
+    return subprocess.run([sys.executable, "-m", "gui.launch", *args], cwd=REPO, env=environment,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_screenshot_renders_the_window_offscreen_at_1400x900(tmp_path: Path):
+    out = tmp_path / "window.png"
+    result = _run(str(SAMPLES / "sample_cnn.bpk"), "--screenshot", str(out), "--select", "fc1.weight",
+                  QT_QPA_PLATFORM="offscreen")
+    assert result.returncode == 0, result.stderr
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1400, 900)
+
+
+def test_screenshot_without_a_platform_set_picks_offscreen_itself(tmp_path: Path):
+    out = tmp_path / "window.png"
+    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
+    result = subprocess.run([sys.executable, "-m", "gui.launch", "--screenshot", str(out)], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert QImage(str(out)).width() == 1400
+
+
+def test_screenshot_names_a_missing_tensor(tmp_path: Path):
+    result = _run("--screenshot", str(tmp_path / "x.png"), "--select", "no.such.tensor", QT_QPA_PLATFORM="offscreen")
+    assert result.returncode == 2
+    assert "no tensor or group named 'no.such.tensor'" in result.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_subcommands_still_run_the_cli_without_importing_qt():
+    code = ("import sys; from gui.launch import main; rc = main(['inspect', sys.argv[1]]); "
+            "print('qt imported' if 'PySide6' in sys.modules else 'no qt'); sys.exit(rc)")
+    result = subprocess.run([sys.executable, "-c", code, str(SAMPLES / "sample_cnn.bpk")], cwd=REPO,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "conv1.weight" in result.stdout and result.stdout.strip().endswith("no qt")
