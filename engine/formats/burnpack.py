@@ -74,7 +74,7 @@ def _open(mapped: MappedFile) -> BurnpackStore:
     buffer = max(0, mapped.size - data_start)
     rows = [_row(path, name, desc) for name, desc in tensors.items()]
     entries = build_entries(path, rows, data_start, buffer, contiguous=False, max_tensor_bytes=MAX_TENSOR_BYTES)
-    return BurnpackStore(path, entries, {e.name: mapped for e in entries}, version=f"v{version}",
+    return BurnpackStore(path, entries, mapped, version=f"v{version}",
                          metadata=_text_map(path, meta.get("metadata", {}), "metadata"),
                          scalars=_scalars(path, meta.get("scalars", {})))
 

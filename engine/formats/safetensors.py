@@ -36,20 +36,21 @@ class SafeTensorsStore(RangeStore):
 
 
 def open(path: str | os.PathLike, **options: Any) -> SafeTensorsStore:
-    with _opened(path) as mapped:
-        head = mapped.pread(0, min(mapped.size, 16), "the header")
-    if head[8:9] != b"{":
-        return _open_index(Path(path))
     mapped = MappedFile(path)
     try:
+        if mapped.pread(0, min(mapped.size, 9), "the header")[8:9] != b"{":
+            mapped.close()
+            return _open_index(Path(path))
         entries, metadata = _parse(mapped)
     except BaseException:
         mapped.close()
         raise
-    return SafeTensorsStore(path, entries, {e.name: mapped for e in entries}, metadata=metadata)
+    return SafeTensorsStore(path, entries, mapped, metadata=metadata)
 
 
 class _opened:
+    """A file open only for the length of a ``with`` block (index files are read once, whole)."""
+
     def __init__(self, path: str | os.PathLike):
         self.mapped = MappedFile(path)
 
