@@ -15,11 +15,11 @@ from ..mapped import MappedFile
 from . import legacy_layout, tar_layout, zip_layout
 from .checkpoint import flatten
 from .store import NAME, PyTorchStore
+from .unpickler import MAX_PROTOCOL
 
 EXTENSIONS = (".pt", ".pth", ".bin")
 ZIP_SIGNATURE = b"PK\x03\x04"
 TAR_SIGNATURE_AT = 257  # "ustar" in a tar's first header
-MAX_PICKLE_PROTOCOL = 5
 
 __all__ = ["NAME", "EXTENSIONS", "PyTorchStore", "sniff", "open"]
 
@@ -28,7 +28,7 @@ def sniff(head: bytes) -> bool:
     """A zip (the current layout), a tar (the oldest) or a binary pickle (legacy or plain)."""
     if head[:4] == ZIP_SIGNATURE or head[TAR_SIGNATURE_AT:TAR_SIGNATURE_AT + 5] == b"ustar":
         return True
-    return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= MAX_PICKLE_PROTOCOL
+    return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= MAX_PROTOCOL
 
 
 def open(path: str | os.PathLike, *, top_level_key: str | None = None, **options: Any) -> PyTorchStore:

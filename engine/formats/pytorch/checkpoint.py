@@ -16,10 +16,12 @@ from .allowlist import Global, NumpyArray, NumpyDType
 from .tensors import StorageRef, TensorRef
 
 MAX_DEPTH = 256
-# Shared references (the pickle memo) can make a small pickle expand exponentially when walked.
+# Shared references (the pickle memo) can make a small pickle expand exponentially when walked:
+# the expanded size is computed first, in linear time.
 MAX_NODES = 5_000_000
 ROOT_NAME = "tensor"  # the name of a checkpoint that is one bare tensor
 
+_CONTAINERS = (dict, list, tuple, set, frozenset)
 _TENSORS_ONLY = object()  # a branch that held tensors and nothing else: no place in `values`
 
 
@@ -32,6 +34,9 @@ class Checkpoint:
 def flatten(path: str | os.PathLike, root: Any, top_level_key: str | None = None) -> Checkpoint:
     if top_level_key is not None:
         root = select(path, root, top_level_key)
+    if _expanded_size(root, {}, 0) > MAX_NODES:
+        raise FormatError(path, f"the checkpoint expands to more than {MAX_NODES} objects "
+                                "(the same objects referenced over and over)")
     walker = _Walker(path)
     values = walker.walk(root, [], 0)
     walker.checkpoint.values = {} if values is _TENSORS_ONLY else values
@@ -59,21 +64,16 @@ class _Walker:
     def __init__(self, path: str | os.PathLike):
         self.path = path
         self.checkpoint = Checkpoint()
-        self.nodes = 0
         self.active: set[int] = set()  # containers on the current path, to catch cycles
 
     def walk(self, node: Any, parts: list[str], depth: int) -> Any:
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise FormatError(self.path, f"the checkpoint expands to more than {MAX_NODES} objects "
-                                         "(the same objects referenced over and over)")
         if depth > MAX_DEPTH:
             raise FormatError(self.path, f"the checkpoint is nested deeper than {MAX_DEPTH} levels")
         found = self.as_tensor(node)
         if found is not None:
             self.checkpoint.tensors.append((".".join(parts) or ROOT_NAME, found))
             return _TENSORS_ONLY
-        if isinstance(node, (dict, list, tuple, set, frozenset)):
+        if isinstance(node, _CONTAINERS):
             if id(node) in self.active:
                 raise FormatError(self.path, f"the checkpoint contains itself at {'.'.join(parts) or 'its root'}")
             self.active.add(id(node))
@@ -106,6 +106,18 @@ class _Walker:
             itemsize = node.dtype.itemsize or 1
             return TensorRef(node, node.dtype, 0, (node.nbytes // itemsize,), (1,))
         return None
+
+
+def _expanded_size(node: Any, sizes: dict[int, int], depth: int) -> int:
+    """How many nodes walking ``node`` visits, counted in time linear in the distinct objects."""
+    if not isinstance(node, _CONTAINERS) or depth > MAX_DEPTH:
+        return 1
+    if id(node) in sizes:
+        return sizes[id(node)]
+    sizes[id(node)] = 1  # while in progress: a cycle counts once here, the walk reports it
+    children = node.values() if isinstance(node, dict) else node
+    sizes[id(node)] = 1 + sum(_expanded_size(child, sizes, depth + 1) for child in children)
+    return sizes[id(node)]
 
 
 def _leaf(node: Any) -> Any:

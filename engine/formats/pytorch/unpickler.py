@@ -53,6 +53,7 @@ class PickleStream:
             if n > READ_AHEAD:
                 data = self._fetch(self.pos, n)
                 self.pos += n
+                self._buf, self._buf_start = b"", self.pos  # keep pos inside the (empty) buffer
                 return data
             self._buf_start = self.pos
             self._buf = self._fetch(self.pos, min(READ_AHEAD, self.end - self.pos))
@@ -82,6 +83,8 @@ class PickleStream:
         if n < 0 or self.pos + n > self.end:
             raise FormatError(self.path, f"{self.what} is truncated: {n} bytes at byte {self.pos} run past its end")
         self.pos += n
+        if self.pos > self._buf_start + len(self._buf):
+            self._buf, self._buf_start = b"", self.pos
 
 
 class _Mark:

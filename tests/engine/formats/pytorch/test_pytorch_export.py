@@ -27,7 +27,7 @@ def test_export_to_safetensors_equals_torch_load(torch_files, tmp_path: Path, st
         return  # torch cannot load its own legacy file here (see test_pytorch_read); checked via zip
     expected = torch_flat(torch.load(source, weights_only=True))
     loaded = load_file(tmp_path / "out.safetensors")
-    assert list(loaded) == [e.name for e in items]
+    assert sorted(loaded) == sorted(e.name for e in items)
     for name, tensor in loaded.items():
         assert tensor.dtype == expected[name].dtype and tensor.shape == expected[name].shape
         assert raw_bytes(tensor) == raw_bytes(expected[name]), name
@@ -46,7 +46,7 @@ def test_contiguous_tensors_export_by_kernel_copy(torch_files, tmp_path: Path, m
     """Contiguous tensors give export a byte range; only the others are materialized."""
     with open_store(torch_files[("views", "zip")]) as store:
         ranged = [e.name for e in store.entries if e.byte_range() is not None]
-        assert ranged == ["base", "row", "slice"][:0] + [n for n in ("base", "row") if n in ranged]
+        assert ranged == ["base", "row"]
         calls = []
         original = type(store).read
         monkeypatch.setattr(type(store), "read", lambda self, name: calls.append(name) or original(self, name))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from engine.errors import FormatError
 from engine.formats import open_store
@@ -180,3 +181,24 @@ def test_deep_nesting_is_cut_off(tmp_path: Path) -> None:
     path.write_bytes(b"\x80\x02" + b"]" * 5000 + b"a" * 4999 + b".")
     with pytest.raises(FormatError, match="nested deeper than"):
         open_store(path)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_damaged_torch_files_fail_only_with_format_error(torch_files, tmp_path: Path, data) -> None:
+    """Random damage to real legacy and tar files (no CRC to catch it first): a FormatError or a
+    store whose every tensor reads, never another exception."""
+    from pytorch_helpers import tar_checkpoint
+    sources = [torch_files[("nested", "legacy")], torch_files[("views", "legacy")], tar_checkpoint(tmp_path / "t.pt")[0]]
+    raw = bytearray(sources[data.draw(st.integers(0, 2))].read_bytes())
+    for _ in range(data.draw(st.integers(1, 6))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    path = tmp_path / "damaged.pt"
+    path.write_bytes(bytes(raw[:data.draw(st.integers(1, len(raw)))]))
+    try:
+        with open_store(path) as store:
+            for name in store.names:
+                if store.entry(name).dtype.numpy is not None:
+                    store.read(name)
+    except FormatError:
+        pass

@@ -41,6 +41,8 @@ def sparse_zip64_checkpoint(path: Path) -> Path:
             central.append(CENTRAL.pack(b"PK\x01\x02", 20, 20, 0, 0, 0, 0, crc, len(data), len(data), len(name), 0,
                                         0, 0, 0, 0, offset) + name)
         name, offset, extra = b"ckpt/data/0", f.tell(), struct.pack("<HHQQ", 1, 16, HUGE, HUGE)
+        pad = -(offset + LOCAL.size + len(name) + len(extra) + 4) % 64  # torch aligns storages to 64 bytes
+        extra += struct.pack("<HH", 0x4246, pad) + bytes(pad)
         f.write(LOCAL.pack(b"PK\x03\x04", 45, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF, len(name), len(extra)) + name + extra)
         f.seek(HUGE, 1)
         central.append(CENTRAL.pack(b"PK\x01\x02", 45, 45, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF, len(name), len(extra),
