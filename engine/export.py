@@ -3,7 +3,9 @@
 One tensor at a time: raw byte ranges go file to file through the kernel, everything else
 in chunks, so memory stays near the largest transformed tensor. The new file is written
 beside the destination and renamed over it only when complete; any failure or cancel leaves
-the destination exactly as it was.
+the destination exactly as it was. When an existing file is replaced, the new one is flushed
+to disk first (fsync), so not even a power cut can lose the old file; a new destination skips
+that wait, as cp does.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
     if fmt == "burnpack":
         from . import __version__
         meta.setdefault("version", __version__)
+    replacing = dest.exists()
     _clean_stale_partials(dest)
     partial = dest.with_name(f".{dest.name}.{os.getpid()}-{secrets.token_hex(4)}{PARTIAL}")
     total = sum(item.nbytes for item in items)
@@ -62,7 +65,8 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
                 if getattr(item, "release", None):
                     item.release()
             out.flush()
-            os.fsync(out.fileno())
+            if replacing:  # only an old file can be lost to a power cut; flush before it is replaced
+                os.fsync(out.fileno())
         os.replace(partial, dest)
     except BaseException as exc:
         partial.unlink(missing_ok=True)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 
@@ -42,10 +43,15 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
-def child(argv: Sequence[str], repeat: int | None = None) -> Run:
-    """Fastest wall time of a command, with the peak resident memory of that child alone."""
+def child(argv: Sequence[str], repeat: int | None = None, fresh: Path | None = None) -> Run:
+    """Fastest wall time of a command, with the peak resident memory of that child alone.
+
+    ``fresh`` is a file the command writes: it is removed before each run, so every run writes anew.
+    """
     best: Run | None = None
     for _ in range(repeat or REPEATS["child"]):
+        if fresh is not None:
+            fresh.unlink(missing_ok=True)
         result = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
         if result.returncode != 0:

@@ -128,12 +128,13 @@ def bench_convert(rows: list[Row], paths: dict[str, Path], out: Path, largest: i
     for src_fmt, dst_fmt, baseline in (("pt", "bpk", True), ("safetensors", "bpk", True), ("bpk", "safetensors", False)):
         src = paths[src_fmt]
         dst = out / f"converted.{dst_fmt}"
-        cp = measure.child(["cp", str(src), str(out / "copy.bin")])
-        ours = measure.child([*OURS_CONVERT, str(src), str(dst), "--overwrite"])
+        cp = measure.child(["cp", str(src), str(out / "copy.bin")], fresh=out / "copy.bin")
+        ours = measure.child([*OURS_CONVERT, str(src), str(dst)], fresh=dst)
         label = f"convert .{src_fmt} -> .{dst_fmt} ({src.stat().st_size / 1e9:.2g} GB)"
         rows.append(Row(f"{label} vs cp", ours.seconds, cp.seconds, "cp", "<= 1.25x", ours.seconds <= 1.25 * cp.seconds))
         if baseline:
-            ref = measure.child(measure.python(TORCH_CONVERT, str(src), str(out / "torch.safetensors")))
+            ref = measure.child(measure.python(TORCH_CONVERT, str(src), str(out / "torch.safetensors")),
+                                fresh=out / "torch.safetensors")
             rows.append(Row(f"{label} vs torch.load + save_file", ours.seconds, ref.seconds,
                             "torch.load + save_file", "<= 0.25x", ours.seconds * 4 <= ref.seconds))
             rows.append(Row(f"{label} peak memory", ours.peak_mib, ref.peak_mib, "torch.load + save_file",

@@ -45,6 +45,10 @@ class PickleStream:
         return cls(path, lambda offset, n: data[offset:offset + n], 0, len(data), what)
 
     def read(self, n: int) -> bytes:
+        rel = self.pos - self._buf_start
+        if 0 <= n and rel + n <= len(self._buf) and self.pos + n <= self.end:  # the hot path: buffered
+            self.pos += n
+            return self._buf[rel:rel + n]
         if n < 0 or self.pos + n > self.end:
             raise FormatError(self.path, f"{self.what} is truncated: it needs {n} bytes at byte {self.pos} "
                                          f"but only {self.end - self.pos} remain")
@@ -87,6 +91,9 @@ class PickleStream:
             self._buf, self._buf_start = b"", self.pos
 
 
+_STRUCTS = {fmt: struct.Struct(fmt) for fmt in ("<H", "<i", "<I", "<Q", "<B")}
+
+
 class _Mark:
     """The MARK opcode's stack sentinel."""
 
@@ -107,10 +114,11 @@ class _Machine:
 
     def run(self) -> Any:
         stream = self.stream
+        read, handlers = stream.read, _OPCODES.get
         while True:
             start = stream.pos
-            code = stream.read(1)
-            handler = _OPCODES.get(code)
+            code = read(1)
+            handler = handlers(code)
             if handler is None:
                 raise FormatError(self.path, f"{stream.what} has an unknown opcode {code!r} at byte {start}")
             try:
@@ -145,8 +153,10 @@ class _Machine:
         return items
 
     def int_arg(self, fmt: str) -> int:
-        size = struct.calcsize(fmt)
-        return struct.unpack(fmt, self.stream.read(size))[0]
+        if fmt == "<B":  # the commonest argument (BININT1, BINPUT, BINGET): no struct needed
+            return self.stream.read(1)[0]
+        parser = _STRUCTS[fmt]
+        return parser.unpack(self.stream.read(parser.size))[0]
 
     # --- objects --------------------------------------------------------------------------
     def global_(self, module: Any, name: Any) -> Global:
