@@ -90,6 +90,8 @@ def _row(path: os.PathLike, name: Any, desc: Any) -> tuple:
             dtype = dtypes.from_burnpack(spelling)
         except ValueError as exc:
             raise FormatError(path, f"tensor {name!r}: {exc}") from None
+        except TypeError:  # a quantization scheme with byte-string keys, which JSON cannot hold
+            raise FormatError(path, f"tensor {name!r} has a dtype whose scheme is not a plain map") from None
     offsets = desc["data_offsets"]
     if not isinstance(offsets, (list, tuple)) or len(offsets) != 2:
         raise FormatError(path, f"tensor {name!r} has invalid data_offsets {offsets!r}")

@@ -13,28 +13,64 @@ from typing import Any
 import cbor2
 
 MAX_DEPTH = 128  # Burn's reader refuses deeper CBOR
+MAX_INT = 1 << 64  # CBOR integer heads hold 64 bits; wider ones are tagged bignums
+
+
+class _Refused(ValueError):
+    """A CBOR feature Burn never writes and we refuse to decode."""
+
+
+def _refuse_sharing(*args: Any) -> None:
+    raise _Refused("CBOR value sharing (tags 28/29), which Burn never writes")
+
+
+# Sharing is how a few bytes become a cycle or an exponentially large DAG (cbor2 itself can hang on one).
+_SEMANTIC = {28: _refuse_sharing, 29: _refuse_sharing}
 
 
 def decode(data: bytes) -> Any:
-    """Decode one CBOR item; raises ValueError for malformed, trailing or too deeply nested data."""
+    """Decode one CBOR item; raises ValueError for malformed, trailing, too deeply nested or non-plain data.
+
+    Map keys must be text or bytes (as Burn's are): integer keys can be made to collide in Python's
+    hash table and turn decoding quadratic.
+    """
     try:
-        value = cbor2.loads(data)
+        value = cbor2.loads(data, semantic_decoders=_SEMANTIC, strict_hashable_types=True)
     except (cbor2.CBORDecodeError, RecursionError, OverflowError, MemoryError) as exc:
-        raise ValueError(f"invalid CBOR: {exc}") from None
-    _check_depth(value)
+        reason = exc.__cause__ if isinstance(exc.__cause__, _Refused) else exc
+        raise ValueError(f"invalid CBOR: {reason}") from None
+    _check_plain(value)
     return value
 
 
-def _check_depth(value: Any) -> None:
+_PLAIN_LEAVES = {str, bytes, int, float, bool, type(None)}
+_CONTAINERS = {dict, list}
+
+
+def _check_plain(value: Any) -> None:
+    """Burn's limit on depth, and the plain data its serde writes: no tagged values, no bignums.
+
+    Tagged values (rationals, bignums, ...) would put unbounded integers and exotic objects into
+    error messages, where printing them can itself fail.
+    """
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        if type(item) not in _CONTAINERS:
+            _check_leaf(item)
+            continue
+        if item and depth >= MAX_DEPTH:  # its items would sit deeper than the limit
             raise ValueError(f"CBOR nested deeper than {MAX_DEPTH} levels")
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend((v, depth + 1) for v in item)
+        for child in (item.values() if type(item) is dict else item):
+            if type(child) is not str:
+                stack.append((child, depth + 1))
+
+
+def _check_leaf(value: Any) -> None:
+    if type(value) is int and not -MAX_INT <= value < MAX_INT:
+        raise ValueError("CBOR integer wider than 64 bits (Burn writes none)")
+    if type(value) not in _PLAIN_LEAVES:
+        raise ValueError(f"CBOR holds a {type(value).__name__} value (a tag Burn never writes)")
 
 
 def encode(value: Any) -> bytes:

@@ -131,6 +131,9 @@ class RangeStore(Store):
         super().close()
 
 
+MAX_NDIM = 64  # numpy makes no array with more dimensions,
+MAX_ELEMENTS = 1 << 59  # nor with more elements of its widest dtype (16 bytes), even when a zero dim empties it
+MAX_DIM = 1 << 64  # sizes are u64 in Burn and SafeTensors; bounding them keeps every message printable
 BULK = 2048  # from this many ranges on, numpy checks them faster than a Python loop
 Row = tuple  # (name, dtype, shape as given, start, end, param_id): one tensor as a header states it
 
@@ -148,6 +151,8 @@ def build_entries(path: str | os.PathLike, rows: list[Row], data_start: int, buf
         bad = next(r for r in rows if not isinstance(r[2], (list, tuple))
                    or not all(type(d) is int and d >= 0 for d in r[2]))
         raise FormatError(path, f"tensor {bad[0]!r} has an invalid shape {bad[2]!r}")
+    if max(map(len, shapes), default=0) > MAX_NDIM or max(dims, default=0) >= MAX_DIM:
+        _refuse_shape(path, next(r for r in rows if len(r[2]) > MAX_NDIM or max(r[2], default=0) >= MAX_DIM))
     offsets = [o for r in rows for o in r[3:5]]
     if not {type(o) for o in offsets} <= {int} or min(offsets, default=0) < 0:
         bad = next(r for r in rows if not all(type(o) is int and o >= 0 for o in r[3:5]))
@@ -161,6 +166,10 @@ def build_entries(path: str | os.PathLike, rows: list[Row], data_start: int, buf
         for name, shape, need, size, row in zip(names, shapes, needed, sizes, rows):
             if need is not None and need != size * 8:
                 _explain_size(path, name, row[1], shape, need, size, max_tensor_bytes)
+    if 0 in needed:  # an empty tensor's other dimensions must still fit an array
+        for shape, need, row in zip(shapes, needed, rows):
+            if need == 0 and math.prod(d for d in shape if d) > MAX_ELEMENTS:
+                _refuse_shape(path, row)
     if max_tensor_bytes is not None and max(sizes, default=0) > max_tensor_bytes:
         name, shape, need, size, row = next(t for t in zip(names, shapes, needed, sizes, rows) if t[3] > max_tensor_bytes)
         _explain_size(path, name, row[1], shape, size * 8 if need is None else need, size, max_tensor_bytes)
@@ -168,6 +177,11 @@ def build_entries(path: str | os.PathLike, rows: list[Row], data_start: int, buf
     entries = list(map(TensorEntry, names, [r[1] for r in rows], shapes, sizes, [r[5] for r in rows], starts))
     order = validate_ranges(path, [(r[0], r[3], r[4]) for r in rows], buffer_size, contiguous=contiguous)
     return [entries[i] for i in order]
+
+
+def _refuse_shape(path: str | os.PathLike, row: Row) -> None:
+    raise FormatError(path, f"tensor {row[0]!r} has a shape no array can hold ({len(row[2])} dimensions; the limits "
+                            f"are {MAX_NDIM} dimensions, each under 2**64, and 2**59 elements)")
 
 
 def _explain_size(path: str | os.PathLike, name: str, dtype, shape: tuple[int, ...], bits: int, size: int,

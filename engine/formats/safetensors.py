@@ -119,6 +119,10 @@ def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True) -> A
         raise FormatError(path, f"{what} is nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"{what} is not valid JSON: {exc.msg} at character {exc.pos}") from None
+    except FormatError:
+        raise  # a name given twice, from the hook (a FormatError is a ValueError too)
+    except ValueError:  # Python's int-to-text limit: a number of more than 4300 digits
+        raise FormatError(path, f"{what} holds a number too long to be real") from None
 
 
 def _open_index(path: Path) -> SafeTensorsStore:
@@ -133,11 +137,13 @@ def _open_index(path: Path) -> SafeTensorsStore:
     shards: dict[str, MappedFile] = {}
     entries: list[TensorEntry] = []
     locations: dict[str, MappedFile] = {}
+    if not isinstance(index.get("metadata") or {}, dict):
+        raise FormatError(path, "index 'metadata' is not a map")
     metadata = {k: str(v) for k, v in (index.get("metadata") or {}).items()}
     try:
         for shard_name in dict.fromkeys(weight_map.values()):
             shard_path = path.parent / shard_name
-            if Path(shard_name).is_absolute() or ".." in Path(shard_name).parts:
+            if Path(shard_name).is_absolute() or ".." in Path(shard_name).parts or "\0" in shard_name:
                 raise FormatError(path, f"shard {shard_name!r} lies outside the index's folder")
             mapped = shards[shard_name] = MappedFile(shard_path)
             shard_entries, shard_meta = _parse(mapped)

@@ -41,7 +41,9 @@ class PyTorchStore(Store):
             return np.zeros(ref.shape, dtype)
         base = self._span(ref)
         # np.ndarray over the span, not as_strided: the latter cannot hold ml_dtypes (bf16, float8)
-        view = np.ndarray(ref.shape, base.dtype, buffer=base, strides=tuple(s * ref.itemsize for s in ref.stride))
+        # a dim of size 1 never steps, so its stride (which may be forged past int64 bytes) is irrelevant
+        strides = tuple(s * ref.itemsize if d > 1 else 0 for d, s in zip(ref.shape, ref.stride))
+        view = np.ndarray(ref.shape, base.dtype, buffer=base, strides=strides)
         view.flags.writeable = False
         return _to_little_endian(view, ref) if ref.storage.big_endian else view
 

@@ -7,6 +7,7 @@ claims is checked here before anything is mapped or allocated.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
+from ..mapped import MAX_ELEMENTS
 
 MAX_DIMS = 64
 # A view whose strides repeat elements (a saved expand()) holds more values than its storage;
@@ -157,6 +159,8 @@ def tensor(path: str | os.PathLike, storage: Any, offset: Any, size: Any, stride
     strides = _dims(path, stride, "stride")
     if len(shape) != len(strides):
         raise FormatError(path, f"a tensor has size {list(shape)} but stride {list(strides)}")
+    if math.prod(d for d in shape if d) > MAX_ELEMENTS:  # even an empty one (a zero dim) must fit an array
+        raise FormatError(path, f"a tensor of size {list(shape)} is larger than any array can be")
     return TensorRef(storage, dtype or storage.dtype, _count(path, offset, "storage offset"), shape, strides)
 
 
@@ -167,6 +171,9 @@ def _dims(path: str | os.PathLike, value: Any, what: str) -> tuple[int, ...]:
 
 
 def _count(path: str | os.PathLike, value: Any, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise FormatError(path, f"{what} {value!r:.80} is not a non-negative whole number")
+    """A size, stride or offset: torch holds them in int64, so wider ones are refused (and never printed whole)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 63:
+        wide = isinstance(value, int) and value.bit_length() > 64
+        shown = f"a {value.bit_length()}-bit number" if wide else f"{value!r:.80}"
+        raise FormatError(path, f"{what} {shown} is not a non-negative whole number (of 64 bits at most)")
     return value

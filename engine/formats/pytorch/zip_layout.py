@@ -32,11 +32,12 @@ def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
         with builtins.open(path, "rb") as file, zipfile.ZipFile(file) as archive:
             infos = {info.filename: info for info in archive.infolist()}
             prefix = _prefix(mapped, infos)
-            metadata = {"byteorder": _text(archive, infos, prefix + "byteorder") or "little"}
-            version = _text(archive, infos, prefix + "version")
+            metadata = {"byteorder": _text(mapped, archive, infos, prefix + "byteorder") or "little"}
+            version = _text(mapped, archive, infos, prefix + "version")
             if version:
                 metadata["version"] = version
             pickle_info = infos[prefix + "data.pkl"]
+            _check_compressed_size(mapped, pickle_info)
             if pickle_info.file_size > MAX_PICKLE_BYTES:
                 raise FormatError(path, f"data.pkl claims {pickle_info.file_size} bytes, over the limit of "
                                         f"{MAX_PICKLE_BYTES}")
@@ -74,11 +75,19 @@ def _prefix(mapped: MappedFile, infos: dict[str, zipfile.ZipInfo]) -> str:
     return found[0]
 
 
-def _text(archive: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo], name: str) -> str | None:
+def _text(mapped: MappedFile, archive: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo], name: str) -> str | None:
     info = infos.get(name)
     if info is None or info.file_size > 64:
         return None
+    _check_compressed_size(mapped, info)
     return archive.read(info).decode("ascii", "replace").strip()
+
+
+def _check_compressed_size(mapped: MappedFile, info: zipfile.ZipInfo) -> None:
+    """zipfile allocates an entry's stated compressed size in one read: a forged one must not exceed the file."""
+    if info.compress_size > mapped.size:
+        raise FormatError(mapped.path, f"zip entry {info.filename!r:.80} claims {info.compress_size} compressed bytes, "
+                                       f"more than the whole file ({mapped.size})")
 
 
 def _data_offset(mapped: MappedFile, storage: StorageRef, info: zipfile.ZipInfo | None) -> int:
