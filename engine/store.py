@@ -6,6 +6,7 @@ Formats subclass ``Store`` and implement ``_read``; everything else is shared.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,10 +50,7 @@ class TensorEntry:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for dim in self.shape:
-            n *= dim
-        return n
+        return math.prod(self.shape)
 
     def read(self) -> np.ndarray:
         return self._store().read(self.name)

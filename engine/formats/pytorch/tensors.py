@@ -79,10 +79,7 @@ class TensorRef:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for dim in self.shape:
-            n *= dim
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
