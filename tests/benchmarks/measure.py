@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -52,6 +53,7 @@ def child(argv: Sequence[str], repeat: int | None = None, fresh: Path | None = N
     for _ in range(repeat or REPEATS["child"]):
         if fresh is not None:
             fresh.unlink(missing_ok=True)
+        os.sync()  # start each run with no dirty pages, or it pays for the previous run's writeback
         result = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
         if result.returncode != 0:
