@@ -29,6 +29,18 @@ class Actions:
     show_file: QAction
     about: QAction
     recent: QMenu
+    undo: QAction
+    redo: QAction
+    open_recipe: QAction
+    save_recipe: QAction
+    save_recipe_as: QAction
+    export: QAction
+    start_surgery: QAction
+    rerun: QAction
+    diff: QAction
+    copy_cli: QAction
+    copy_rust: QAction
+    workbench: QMenu
 
 
 def _action(window: "MainWindow", text: str, slot: Callable[[], object], shortcut: QKeySequence | str | None = None,
@@ -63,7 +75,27 @@ def install(window: "MainWindow") -> Actions:
                           "Show the file's format, metadata and totals"),
         about=_action(window, "&About Store Studio", window.show_about),
         recent=QMenu("Open &Recent", window),
+        undo=window.undo_group.createUndoAction(window, "&Undo"),
+        redo=window.undo_group.createRedoAction(window, "&Redo"),
+        open_recipe=_action(window, "Open &Recipe…", window.open_recipe_dialog, "Ctrl+Shift+O",
+                            "Apply a saved recipe (JSON) to the current file"),
+        save_recipe=_action(window, "&Save Recipe", window.save_recipe, keys.Save, "Save the recipe as JSON"),
+        save_recipe_as=_action(window, "Save Recipe &As…", window.save_recipe_as, "Ctrl+Shift+S",
+                               "Save the recipe as JSON under a new name"),
+        export=_action(window, "&Export…", window.export_recipe, "Ctrl+E",
+                       "Write what the recipe produces to a new file"),
+        start_surgery=_action(window, "&Start Surgery", window.start_surgery, "Ctrl+R",
+                              "Show the workbench: filters, remaps, adapters, sources and a live preview"),
+        rerun=_action(window, "&Re-run Preview", window.rerun_preview, "F5", "Plan the recipe again now"),
+        diff=_action(window, "&Diff…", window.show_diff, "Ctrl+D", "Compare the recipe's result with another file"),
+        copy_cli=_action(window, "Copy as &Command Line", window.copy_as_cli, None,
+                         "Copy the store-studio convert command that replays this recipe", "copy"),
+        copy_rust=_action(window, "Copy as R&ust (burn-store)", window.copy_as_rust, None,
+                          "Copy the burn-store builder chain that loads like this recipe", "copy"),
+        workbench=QMenu("&Workbench Panels", window),
     )
+    actions.undo.setShortcut(QKeySequence("Ctrl+Z"))
+    actions.redo.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
     actions.quit.setMenuRole(QAction.MenuRole.QuitRole)
     actions.about.setMenuRole(QAction.MenuRole.AboutRole)
     bar = window.menuBar()
@@ -71,10 +103,18 @@ def install(window: "MainWindow") -> Actions:
     file_menu.addAction(actions.open)
     file_menu.addMenu(actions.recent)
     file_menu.addSeparator()
+    file_menu.addAction(actions.open_recipe)
+    file_menu.addAction(actions.save_recipe)
+    file_menu.addAction(actions.save_recipe_as)
+    file_menu.addAction(actions.export)
+    file_menu.addSeparator()
     file_menu.addAction(actions.close_tab)
     file_menu.addSeparator()
     file_menu.addAction(actions.quit)
     edit_menu = bar.addMenu("&Edit")
+    edit_menu.addAction(actions.undo)
+    edit_menu.addAction(actions.redo)
+    edit_menu.addSeparator()
     edit_menu.addAction(actions.find)
     edit_menu.addAction(actions.copy_path)
     view_menu = bar.addMenu("&View")
@@ -82,6 +122,14 @@ def install(window: "MainWindow") -> Actions:
     view_menu.addAction(actions.show_file)
     view_menu.addSeparator()
     view_menu.addAction(actions.collapse_all)
+    view_menu.addSeparator()
+    view_menu.addMenu(actions.workbench)
+    surgery_menu = bar.addMenu("&Surgery")
+    for action in (actions.start_surgery, actions.rerun, actions.diff, None, actions.copy_cli, actions.copy_rust):
+        if action is None:
+            surgery_menu.addSeparator()
+        else:
+            surgery_menu.addAction(action)
     help_menu = bar.addMenu("&Help")
     help_menu.addAction(actions.about)
     return actions

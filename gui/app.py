@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 
 SCREENSHOT_SIZE = (1400, 900)
 SCREENSHOT_TIMEOUT = 60.0  # seconds to wait for files and statistics before giving up
+DOCKS = ("filters", "remap", "adapters", "sources", "preview")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -22,6 +23,9 @@ def parser() -> argparse.ArgumentParser:
                       help="render the window offscreen at 1400x900, save it as PNG and exit")
     root.add_argument("--select", metavar="NAME", help="select this tensor or group (full dotted name)")
     root.add_argument("--panel", choices=("selection", "file"), help="show this side panel")
+    root.add_argument("--recipe", metavar="JSON", type=Path,
+                      help="apply this recipe to the (first) file and show the surgery workbench")
+    root.add_argument("--dock", choices=DOCKS, help="bring this workbench panel to the front (implies the workbench)")
     return root
 
 
@@ -51,17 +55,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     window = MainWindow()
     files = [Path(f) for f in args.files] or [default_sample()]
     if args.screenshot is not None:
-        return screenshot(window, files, args.screenshot, args.select, args.panel)
+        return screenshot(window, files, args.screenshot, args.select, args.panel, args.recipe, args.dock)
     window.show()
     window.open_files(files)
-    if args.select or args.panel:
+    if args.select or args.panel or args.recipe or args.dock:
         def arrange(view: "StoreView") -> None:  # noqa: F821
+            if view.path != files[0].absolute():
+                return
             problem = _arrange(view, args.select, args.panel)
             if problem:
                 window.statusBar().showMessage(problem, 10_000)
+            _start_surgery(window, args.recipe, args.dock)
 
         window.file_opened.connect(arrange)
     return app.exec()
+
+
+def _start_surgery(window: "MainWindow", recipe: Path | None, dock: str | None) -> None:  # noqa: F821
+    """Apply --recipe and --dock: either one shows the workbench."""
+    if recipe is not None:
+        window.open_recipe(recipe)
+    elif dock is not None:
+        window.start_surgery()
+    if dock is not None:
+        window.docks[dock].raise_()
 
 
 def _arrange(view: "StoreView", select: str | None, panel: str | None) -> str | None:  # noqa: F821
@@ -88,7 +105,7 @@ def _wait(condition: Callable[[], bool], timeout: float) -> bool:
 
 
 def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str | None,  # noqa: F821
-               panel: str | None) -> int:
+               panel: str | None, recipe: Path | None = None, dock: str | None = None) -> int:
     """Open, arrange, wait until every worker is done, then grab the window into a PNG."""
     from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -108,8 +125,12 @@ def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str |
     if problem:
         print(f"store-studio: {problem}", file=sys.stderr)
         return 2
+    _start_surgery(window, recipe, dock)
     if not _wait(window.is_idle, SCREENSHOT_TIMEOUT):
         print("store-studio: timed out computing statistics", file=sys.stderr)
+        return 1
+    if recipe is not None and (view.document is None or view.document.path is None):
+        print(f"store-studio: could not apply the recipe {recipe}", file=sys.stderr)
         return 1
     for box in window.findChildren(QMessageBox):
         box.close()

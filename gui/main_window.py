@@ -10,22 +10,32 @@ from pathlib import Path
 from typing import Iterable
 
 from PySide6.QtCore import QByteArray, QTimer, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication
-from PySide6.QtWidgets import (QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar, QSizePolicy,
-                               QStackedWidget, QTabWidget, QToolBar)
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QUndoGroup
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
+                               QSizePolicy, QStackedWidget, QTabWidget, QToolBar, QWidget)
 
 import engine
-from engine import FormatError, humanize
+from engine import FormatError, StoreStudioError, humanize
+from engine.surgery.printers import as_cli, as_rust
 from gui import settings
 from gui.actions import install
 from gui.dialogs import show_error
 from gui.resources import icon
 from gui.store_view import LoadedStore, StoreView, load_store
+from gui.workbench.document import RecipeDocument, load_recipe
+from gui.workbench.panels.adapters import AdaptersPanel
+from gui.workbench.panels.base import DocumentPanel
+from gui.workbench.panels.filters import FiltersPanel
+from gui.workbench.panels.preview import PreviewPanel
+from gui.workbench.panels.remap import RemapPanel
+from gui.workbench.panels.sources import SourcesPanel
 from gui.workers import Failure, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
 FILE_FILTER = "Model files (*.bpk *.safetensors *.json *.pt *.pth *.bin *.ckpt);;All files (*)"
 DEFAULT_SIZE = (1280, 800)
+RECIPE_FILTER = "Store Studio recipes (*.recipe.json *.json);;All files (*)"
+SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
 
 
 class MainWindow(QMainWindow):
@@ -42,6 +52,9 @@ class MainWindow(QMainWindow):
         self.opener = TaskRunner(self)  # opening files: drives the busy indicator
         self.work = TaskRunner(self)  # statistics, previews, module inference
         self._opening: set[Path] = set()
+        self.undo_group = QUndoGroup(self)  # Edit > Undo follows the current tab's recipe
+        self._workbench_shown = False
+        self._diff_panels: dict[RecipeDocument, QWidget] = {}
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("documents")
@@ -62,6 +75,7 @@ class MainWindow(QMainWindow):
         self.actions = install(self)
         self._build_toolbar()
         self._build_status_bar()
+        self._build_workbench()
         self._filter_timer = QTimer(self)
         self._filter_timer.setSingleShot(True)
         self._filter_timer.setInterval(FILTER_DELAY_MS)
@@ -113,6 +127,31 @@ class MainWindow(QMainWindow):
         bar.addPermanentWidget(self.busy_label)
         bar.addPermanentWidget(self.busy)
         self._set_busy()
+
+    def _build_workbench(self) -> None:
+        """The recipe docks, hidden until surgery starts: the rules tabbed on the right, the preview below."""
+        self.panels: dict[str, DocumentPanel] = {
+            "filters": FiltersPanel(), "remap": RemapPanel(), "adapters": AdaptersPanel(),
+            "sources": SourcesPanel(self.work), "preview": PreviewPanel()}
+        titles = {"filters": "Filters", "remap": "Remap", "adapters": "Adapters", "sources": "Sources",
+                  "preview": "Preview"}
+        self.docks: dict[str, QDockWidget] = {}
+        for name, panel in self.panels.items():
+            area = Qt.DockWidgetArea.BottomDockWidgetArea if name == "preview" else Qt.DockWidgetArea.RightDockWidgetArea
+            self.docks[name] = self._dock(name, titles[name], panel, area)
+        for name in ("remap", "adapters", "sources"):
+            self.tabifyDockWidget(self.docks["filters"], self.docks[name])
+        self.diff_dock = self._dock("diff", "Diff", QLabel(), Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.docks["preview"], self.diff_dock)
+
+    def _dock(self, name: str, title: str, panel: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"{name}Dock")
+        dock.setWidget(panel)
+        self.addDockWidget(area, dock)
+        dock.hide()
+        self.actions.workbench.addAction(dock.toggleViewAction())
+        return dock
 
     # --- opening ----------------------------------------------------------------------------------------
     def open_dialog(self) -> None:
@@ -168,8 +207,9 @@ class MainWindow(QMainWindow):
         self.busy_label.setText(f"Opening {', '.join(names)}…" if names else "")
 
     def is_idle(self) -> bool:
-        """No file opening and no statistics or preview being computed."""
-        return not self._opening and self.opener.active == 0 and self.work.active == 0
+        """No file opening and no statistics, preview or recipe plan being computed."""
+        planning = any(v.document is not None and v.document.busy for v in self.views())
+        return not self._opening and self.opener.active == 0 and self.work.active == 0 and not planning
 
     # --- tabs -------------------------------------------------------------------------------------------
     def views(self) -> list[StoreView]:
@@ -188,8 +228,13 @@ class MainWindow(QMainWindow):
 
     def close_tab(self, index: int) -> None:
         view = self.tabs.widget(index)
-        if not isinstance(view, StoreView):
+        if not isinstance(view, StoreView) or not self._may_discard(view):
             return
+        if view.document is not None:
+            self.undo_group.removeStack(view.document.undo_stack)
+            panel = self._diff_panels.pop(view.document, None)
+            if panel is not None:
+                panel.deleteLater()
         self._save_splitters(view)
         self.tabs.removeTab(index)
         view.close_store()
@@ -210,7 +255,12 @@ class MainWindow(QMainWindow):
         self.regex.blockSignals(False)
         self._show_filter_result(view)
         self._update_summary()
-        self.setWindowTitle(f"{view.path.name} — Store Studio" if view is not None else "Store Studio")
+        self._follow_document()
+
+    def _update_title(self) -> None:
+        view = self.current_view()
+        self.setWindowTitle(f"{view.path.name}[*] — Store Studio" if view is not None else "Store Studio")
+        self.setWindowModified(view is not None and view.document is not None and view.document.is_modified)
 
     def _update_summary(self) -> None:
         view = self.current_view()
@@ -256,6 +306,161 @@ class MainWindow(QMainWindow):
             widget.style().unpolish(widget)
             widget.style().polish(widget)
 
+    # --- surgery ---------------------------------------------------------------------------------------------
+    def document(self) -> RecipeDocument | None:
+        view = self.current_view()
+        return view.document if view is not None else None
+
+    def surgery(self) -> RecipeDocument | None:
+        """The current tab's recipe, made on first use, with the workbench shown: what every Surgery action needs."""
+        view = self.current_view()
+        if view is None:
+            return None
+        if view.document is None:
+            document = view.start_surgery()
+            self.undo_group.addStack(document.undo_stack)
+            document.modifiedChanged.connect(lambda _: self._update_title())
+        if not self._workbench_shown:
+            self._workbench_shown = True
+            for dock in self.docks.values():
+                dock.show()
+            self.docks["filters"].raise_()
+            self.docks["preview"].raise_()
+            self.resizeDocks([self.docks["filters"]], [int(self.width() * 0.34)], Qt.Orientation.Horizontal)
+            self.resizeDocks([self.docks["preview"]], [int(self.height() * 0.36)], Qt.Orientation.Vertical)
+            for other in self.views():
+                other.favour_tree()
+        self._follow_document()
+        return view.document
+
+    def _follow_document(self) -> None:
+        """Point the panels, Undo/Redo and the diff dock at the current tab's recipe (or at none)."""
+        document = self.document()
+        for panel in self.panels.values():
+            panel.set_document(document)
+        self.undo_group.setActiveStack(document.undo_stack if document is not None else None)
+        diff = self._diff_panels.get(document) if document is not None else None
+        if diff is not None and self.diff_dock.widget() is not diff:
+            self.diff_dock.setWidget(diff)
+        for action in (self.actions.start_surgery, self.actions.rerun, self.actions.diff, self.actions.copy_cli,
+                       self.actions.copy_rust, self.actions.export, self.actions.open_recipe,
+                       self.actions.save_recipe, self.actions.save_recipe_as):
+            action.setEnabled(self.current_view() is not None)
+        self._update_title()
+
+    def start_surgery(self) -> None:
+        self.surgery()
+
+    def rerun_preview(self) -> None:
+        document = self.surgery()
+        if document is not None:
+            document.replan()
+
+    def copy_as_cli(self) -> None:
+        document = self.surgery()
+        if document is not None:
+            QGuiApplication.clipboard().setText(as_cli(document.recipe))
+            self.statusBar().showMessage("Copied the store-studio convert command line", 5_000)
+
+    def copy_as_rust(self) -> None:
+        document = self.surgery()
+        if document is not None:
+            QGuiApplication.clipboard().setText(as_rust(document.recipe))
+            self.statusBar().showMessage("Copied the burn-store builder chain", 5_000)
+
+    def export_recipe(self) -> None:
+        document = self.surgery()
+        if document is None:
+            return
+        try:
+            from gui.workbench.export_dialog import run_export  # lands separately; imported when first used
+        except ImportError:
+            self.statusBar().showMessage("Export is not available in this build yet", 10_000)
+            return
+        run_export(self, document)
+
+    def show_diff(self) -> None:
+        document = self.surgery()
+        if document is None:
+            return
+        if document not in self._diff_panels:
+            try:
+                from gui.workbench.diff_panel import DiffPanel  # lands separately; imported when first used
+            except ImportError:
+                self.statusBar().showMessage("Diff is not available in this build yet", 10_000)
+                return
+            self._diff_panels[document] = DiffPanel(document)
+        self.diff_dock.setWidget(self._diff_panels[document])
+        self.diff_dock.show()
+        self.diff_dock.raise_()
+
+    def open_recipe_dialog(self) -> None:
+        view = self.current_view()
+        start = str(view.path.parent) if view is not None else ""
+        path, _ = QFileDialog.getOpenFileName(self, "Open a recipe", start, RECIPE_FILTER)
+        if path:
+            self.open_recipe(Path(path))
+
+    def open_recipe(self, path: Path) -> None:
+        """Apply a recipe file to the current tab; its extra sources open in a worker first."""
+        view = self.current_view()
+        if view is None or not self._may_discard(view):
+            return
+        document = self.surgery()
+        assert document is not None
+
+        def failed(failure: Failure) -> None:
+            show_error(self, f"Store Studio could not open the recipe {path.name}.", failure.message, failure.details)
+
+        self.opener.run(lambda cancelled: load_recipe(path), lambda loaded: document.replace(*loaded), failed)
+
+    def save_recipe(self) -> bool:
+        document = self.surgery()
+        if document is None:
+            return False
+        if document.path is None:
+            return self.save_recipe_as()
+        return self._save(document, document.path)
+
+    def save_recipe_as(self) -> bool:
+        document, view = self.surgery(), self.current_view()
+        if document is None or view is None:
+            return False
+        suggested = document.path or view.path.with_name(f"{view.path.stem}.recipe.json")
+        path, _ = QFileDialog.getSaveFileName(self, "Save the recipe", str(suggested), RECIPE_FILTER)
+        return bool(path) and self._save(document, Path(path))
+
+    def _save(self, document: RecipeDocument, path: Path) -> bool:
+        try:
+            document.save(path)
+        except (OSError, StoreStudioError) as exc:
+            show_error(self, f"Store Studio could not save the recipe as {path.name}.", str(exc))
+            return False
+        self.statusBar().showMessage(f"Saved the recipe as {path}", 5_000)
+        return True
+
+    def ask_save(self, view: StoreView) -> QMessageBox.StandardButton:
+        """Save, Discard or Cancel for a tab whose recipe has unsaved edits (tests replace this)."""
+        buttons = (QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                   | QMessageBox.StandardButton.Cancel)
+        box = QMessageBox(QMessageBox.Icon.Question, "Store Studio",
+                          f"Save the changes to the recipe for {view.path.name}?", buttons, self)
+        box.setObjectName(SAVE_PROMPT)
+        box.setInformativeText("The recipe's edits are lost if you don't save them.")
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+        box.exec()
+        return box.standardButton(box.clickedButton())
+
+    def _may_discard(self, view: StoreView) -> bool:
+        """True when the tab's recipe is saved, or the user saved or discarded it."""
+        if view.document is None or not view.document.is_modified:
+            return True
+        self.tabs.setCurrentWidget(view)
+        choice = self.ask_save(view)
+        if choice == QMessageBox.StandardButton.Save:
+            return self.save_recipe()
+        return choice == QMessageBox.StandardButton.Discard
+
     # --- other actions ----------------------------------------------------------------------------------
     def copy_current_path(self) -> None:
         view = self.current_view()
@@ -272,11 +477,13 @@ class MainWindow(QMainWindow):
         view = self.current_view()
         if view is not None:
             view.side.setCurrentIndex(0)
+            view.show_side()
 
     def show_file_panel(self) -> None:
         view = self.current_view()
         if view is not None:
             view.side.setCurrentWidget(view.file_info)
+            view.show_side()
 
     def show_about(self) -> None:
         QMessageBox.about(self, "About Store Studio",
@@ -331,6 +538,9 @@ class MainWindow(QMainWindow):
             store.setValue(f"splitters/{name}", splitter.saveState())
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if not all(self._may_discard(view) for view in self.views()):
+            event.ignore()
+            return
         settings.app_settings().setValue("window/geometry", self.saveGeometry())
         view = self.current_view()
         if view is not None:

@@ -19,6 +19,7 @@ from gui.models.tree_model import Column, TreeModel
 from gui.panels.details import DetailsPanel
 from gui.panels.file_info import FileInfoPanel
 from gui.panels.values import ValuesPanel
+from gui.workbench.document import RecipeDocument
 from gui.workers import TaskRunner
 
 EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this many tensors
@@ -68,6 +69,7 @@ class StoreView(QWidget):
         self._full_tree = loaded.tree
         self._runner = runner
         self.modules: dict[str, ModuleGuess] | None = None
+        self.document: RecipeDocument | None = None  # made when the user starts surgery on this file
         self.filter_text = ""
         self.filter_regex = False
         self.filter_result = FilterResult(len(self.store.entries), len(self.store.entries))
@@ -129,7 +131,31 @@ class StoreView(QWidget):
         """Splitters whose sizes the window remembers between runs."""
         return {"tree": self.main_split, "selection": self.selection_split}
 
+    def start_surgery(self) -> RecipeDocument:
+        """This tab's recipe document (made on first use); its plans mark the tree."""
+        if self.document is None:
+            self.document = RecipeDocument(self.store, parent=self)
+            self.document.planReady.connect(self._plan_ready)
+        return self.document
+
+    def favour_tree(self) -> None:
+        """The workbench docks take room beside the tab: fold the details away (Ctrl+1 / Ctrl+2 bring them back)."""
+        self.main_split.setSizes([sum(self.main_split.sizes()), 0])
+
+    def show_side(self) -> None:
+        """Unfold the details beside the tree when they were folded away."""
+        sizes = self.main_split.sizes()
+        if sizes[1] == 0:
+            width = sum(sizes)
+            self.main_split.setSizes([width * 3 // 5, width - width * 3 // 5])
+
+    def _plan_ready(self, _plan: object) -> None:
+        if self.document is not None:
+            self.model.set_marks(self.document.marks)
+
     def close_store(self) -> None:
+        if self.document is not None:
+            self.document.close()
         self.details.cancel()
         self.values.show_entry(None)
         self.store.close()

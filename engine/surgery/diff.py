@@ -4,14 +4,15 @@ Values are streamed a chunk of elements at a time from the mapped arrays and eac
 are given back after it, so a diff of two 50 GB files stays small. Equal bytes short-cut the
 arithmetic; otherwise floats are compared as float64 (max and mean absolute difference, allclose)
 and ints/bools exactly. A ``Plan`` compares by its target names and transformed values, so a
-source and what was exported from it through that plan compare identical.
+source and what was exported from it through that plan compare identical. ``value_difference`` looks
+closer at one pair: max/mean absolute difference, allclose and a histogram of the differences.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -20,6 +21,8 @@ from .plan import Plan
 
 CHUNK_ELEMENTS = 4 << 20  # elements read from the maps per step
 BLOCK_ELEMENTS = 1 << 16  # elements of float64 arithmetic per step: three buffers stay in cache
+HISTOGRAM_BINS = 64
+VALUE_CHUNK_ELEMENTS = 1 << 20  # float64 differences value_difference holds at once (8 MiB)
 STATUSES = ("identical", "different", "only_in_a", "only_in_b", "shape_mismatch", "dtype_mismatch")
 
 
@@ -178,3 +181,107 @@ class _Stats:
             y *= self.rtol
             y += self.atol
             self.close = bool(np.less_equal(d, y).all())
+
+
+
+@dataclass(frozen=True)
+class ValueDifference:
+    """How one pair of tensors differs, value by value: ``histogram`` counts ``a - b`` between ``edges``.
+
+    ``transposed`` says ``a`` was compared transposed (a 2-D pair whose shapes are each other's reverse);
+    ``nonfinite`` counts pairs whose difference is NaN or infinite (left out of the histogram).
+    """
+
+    count: int
+    max_abs: float
+    mean_abs: float
+    allclose: bool
+    histogram: tuple[int, ...]
+    edges: tuple[float, ...]
+    transposed: bool = False
+    nonfinite: int = 0
+
+
+def value_difference(a: Any, b: Any, *, bins: int = HISTOGRAM_BINS, rtol: float = 1e-5, atol: float = 1e-8,
+                     chunk_elements: int = VALUE_CHUNK_ELEMENTS, cancel: Callable[[], bool] | None = None
+                     ) -> ValueDifference:
+    """Compare the values of two tensors (anything with ``shape``, ``dtype`` and ``read()``) in bounded memory.
+
+    Two passes over chunks of float64 differences: the first finds the range, max/mean ``|a - b|`` and
+    allclose (as ``diff`` does: NaN against NaN and an infinity against itself are equal), the second
+    bins ``a - b`` over that range. ``cancel()`` returning true stops between chunks with ``InterruptedError``.
+    """
+    shape_a, shape_b = tuple(a.shape), tuple(b.shape)
+    transposed = shape_a != shape_b and len(shape_a) == 2 and shape_a[::-1] == shape_b
+    if shape_a != shape_b and not transposed:
+        raise ValueError(f"shapes {list(shape_a)} and {list(shape_b)} differ; their values cannot be compared")
+    for item in (a, b):
+        if item.dtype.numpy is None:
+            raise ValueError(f"{item.dtype} values cannot be decoded, only compared byte for byte")
+    try:
+        x, y = a.read(), b.read()
+        if transposed:
+            x = x.T
+
+        def pairs() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+            return _chunk_pairs(x, y, chunk_elements, cancel)
+
+        count, nonfinite, low, high, total, largest, close = 0, 0, np.inf, -np.inf, 0.0, 0.0, True
+        for ca, cb in pairs():
+            d = _signed_difference(ca, cb)
+            finite = np.isfinite(d)
+            bad = int(d.size - np.count_nonzero(finite))
+            count += d.size
+            nonfinite += bad
+            good = d[finite] if bad else d
+            if good.size:
+                low, high = min(low, float(good.min())), max(high, float(good.max()))
+                largest = max(largest, float(np.abs(good).max()))
+                total += float(np.abs(good).sum())
+            if bad:
+                largest, close = np.inf, False
+            elif close and good.size:
+                gap = np.abs(good)
+                with np.errstate(invalid="ignore"):  # a NaN or infinite b is within tolerance only when equal
+                    close = bool(((gap <= atol + rtol * np.abs(cb)) | (gap == 0)).all())
+        if low > high:  # nothing finite (or nothing at all): one empty bin around zero
+            low = high = 0.0
+        if low == high:
+            low, high = low - 0.5, high + 0.5
+        edges = np.linspace(low, high, bins + 1)
+        counts = np.zeros(bins, np.int64)
+        for ca, cb in pairs():
+            d = _signed_difference(ca, cb)
+            counts += np.histogram(d[np.isfinite(d)], bins=edges)[0]
+    finally:
+        for item in (a, b):
+            item.release()
+    mean = np.inf if nonfinite else total / count if count else 0.0
+    return ValueDifference(count, largest, float(mean), close, tuple(int(c) for c in counts),
+                           tuple(float(e) for e in edges), transposed, nonfinite)
+
+
+def _chunk_pairs(x: np.ndarray, y: np.ndarray, chunk: int,
+                 cancel: Callable[[], bool] | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Matching flat float64 chunks of ``x`` and ``y``; a transposed ``x`` is walked a block of rows at a time."""
+    if x.ndim == 2 and not x.flags.c_contiguous:
+        rows = max(1, chunk // max(1, x.shape[1]))
+        slices = ((x[r:r + rows].reshape(-1), y[r:r + rows].reshape(-1)) for r in range(0, x.shape[0], rows))
+    else:
+        fx, fy = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1)
+        slices = ((fx[s:s + chunk], fy[s:s + chunk]) for s in range(0, fx.size, chunk))
+    for ca, cb in slices:
+        if cancel is not None and cancel():
+            raise InterruptedError("value comparison cancelled")
+        yield ca.astype(np.float64), cb.astype(np.float64)
+
+
+def _signed_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - b``, with NaN against NaN and an infinity against itself counting as 0."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = a - b
+    bad = ~np.isfinite(d)
+    if bad.any():
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        d[bad & same] = 0.0
+    return d

@@ -11,6 +11,9 @@ Every ``PlannedTensor`` is a ``TensorSource``: ``engine.export(plan.tensors, des
 from __future__ import annotations
 
 import os
+import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -25,10 +28,12 @@ from . import adapters as ad
 from .filters import Filter, RuleHits, facts
 from .modules import NORM_KINDS, ModuleGuess, infer_modules, module_path
 from .ops import Cast, FuseWeightNorm, Op, Rename, run
-from .recipe import Recipe
+from .recipe import Recipe, SourceSpec
 from .remap import compile_rules, remap_name
 
 RECIPE_METADATA_KEY = "store_studio.recipe"
+_NO_SPEC = SourceSpec("")
+_LAYOUT_KINDS = NORM_KINDS | {"Linear"}  # the only kinds adapters.layout_ops changes; skipping the rest is a hot-path saving
 
 
 class PlannedTensor:
@@ -43,7 +48,10 @@ class PlannedTensor:
         self.shape = shape
         self.inputs = tuple(inputs)
         self.ops = tuple(ops)
-        self.nbytes = dtype.nbytes(shape) if dtype.bits is not None else self.inputs[0].nbytes
+        first = self.inputs[0]
+        # same dtype, one input: the element count is unchanged (renames, transposes), so are the bytes
+        same = len(self.inputs) == 1 and dtype is first.dtype
+        self.nbytes = first.nbytes if same or dtype.bits is None else dtype.nbytes(shape)
         self.param_id = self.inputs[-1].param_id
         self.source = source
         self.source_name = self.inputs[-1].name if len(self.inputs) == 1 else ", ".join(e.name for e in self.inputs)
@@ -182,11 +190,11 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
     result = Plan([], recipe=recipe)
     merged: dict[str, PlannedTensor] = {}
     duplicates: list[PlannedTensor] = []
-    filter_facts: list[dict[str, Any]] = []
+    selection = _SELECTIONS.get(stores, recipe)
+    result.dropped += selection.dropped
     for index, store in enumerate(stores):
-        spec = recipe.source_spec(index)
         label = str(store.path)
-        work = _select(store, spec.filter if spec else Filter(), recipe, label, result.dropped, filter_facts)
+        work = [_Work(entry) for entry in selection.kept[index]]
         for item in work:
             item.rename(remap_name(item.name, rules, remap_hits), "remap")
         _name_adapters(work, recipe.adapters)
@@ -203,7 +211,7 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
         for item in work:
             guess = guesses.get(module_path(item.name))
             kind = guess.kind if guess else "Unknown"
-            if direction:
+            if direction and kind in _LAYOUT_KINDS:
                 _apply_layout(item, direction, kind)
             for cast in recipe.casts:
                 if item.dtype.is_float and item.dtype != cast.dtype and (not cast.modules or kind in cast.modules):
@@ -224,8 +232,7 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
                                                  f"{old.source}:{old.source_name}"))
             merged[item.name] = planned
     result.tensors = list(merged.values()) + duplicates
-    if filter_facts:
-        result.rule_hits += recipe.filter.rule_hits(filter_facts)
+    result.rule_hits += selection.hits
     result.rule_hits += [RuleHits(f"remap {r.pattern!r} -> {r.replacement!r}", n) for r, n in zip(recipe.remaps, remap_hits)]
     return result
 
@@ -237,30 +244,94 @@ class _Shaped:
         self.name, self.shape = name, shape
 
 
+@dataclass(frozen=True)
+class _Selection:
+    """What the filters keep of each source, what they drop, and each filter rule's hit count."""
+
+    kept: list[list[TensorEntry]]
+    dropped: list[Dropped]
+    hits: list[RuleHits]
+
+
+class _SelectionCache:
+    """The last few filter results, so editing remaps, adapters or casts does not re-run the filters.
+
+    Keyed by the sources (by identity: a store's entries never change) and every filter; a filter
+    holding an unhashable predicate value is simply not cached. Stores are held weakly.
+    """
+
+    SIZE = 4
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[Any, tuple[tuple[weakref.ref, ...], _Selection]] = OrderedDict()
+
+    def get(self, stores: Sequence[Store], recipe: Recipe) -> _Selection:
+        owns = tuple((recipe.source_spec(i) or _NO_SPEC).filter for i in range(len(stores)))
+        modules = any(f.needs_modules() for f in (*owns, recipe.filter))
+        try:
+            key: Any = (tuple(id(s) for s in stores), owns, recipe.filter,
+                        tuple(sorted(recipe.module_overrides.items())) if modules else None)
+            hash(key)
+        except TypeError:
+            return _select_all(stores, owns, recipe)
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None and all(ref() is s for ref, s in zip(found[0], stores)):
+                self._items.move_to_end(key)
+                return found[1]
+        selection = _select_all(stores, owns, recipe)
+        with self._lock:
+            self._items[key] = (tuple(weakref.ref(s) for s in stores), selection)
+            while len(self._items) > self.SIZE:
+                self._items.popitem(last=False)
+        return selection
+
+
+_SELECTIONS = _SelectionCache()
+
+
+def _select_all(stores: Sequence[Store], owns: Sequence[Filter], recipe: Recipe) -> _Selection:
+    dropped: list[Dropped] = []
+    filter_facts: list[dict[str, Any]] = []
+    kept = [_select(store, own, recipe, str(store.path), dropped, filter_facts) for store, own in zip(stores, owns)]
+    hits = recipe.filter.rule_hits(filter_facts) if filter_facts else []
+    return _Selection(kept, dropped, hits)
+
+
 def _select(store: Store, own: Filter, recipe: Recipe, label: str, dropped: list[Dropped],
-            filter_facts: list[dict[str, Any]]) -> list[_Work]:
-    """Apply the source's filter, then the recipe's, to the names as the file writes them."""
-    wants_facts = bool(own.where or recipe.filter.where) or not recipe.filter.is_empty
+            filter_facts: list[dict[str, Any]]) -> list[TensorEntry]:
+    """Apply the source's filter, then the recipe's, to the names as the file writes them.
+
+    Hot for large files (it runs on every edit in the workbench): empty filters cost nothing, and
+    tensor facts are built only when a predicate asks for more than the name.
+    """
+    keep = recipe.filter
+    if own.is_empty and keep.is_empty:
+        return list(store.entries)
+    wants_facts = bool(own.where or keep.where)
     kinds: dict[str, ModuleGuess] = {}
-    if own.needs_modules() or recipe.filter.needs_modules():
+    if own.needs_modules() or keep.needs_modules():
         kinds = infer_modules(store.entries, recipe.module_overrides)
     kept = []
     for entry in store.entries:
+        name = entry.name
         tensor_facts = None
         if wants_facts:
-            guess = kinds.get(module_path(entry.name))
-            tensor_facts = facts(entry.name, entry.dtype, entry.shape, guess.kind if guess else "Unknown")
-        reason = own.verdict(entry.name, tensor_facts)
-        if reason:
-            dropped.append(Dropped(label, entry.name, f"source filter: {reason}"))
-            continue
-        if tensor_facts is not None and not recipe.filter.is_empty:
-            filter_facts.append(tensor_facts)
-        reason = recipe.filter.verdict(entry.name, tensor_facts)
-        if reason:
-            dropped.append(Dropped(label, entry.name, f"filter: {reason}"))
-            continue
-        kept.append(_Work(entry))
+            guess = kinds.get(module_path(name))
+            tensor_facts = facts(name, entry.dtype, entry.shape, guess.kind if guess else "Unknown")
+        if not own.is_empty:
+            reason = own.verdict(name, tensor_facts)
+            if reason:
+                dropped.append(Dropped(label, name, f"source filter: {reason}"))
+                continue
+        if not keep.is_empty:
+            filter_facts.append(tensor_facts if tensor_facts is not None else {"name": name})
+            reason = keep.verdict(name, tensor_facts)
+            if reason:
+                dropped.append(Dropped(label, name, f"filter: {reason}"))
+                continue
+        kept.append(entry)
     return kept
 
 

@@ -14,9 +14,12 @@ from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistent
 from engine import humanize
 from engine.tree import TreeNode
 from gui.resources import icon, monospace
+from gui.workbench.document import DROPPED, Mark
+from gui.workbench.panels.visual import brush, struck
 
 Index = QModelIndex | QPersistentModelIndex
 NODE_ROLE = Qt.ItemDataRole.UserRole  # data(index, NODE_ROLE) is the TreeNode behind a row
+MARK_ROLE = Qt.ItemDataRole.UserRole + 1  # data(index, MARK_ROLE): what the latest recipe plan does to a tensor
 
 
 class Column(IntEnum):
@@ -41,6 +44,8 @@ class TreeModel(QAbstractItemModel):
         super().__init__(parent)
         self._root = root
         self._font = monospace()
+        self._struck = struck(self._font)
+        self._marks: dict[str, Mark] = {}
 
     @property
     def root(self) -> TreeNode:
@@ -51,6 +56,14 @@ class TreeModel(QAbstractItemModel):
         self.beginResetModel()
         self._root = root
         self.endResetModel()
+
+    def set_marks(self, marks: dict[str, Mark]) -> None:
+        """Mark tensors (by full name) as the recipe's plan treats them; an empty dict clears the marks."""
+        if not marks and not self._marks:
+            return
+        self.layoutAboutToBeChanged.emit()
+        self._marks = marks
+        self.layoutChanged.emit()  # nothing moved, but every visible row repaints with its mark
 
     def node(self, index: Index) -> TreeNode:
         return index.internalPointer() if index.isValid() else self._root
@@ -103,21 +116,27 @@ class TreeModel(QAbstractItemModel):
             return None
         node: TreeNode = index.internalPointer()
         column = index.column()
+        mark = self._marks.get(node.entry.name) if node.entry is not None and self._marks else None
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._text(node, column)
+            text = self._text(node, column)
+            return f"{text}  ({mark.word})" if mark is not None and column == Column.NAME else text
         if role == NODE_ROLE:
             return node
+        if role == MARK_ROLE:
+            return mark
+        if role == Qt.ItemDataRole.ForegroundRole and mark is not None:
+            return brush(mark.state)
         if role == Qt.ItemDataRole.TextAlignmentRole and column in NUMERIC:
             return RIGHT
-        if role == Qt.ItemDataRole.FontRole and column in MONOSPACE:
-            return self._font
+        if role == Qt.ItemDataRole.FontRole and (column in MONOSPACE or mark is not None):
+            return self._struck if mark is not None and mark.state == DROPPED else self._font
         if role == Qt.ItemDataRole.DecorationRole and column == Column.NAME:
             return icon("tensor" if node.is_tensor else "group")
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == Column.SIZE:
                 return f"{node.nbytes:,} bytes"
             if column == Column.NAME:
-                return node.path
+                return f"{node.path}\n{mark.word}: {mark.detail}" if mark is not None else node.path
         return None
 
     @staticmethod

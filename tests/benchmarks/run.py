@@ -144,6 +144,32 @@ def bench_convert(rows: list[Row], paths: dict[str, Path], out: Path, largest: i
                             ours.peak_mib <= budget, "MiB"))
 
 
+def bench_surgery(rows: list[Row], folder: Path) -> None:
+    """Plan, re-plan after an edit (what the workbench does live), alignment and diff on 10,000 tensors."""
+    from engine.surgery import Filter, Recipe, RemapRule, align, diff, plan
+    arrays = {f"blocks.{i // 4}.{['norm', 'fc', 'fc', 'norm'][i % 4]}.{['weight', 'weight', 'bias', 'bias'][i % 4]}":
+              np.ones((8, 4) if i % 4 == 1 else (8,), np.float32) for i in range(10_000)}
+    path = folder / "ten_thousand.safetensors"
+    export(ArrayStore(arrays).entries, path, overwrite=True)
+    recipe = Recipe(adapters=("pytorch-to-burn",), remaps=(RemapRule(r"^blocks\.", "layers."),),
+                    filter=Filter(exclude=("norm",)))
+    with open_store(path) as store:
+        first = measure.best_of(lambda: plan([store], recipe), 1)  # once: later plans reuse its filter results
+        edited = recipe.with_changes(remaps=(RemapRule(r"^blocks\.", "encoder."),))
+        replan = measure.best_of(lambda: plan([store], edited))
+        result = plan([store], recipe)
+        result.export(folder / "ten_thousand.bpk", overwrite=True)
+        with open_store(folder / "ten_thousand.bpk") as template:
+            aligned = measure.best_of(lambda: align(result, template))
+            compared = measure.best_of(lambda: diff(result, template))
+    rows.append(Row("plan 10,000 tensors, first time (adapter, remap, filter)", first.seconds, None, "", "< 1 s", first.seconds < 1))
+    rows.append(Row("re-plan 10,000 tensors after a remap edit (live preview)", replan.seconds, None, "", "< 0.1 s",
+                    replan.seconds < 0.1))
+    rows.append(Row("align 10,000 tensors against a template", aligned.seconds, None, "", "< 1 s", aligned.seconds < 1))
+    rows.append(Row("diff 10,000 tensors through a plan, with values", compared.seconds, None, "", "< 1 s",
+                    compared.seconds < 1))
+
+
 def bench_stats(rows: list[Row], folder: Path, quick: bool) -> None:
     from engine.stats import stats_for
     n = (64 if quick else 256) << 18  # float32 elements: 64 or 256 MiB
@@ -214,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         other = models.write_all(work, models.arrays(specs["large"], seed=1), "transformer_large_b", pt=False)
         bench_diff(rows, files["large"]["safetensors"], other["safetensors"])
         bench_stats(rows, work, args.quick)
+        bench_surgery(rows, work)
         bench_gui(rows, many["safetensors"])
     finally:
         if args.workdir is None:

@@ -1,0 +1,522 @@
+"""The diff view: the recipe's result beside a template or any other file, pair by pair.
+
+Names, shapes, what is missing and what is unused come from engine ``align``; whole-file value comparison
+from engine ``diff``; one pair's value difference and its histogram from ``value_difference``. All of it
+runs in workers with progress, so the window never waits; the panel shows results and turns a suggested
+name into a remap rule on the document (an undoable edit).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QItemSelection, QObject, Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDockWidget, QFileDialog, QHBoxLayout, QHeaderView,
+                               QLabel, QLineEdit, QMainWindow, QProgressBar, QPushButton, QSplitter, QTableView,
+                               QVBoxLayout, QWidget)
+
+from engine import Store, open_store
+from engine.surgery import Plan, align, diff
+from engine.surgery.diff import ValueDifference, value_difference
+from engine.surgery.ops import Rename
+from engine.surgery.plan import PlannedTensor
+from gui.dialogs import show_error
+from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
+                                   status_icon)
+from gui.panels.histogram import HistogramWidget, format_number
+from gui.resources import icon, monospace
+from gui.workbench.document import RecipeDocument
+from gui.workers import Failure, Task, TaskRunner
+
+PROGRESS_INTERVAL = 0.1  # seconds between progress reports a worker sends to the UI thread
+DIFF_DOCK = "diffDock"
+
+
+class ProgressRelay(QObject):
+    """Carries a worker's ``(done, total)`` to the UI thread (a queued signal), a few times a second at most."""
+
+    changed = Signal(object, object)  # object: byte counts pass 2 GiB
+
+    def reporter(self, cancelled: Callable[[], bool]) -> Callable[[int, int], None]:
+        """A progress callback for engine calls; it also stops those that take no cancel callback (``diff``)."""
+        last = 0.0
+
+        def report(done: int, total: int) -> None:
+            nonlocal last
+            if cancelled():
+                raise InterruptedError("cancelled")
+            now = time.monotonic()
+            if done < total and now - last < PROGRESS_INTERVAL:
+                return
+            last = now
+            try:
+                self.changed.emit(done, total)
+            except RuntimeError:  # the panel went away while the worker ran
+                pass
+
+        return report
+
+
+def remap_input_name(tensor: PlannedTensor) -> str:
+    """The name a newly appended remap rule sees: the file's name after the earlier rules.
+
+    A trap: remaps run before the adapters, so the planned name (``norm1.gamma``) is not what a rule
+    must match (``norm1.weight``).
+    """
+    renamed = [op.new for op in tensor.ops if isinstance(op, Rename) and op.why == "remap"]
+    return renamed[-1] if renamed else tensor.source_name
+
+
+class DiffPanel(QWidget):
+    """``compared`` once rows for the current plan are shown; ``valuesShown`` with the selected pair's difference."""
+
+    compared = Signal()
+    valuesShown = Signal(object)
+
+    def __init__(self, document: RecipeDocument, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("diffPanel")
+        self.document = document
+        self.other: Store | None = None
+        self.other_role = ""
+        self._owned: Store | None = None  # a file this panel opened (closed when replaced)
+        self._follow_template = False
+        self._waiting_for_plan = False
+        self._generation = 0
+        self._compare_task: Task | None = None
+        self._value_task: Task | None = None
+        self._runner = TaskRunner(self)
+        self._relay = ProgressRelay(self)
+        self._relay.changed.connect(self._progress)
+        self._build()
+        document.planReady.connect(self._plan_ready)
+        document.planFailed.connect(self._plan_failed)
+        if document.template is not None:
+            self.use_template()
+        else:
+            self._show_message("Compare the recipe's result with a template, or with any file: Compare with…")
+
+    # --- building -------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.against = QLabel("Nothing to compare with yet")
+        self.against.setObjectName("diffAgainst")
+        self.against.setProperty("role", "heading")
+        self.template_button = QPushButton("Template")
+        self.template_button.setToolTip("Compare with the recipe's template (what the target model expects)")
+        self.template_button.clicked.connect(self.use_template)
+        self.open_button = QPushButton(icon("open"), "Compare with…")
+        self.open_button.setToolTip("Open another model file and compare the recipe's result with it")
+        self.open_button.clicked.connect(self._choose_file)
+        self.values_box = QCheckBox("Compare values")
+        self.values_box.setToolTip("Also compare every pair's values (reads both files; a template's values "
+                                   "are usually untrained, so this is off for templates)")
+        self.values_box.toggled.connect(lambda _: self.refresh())
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(160)
+        self.progress.setMaximumHeight(16)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        top = QHBoxLayout()
+        top.addWidget(self.against, 1)
+        top.addWidget(self.progress)
+        top.addWidget(self.cancel_button)
+        top.addWidget(self.values_box)
+        top.addWidget(self.template_button)
+        top.addWidget(self.open_button)
+
+        self.status_boxes: dict[str, QCheckBox] = {}
+        filters = QHBoxLayout()
+        filters.setSpacing(10)
+        for key, status in STATUSES.items():
+            box = QCheckBox(status.word)
+            box.setObjectName(f"status-{key}")
+            box.setIcon(status_icon(key))
+            box.setChecked(True)
+            box.setToolTip(f"Show {status.word} rows: {status.meaning}")
+            box.toggled.connect(lambda on, k=key: self.proxy.set_status_visible(k, on))
+            self.status_boxes[key] = box
+            filters.addWidget(box)
+        filters.addStretch(1)
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setObjectName("diffFilter")
+        self.filter_edit.setPlaceholderText("Filter by name")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.addAction(icon("search"), QLineEdit.ActionPosition.LeadingPosition)
+        self.filter_edit.setMinimumWidth(200)
+        self.filter_edit.textChanged.connect(lambda text: self.proxy.set_text(text))
+        filters.addWidget(self.filter_edit)
+
+        self.model = DiffModel(self)
+        self.proxy = DiffFilterModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.table = QTableView()
+        self.table.setObjectName("diffTable")
+        self.table.setModel(self.proxy)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        for column in (Column.SOURCE_NAME, Column.OTHER_NAME):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # rows come in natural order until a click
+        self.table.setSortingEnabled(True)
+        self.table.selectionModel().selectionChanged.connect(self._selection_changed)
+
+        self.pair_title = QLabel()
+        self.pair_title.setObjectName("pairTitle")
+        self.pair_title.setFont(monospace())
+        self.pair_title.setWordWrap(True)
+        self.pair_title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.pair_note = QLabel("Select a row to see how the pair differs.")
+        self.pair_note.setWordWrap(True)
+        self.pair_note.setProperty("role", "hint")
+        self.suggestions = QWidget()
+        self.suggestions.setLayout(QVBoxLayout())
+        self.suggestions.layout().setContentsMargins(0, 0, 0, 0)
+        self.values_label = QLabel()
+        self.values_label.setObjectName("pairValues")
+        self.values_label.setWordWrap(True)
+        self.histogram = HistogramWidget()
+        self.histogram.setObjectName("differenceHistogram")
+        self.histogram_caption = QLabel("Histogram of source − other")
+        self.histogram_caption.setProperty("role", "hint")
+        details = QWidget()
+        details.setObjectName("pairDetails")
+        column = QVBoxLayout(details)
+        column.setContentsMargins(8, 0, 0, 0)
+        for widget in (self.pair_title, self.pair_note, self.suggestions, self.values_label, self.histogram,
+                       self.histogram_caption):
+            column.addWidget(widget)
+        column.addStretch(1)
+        details.setMinimumWidth(260)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.table)
+        self.splitter.addWidget(details)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 1)
+
+        self.message = QLabel()
+        self.message.setObjectName("diffMessage")
+        self.message.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addLayout(filters)
+        layout.addWidget(self.splitter, 1)
+        layout.addWidget(self.message)
+        self._show_pair(None)
+        self._set_busy(False)
+        self._update_controls()
+        self._update_counts()
+
+    # --- what to compare with -------------------------------------------------------------------------
+    def use_template(self) -> None:
+        """Compare with the document's template, and follow it when it changes; values off (untrained weights)."""
+        if self.document.template is None:
+            return
+        self._follow_template = True
+        self._set_other(self.document.template, "template", owned=False, values=False)
+
+    def compare_with(self, store: Store, *, role: str = "file", values: bool = True, owned: bool = False) -> None:
+        """Compare with ``store`` (the panel closes it later when ``owned``)."""
+        self._follow_template = False
+        self._set_other(store, role, owned=owned, values=values)
+
+    def compare_with_file(self, path: str | Path, *, role: str = "file", values: bool = True) -> None:
+        """Open ``path`` in a worker, then compare with it."""
+        path = Path(path)
+        if self._compare_task is not None:
+            self._compare_task.cancel()
+        self._generation += 1
+        self._show_message(f"Opening {path.name}…")
+        self._set_busy(True, determinate=False)
+        self._runner.run(lambda cancelled: open_store(path),
+                         lambda store: self.compare_with(store, role=role, values=values, owned=True),
+                         lambda failure: self._open_failed(path, failure),
+                         lambda: self._set_busy(False))
+
+    def _choose_file(self) -> None:
+        from gui.main_window import FILE_FILTER  # here, not at the top: the main window imports the workbench
+        start = str(self.document.store.path.parent)
+        path, _ = QFileDialog.getOpenFileName(self, "Compare with", start, FILE_FILTER)
+        if path:
+            self.compare_with_file(path)
+
+    def _open_failed(self, path: Path, failure: Failure) -> None:
+        self._set_busy(False)
+        self._show_message(f"Could not open {path.name}.", problem=True)
+        show_error(self, f"Store Studio could not open {path.name}.", failure.message, failure.details)
+
+    def _set_other(self, store: Store, role: str, *, owned: bool, values: bool) -> None:
+        if self._owned is not None and self._owned is not store:
+            self._owned.close()
+        self._owned = store if owned else None
+        self.other, self.other_role = store, role
+        self.values_box.blockSignals(True)
+        self.values_box.setChecked(values)
+        self.values_box.blockSignals(False)
+        self.against.setText(f"Recipe result  ⟷  {store.path.name} ({role})")
+        self.against.setToolTip(str(store.path))
+        self._update_controls()
+        self.refresh()
+
+    # --- comparing --------------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Compare the document's latest plan with the other file again, in a worker."""
+        if self.other is None:
+            return
+        plan = self.document.plan
+        if plan is None:
+            self._waiting_for_plan = True
+            self._show_message("Waiting for the recipe's plan…")
+            return
+        self._waiting_for_plan = False
+        if self._compare_task is not None:
+            self._compare_task.cancel()
+        self._generation += 1
+        generation, other, values, reporter = self._generation, self.other, self.values_box.isChecked(), self._relay
+
+        def work(cancelled: Callable[[], bool]) -> list[DiffRow]:
+            report = align(plan, other)
+            compared = diff(plan, other, values=True, progress=reporter.reporter(cancelled)) if values else None
+            return build_rows(plan, other, report, compared)
+
+        self._show_message(f"Comparing with {other.path.name}…")
+        self._set_busy(True, determinate=values)
+        self._compare_task = self._runner.run(work, lambda rows: self._compared(generation, plan, rows),
+                                              lambda failure: self._compare_failed(generation, failure),
+                                              lambda: self._compare_cancelled(generation))
+
+    def cancel(self) -> None:
+        """Stop the comparison (or opening) under way; the rows shown stay as they were."""
+        self._runner.cancel_all()
+
+    def is_idle(self) -> bool:
+        return self._runner.active == 0 and not self._waiting_for_plan
+
+    def _compared(self, generation: int, plan: Plan, rows: list[DiffRow]) -> None:
+        if generation != self._generation:
+            return
+        self._compare_task = None
+        self._set_busy(False)
+        selected = self.selected_row()
+        self.model.set_rows(rows)
+        self._update_counts()
+        self._show_message(self._summary(rows, plan))
+        self._reselect(selected)
+        self.compared.emit()
+
+    def _compare_failed(self, generation: int, failure: Failure) -> None:
+        if generation != self._generation:
+            return
+        self._compare_task = None
+        self._set_busy(False)
+        self._show_message(f"The comparison failed: {failure.message}", problem=True)
+        show_error(self, "Store Studio could not compare the files.", failure.message, failure.details)
+
+    def _compare_cancelled(self, generation: int) -> None:
+        if generation == self._generation:
+            self._compare_task = None
+            self._set_busy(False)
+            self._show_message("Comparison cancelled; the rows shown are from the last comparison.")
+
+    def _plan_ready(self, _plan: Plan) -> None:
+        if self._follow_template and self.document.template is not self.other:
+            if self.document.template is None:
+                self._follow_template = False
+            else:
+                self.use_template()
+                return
+        self._update_controls()
+        self.refresh()
+
+    def _plan_failed(self, message: str) -> None:
+        self._show_message(f"The recipe cannot be planned, so the rows are from its last good plan: {message}",
+                           problem=True)
+
+    def _progress(self, done: int, total: int) -> None:
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(int(1000 * done / total) if total else 1000)
+
+    def _set_busy(self, busy: bool, determinate: bool = True) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+        if busy:
+            self.progress.setRange(0, 1000 if determinate else 0)
+            self.progress.setValue(0)
+
+    def _update_controls(self) -> None:
+        self.template_button.setEnabled(self.document.template is not None)
+        self.values_box.setEnabled(self.other is not None)
+
+    def _update_counts(self) -> None:
+        counts = self.model.counts()
+        for key, box in self.status_boxes.items():
+            box.setText(f"{STATUSES[key].word} {counts[key]:,}")
+            box.setVisible(counts[key] > 0)
+
+    @staticmethod
+    def _summary(rows: list[DiffRow], plan: Plan) -> str:
+        pairs = sum(1 for r in rows if r.source is not None and r.other is not None)
+        lone = {key: sum(1 for r in rows if r.status == key) for key in ("missing", "unused")}
+        text = f"{len(plan.tensors):,} tensors after the recipe · {pairs:,} pairs · {lone['missing']:,} missing · " \
+               f"{lone['unused']:,} unused"
+        if rows and all(r.status in ("identical", "applied") for r in rows):
+            text += " · everything matches"
+        return text
+
+    def _show_message(self, text: str, problem: bool = False) -> None:
+        self.message.setText(text)
+        self.message.setProperty("role", "problem" if problem else "hint")
+        self.message.style().unpolish(self.message)
+        self.message.style().polish(self.message)
+
+    # --- the selected pair -------------------------------------------------------------------------------
+    def selected_row(self) -> DiffRow | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self.proxy.mapToSource(rows[0]).data(Qt.ItemDataRole.UserRole) if rows else None
+
+    def select_name(self, name: str) -> bool:
+        """Select the row of ``name`` (either side); False when no visible row has it."""
+        for row in range(self.proxy.rowCount()):
+            found: DiffRow = self.proxy.index(row, 0).data(Qt.ItemDataRole.UserRole)
+            if any(item is not None and item.name == name for item in (found.source, found.other)):
+                self.table.selectRow(row)
+                return True
+        return False
+
+    def _reselect(self, previous: DiffRow | None) -> None:
+        if previous is None or not self.select_name(previous.name):
+            self._show_pair(None)
+
+    def _selection_changed(self, _selected: QItemSelection, _deselected: QItemSelection) -> None:
+        self._show_pair(self.selected_row())
+
+    def _show_pair(self, row: DiffRow | None) -> None:
+        if self._value_task is not None:
+            self._value_task.cancel()
+            self._value_task = None
+        self._clear_suggestions()
+        self.histogram.set_stats(None)
+        self.histogram.hide()
+        self.histogram_caption.hide()
+        self.values_label.clear()
+        self.values_label.hide()
+        if row is None:
+            self.pair_title.clear()
+            self.pair_note.setText("Select a row to see how the pair differs.")
+            return
+        status = STATUSES[row.status]
+        colour = TONE_COLOURS[status.tone]
+        names = dict.fromkeys(item.name for item in (row.source, row.other) if item is not None)
+        self.pair_title.setText(" ⟷ ".join(names))
+        self.pair_note.setText(f"<span style='color:{colour}'><b>{status.word}</b></span>: "
+                               f"{row.note or status.meaning}")
+        if row.status == "missing":
+            self._offer_suggestions(row)
+        elif row.source is not None and row.other is not None and row.status != "shape_mismatch":
+            self._compute_values(row)
+        elif row.status == "shape_mismatch":
+            self._show_values_text("Shapes differ, so the values cannot be compared.")
+
+    def _offer_suggestions(self, row: DiffRow) -> None:
+        assert row.other is not None
+        target = row.other.name
+        layout = self.suggestions.layout()
+        plan = self.document.plan
+        by_name = {t.name: t for t in plan.tensors} if plan is not None else {}
+        if not row.suggestions:
+            none = QLabel("No source tensor has a close name; add a remap rule by hand.")
+            none.setWordWrap(True)
+            layout.addWidget(none)
+            return
+        prompt = QLabel("Closest source tensors; click one to add a remap rule:")
+        prompt.setWordWrap(True)
+        layout.addWidget(prompt)
+        for name in row.suggestions:
+            button = QPushButton(f"{name}  →  {target}")
+            button.setObjectName("suggestion")
+            button.setFont(monospace())
+            button.setStyleSheet("text-align: left; padding: 3px 8px;")
+            tensor = by_name.get(name)
+            if tensor is None or len(tensor.inputs) != 1:
+                button.setEnabled(False)
+                button.setToolTip("This tensor is built from several inputs; remap those instead")
+            else:
+                pattern = f"^{re.escape(remap_input_name(tensor))}$"
+                button.setToolTip(f"Add the remap rule {pattern} → {target} (undo with Ctrl+Z)")
+                button.clicked.connect(lambda _=False, p=pattern: self.document.add_remap(p, target))
+            layout.addWidget(button)
+
+    def _clear_suggestions(self) -> None:
+        layout = self.suggestions.layout()
+        while layout.count():
+            widget = layout.takeAt(0).widget()
+            if widget is not None:
+                widget.deleteLater()
+
+    def _compute_values(self, row: DiffRow) -> None:
+        source, other = row.source, row.other
+        self._show_values_text("Comparing values…")
+        self._value_task = self._runner.run(lambda cancelled: value_difference(source, other, cancel=cancelled),
+                                            lambda result: self._values_done(row, result),
+                                            lambda failure: self._show_values_text(
+                                                f"The values cannot be compared: {failure.error}"))
+
+    def _values_done(self, row: DiffRow, result: ValueDifference) -> None:
+        if self.selected_row() != row:  # the user moved on while this was computed
+            return
+        self._value_task = None
+        verdict = "yes" if result.allclose else "no"
+        lines = [f"max |Δ| {format_number(result.max_abs)}", f"mean |Δ| {format_number(result.mean_abs)}",
+                 f"allclose {verdict} · {result.count:,} values"]
+        if result.transposed:
+            lines[-1] += " · compared transposed"
+        if result.nonfinite:
+            lines.append(f"{result.nonfinite:,} NaN or infinite differences (not in the histogram)")
+        self._show_values_text("\n".join(lines))
+        self.histogram.set_stats(result)  # type: ignore[arg-type]  # same histogram/edges fields as TensorStats
+        self.histogram.show()
+        self.histogram_caption.show()
+        self.valuesShown.emit(result)
+
+    def _show_values_text(self, text: str) -> None:
+        self.values_label.setText(text)
+        self.values_label.show()
+
+    def release(self) -> None:
+        """Stop work and close the file this panel opened (the document owns its template)."""
+        self.cancel()
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+
+def show_diff_dock(window: QMainWindow, document: RecipeDocument) -> DiffPanel:
+    """The window's diff panel for ``document``, shown and raised.
+
+    The app's main window keeps one Diff dock (Surgery › Diff…, ``show_diff``) for the current tab's
+    document; a window without one gets a dock made here on first use.
+    """
+    show_diff = getattr(window, "show_diff", None)
+    if callable(show_diff):
+        show_diff()
+    panel = next((p for p in window.findChildren(DiffPanel) if p.document is document), None)
+    if panel is None:
+        dock = QDockWidget("Diff", window)
+        dock.setObjectName(DIFF_DOCK)
+        panel = DiffPanel(document, dock)
+        dock.setWidget(panel)
+        window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+    dock = panel.parentWidget()
+    if isinstance(dock, QDockWidget):
+        dock.show()
+        dock.raise_()
+    return panel

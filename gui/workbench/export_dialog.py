@@ -1,0 +1,389 @@
+"""File › Export…: write the recipe's result to Burnpack or SafeTensors, with metadata, progress and a real Cancel.
+
+The engine writes beside the destination and renames only at the end, so a cancel or a failure leaves
+the old file exactly as it was; this dialog gathers the choices, confirms an overwrite, runs the export
+in a worker and reports. Afterwards the result can be diffed against the source in the diff dock.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox,
+                               QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressDialog,
+                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
+
+from engine import humanize
+from engine.export import PRODUCER
+from engine.formats import burnpack, format_for_path, safetensors, writer
+from engine.surgery import Plan
+from engine.surgery.plan import RECIPE_METADATA_KEY
+from gui.dialogs import show_error
+from gui.models.diff_model import TONE_COLOURS
+from gui.workbench.diff_panel import ProgressRelay, show_diff_dock
+from gui.workbench.document import RecipeDocument
+from gui.workers import Failure, Task, TaskRunner
+
+FORMATS = ((burnpack.NAME, "Burnpack"), (safetensors.NAME, "SafeTensors"))
+SAVE_FILTER = "Burnpack (*.bpk);;SafeTensors (*.safetensors);;All files (*)"
+SOURCE_FILES_KEY = "source_files"
+PROGRESS_STEPS = 1000  # QProgressDialog counts in int; bytes of a large file do not fit
+OVERWRITE_QUESTION = "overwriteQuestion"  # object names, so tests and scripts can find the dialogs
+EXPORT_PROGRESS = "exportProgress"
+
+
+def duration(seconds: float) -> str:
+    """``12 s``, ``3 min 5 s``, ``1 h 2 min``: a time left as people say it."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+class ExportDialog(QDialog):
+    """``exported(Path)`` once a file is written; the dialog stays open to offer a diff of the result."""
+
+    exported = Signal(object)
+
+    def __init__(self, document: RecipeDocument, window: QMainWindow | None = None) -> None:
+        super().__init__(window)
+        self.setObjectName("exportDialog")
+        self.setWindowTitle("Export")
+        self.document = document
+        self.main_window = window
+        self.exported_path: Path | None = None
+        self.progress_dialog: QProgressDialog | None = None
+        self.progress_relay = ProgressRelay(self)
+        self.progress_relay.changed.connect(self._progress)
+        self._runner = TaskRunner(self)
+        self._task: Task | None = None
+        self._started = 0.0
+        self._dest_name = ""
+        self._build()
+        document.planReady.connect(self._plan_changed)
+        document.planFailed.connect(self._plan_changed)
+        document.busyChanged.connect(self._plan_changed)  # no export of a plan an edit just made stale
+        self._plan_changed()
+
+    # --- building -------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.path_edit = QLineEdit(str(self._default_path()))
+        self.path_edit.setObjectName("exportPath")
+        self.path_edit.setMinimumWidth(420)
+        self.path_edit.textChanged.connect(self._path_edited)
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self.choose_path)
+        where = QHBoxLayout()
+        where.addWidget(self.path_edit, 1)
+        where.addWidget(browse)
+        self.format_combo = QComboBox()
+        self.format_combo.setObjectName("exportFormat")
+        for name, label in FORMATS:
+            self.format_combo.addItem(f"{label} ({writer(name).EXTENSIONS[0]})", name)
+        self.format_combo.currentIndexChanged.connect(self._format_chosen)
+        self._path_edited(self.path_edit.text())
+        self.summary = QLabel()
+        self.summary.setObjectName("exportSummary")
+        self.summary.setWordWrap(True)
+        self.problem = QLabel()
+        self.problem.setObjectName("exportProblem")
+        self.problem.setProperty("role", "problem")
+        self.problem.setWordWrap(True)
+        form = QFormLayout()
+        form.addRow("Save as:", where)
+        form.addRow("Format:", self.format_combo)
+        form.addRow("Contents:", self.summary)
+        form.addRow("", self.problem)
+
+        self.metadata_table = QTableWidget(0, 2)
+        self.metadata_table.setObjectName("exportMetadata")
+        self.metadata_table.setHorizontalHeaderLabels(["Key", "Value"])
+        self.metadata_table.verticalHeader().hide()
+        self.metadata_table.verticalHeader().setDefaultSectionSize(self.metadata_table.fontMetrics().height() + 10)
+        self.metadata_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.metadata_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.metadata_table.horizontalHeader().setStretchLastSection(True)
+        for key, value in self._default_metadata().items():
+            self.add_metadata_row(key, value)
+        self.add_button = QPushButton("Add Row")
+        self.add_button.clicked.connect(lambda: self.add_metadata_row("", "", edit=True))
+        self.remove_button = QPushButton("Remove Row")
+        self.remove_button.clicked.connect(self.remove_selected_metadata)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.add_button)
+        buttons.addWidget(self.remove_button)
+        buttons.addStretch(1)
+        hint = QLabel("Text stored in the file's header. The producer and, when the recipe changes tensors, "
+                      "its digest are always recorded; edit their values here.")
+        hint.setProperty("role", "hint")
+        hint.setWordWrap(True)
+        group = QGroupBox("Metadata")
+        column = QVBoxLayout(group)
+        column.addWidget(self.metadata_table)
+        column.addLayout(buttons)
+        column.addWidget(hint)
+
+        self.result = QLabel()
+        self.result.setObjectName("exportResult")
+        self.result.setWordWrap(True)
+        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.diff_button = QPushButton("Diff Result Against Source")
+        self.diff_button.setObjectName("diffResult")
+        self.diff_button.setToolTip("Compare the written file with the recipe's result, tensor by tensor and "
+                                    "value by value")
+        self.diff_button.setEnabled(False)
+        self.diff_button.clicked.connect(self.diff_result)
+        self.export_button = QPushButton("Export")
+        self.export_button.setObjectName("exportButton")
+        self.export_button.setDefault(True)
+        self.export_button.clicked.connect(self.start_export)
+        self.close_button = QPushButton("Close")
+        self.close_button.clicked.connect(self.reject)
+        actions = QHBoxLayout()
+        actions.addWidget(self.diff_button)
+        actions.addStretch(1)
+        actions.addWidget(self.close_button)
+        actions.addWidget(self.export_button)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(group, 1)
+        layout.addWidget(self.result)
+        layout.addLayout(actions)
+        self.resize(660, 440)
+
+    def _default_path(self) -> Path:
+        source = self.document.store.path
+        ext = burnpack.EXTENSIONS[0]
+        path = source.with_suffix(ext)
+        return path.with_name(f"{source.stem}-export{ext}") if path == source else path
+
+    def _default_metadata(self) -> dict[str, str]:
+        recipe = self.document.recipe
+        return {"producer": PRODUCER, SOURCE_FILES_KEY: ", ".join(s.path.name for s in self.document.stores),
+                RECIPE_METADATA_KEY: recipe.digest(), **recipe.metadata}
+
+    # --- choices ----------------------------------------------------------------------------------------
+    def destination(self) -> Path | None:
+        text = self.path_edit.text().strip()
+        return Path(text).expanduser() if text else None
+
+    def format(self) -> str:
+        return self.format_combo.currentData()
+
+    def choose_path(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path_edit.text(), SAVE_FILTER,
+                                              options=QFileDialog.Option.DontConfirmOverwrite)  # we ask ourselves
+        if path:
+            self.path_edit.setText(path)
+
+    def _path_edited(self, text: str) -> None:
+        """The format follows the extension typed or chosen."""
+        fmt = format_for_path(text) if text.strip() else None
+        index = self.format_combo.findData(fmt)
+        if index >= 0 and index != self.format_combo.currentIndex():
+            self.format_combo.blockSignals(True)
+            self.format_combo.setCurrentIndex(index)
+            self.format_combo.blockSignals(False)
+
+    def _format_chosen(self) -> None:
+        """The extension follows the format chosen, unless the name has an extension of its own."""
+        path = self.destination()
+        if path is None:
+            return
+        current = format_for_path(path)
+        if current != self.format() and (current is not None or not path.suffix):
+            self.path_edit.setText(str(path.with_suffix(writer(self.format()).EXTENSIONS[0])))
+
+    def metadata(self) -> dict[str, str]:
+        """The table as text to text; rows without a key are ignored, a later key wins."""
+        out = {}
+        for row in range(self.metadata_table.rowCount()):
+            key, value = (self.metadata_table.item(row, c) for c in (0, 1))
+            name = key.text().strip() if key is not None else ""
+            if name:
+                out[name] = value.text() if value is not None else ""
+        return out
+
+    def add_metadata_row(self, key: str, value: str, edit: bool = False) -> int:
+        row = self.metadata_table.rowCount()
+        self.metadata_table.insertRow(row)
+        self.metadata_table.setItem(row, 0, QTableWidgetItem(key))
+        self.metadata_table.setItem(row, 1, QTableWidgetItem(value))
+        if edit:
+            self.metadata_table.setCurrentCell(row, 0)
+            self.metadata_table.editItem(self.metadata_table.item(row, 0))
+        return row
+
+    def remove_selected_metadata(self) -> None:
+        rows = sorted({index.row() for index in self.metadata_table.selectedIndexes()}, reverse=True)
+        for row in rows:
+            self.metadata_table.removeRow(row)
+
+    def _plan_changed(self, *_: object) -> None:
+        plan = self.document.plan
+        busy = self._task is not None or self.document.busy
+        self.export_button.setEnabled(plan is not None and not busy)
+        if plan is None:
+            self.summary.setText("Planning the recipe…" if self.document.error is None else "")
+            self._set_problem(f"The recipe cannot be planned: {self.document.error}" if self.document.error else "")
+            return
+        total = sum(t.nbytes for t in plan.tensors)
+        changed = sum(1 for t in plan.tensors if t.ops)
+        sources = ", ".join(s.path.name for s in self.document.stores)
+        self.summary.setText(f"{len(plan.tensors):,} tensors · {humanize.size(total)} from {sources} · "
+                             f"{changed:,} changed by recipe {self.document.recipe.digest()}")
+        self.summary.setToolTip(f"{total:,} bytes of tensor data")
+        if plan.conflicts:
+            self._set_problem(f"⚠ {len(plan.conflicts):,} name conflict(s): the export will be refused until the "
+                              f"recipe is fixed ({plan.conflicts[0]}).")
+        elif self.document.error:
+            self._set_problem(f"⚠ The latest recipe edit cannot be planned ({self.document.error}); the export "
+                              f"writes the last good plan.")
+        else:
+            self._set_problem("")
+
+    def _set_problem(self, text: str) -> None:
+        self.problem.setText(text)
+        self.problem.setVisible(bool(text))
+
+    # --- exporting --------------------------------------------------------------------------------------
+    def start_export(self) -> None:
+        """Ask before replacing an existing file, then export in a worker."""
+        plan, dest = self.document.plan, self.destination()
+        if plan is None or self._task is not None:
+            return
+        if dest is None:
+            self._show_result("Choose where to save the file first.", problem=True)
+            return
+        if not dest.exists():
+            self._run(plan, dest, overwrite=False)
+            return
+        box = QMessageBox(QMessageBox.Icon.Question, "Replace file?", f"{dest.name} already exists.",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+        box.setObjectName(OVERWRITE_QUESTION)
+        box.setInformativeText("Replace it with the export? The old file stays as it is until the new one is "
+                               "completely written.")
+        box.button(QMessageBox.StandardButton.Yes).setText("Replace")
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.finished.connect(lambda answer: self._run(plan, dest, overwrite=True)
+                             if answer == QMessageBox.StandardButton.Yes else
+                             self._show_result(f"Nothing exported; {dest.name} was left as it was."))
+        box.open()
+
+    def _run(self, plan: Plan, dest: Path, *, overwrite: bool) -> None:
+        fmt, metadata, relay = self.format(), self.metadata(), self.progress_relay
+
+        def work(cancelled: Callable[[], bool]) -> Path:
+            return plan.export(dest, fmt, metadata=metadata, overwrite=overwrite, progress=relay.reporter(cancelled),
+                               cancel=cancelled)
+
+        self._show_result("")
+        self._started = time.monotonic()
+        self._dest_name = dest.name
+        progress = QProgressDialog(f"Writing {dest.name}…", "Cancel", 0, PROGRESS_STEPS, self)
+        progress.setObjectName(EXPORT_PROGRESS)
+        progress.setWindowTitle("Exporting")
+        progress.setWindowModality(Qt.WindowModality.WindowModal)
+        progress.setAutoClose(False)
+        progress.setAutoReset(False)
+        progress.setMinimumDuration(0)
+        progress.setMinimumWidth(420)
+        progress.canceled.connect(self.cancel_export)
+        progress.show()
+        self.progress_dialog = progress
+        self._task = self._runner.run(work, lambda path: self._done(plan, path),
+                                      lambda failure: self._failed(dest, failure),
+                                      lambda: self._cancelled(dest, overwrite))
+        self._plan_changed()
+
+    def cancel_export(self) -> None:
+        """Stop the export at its next step; the engine removes its partial file."""
+        if self._task is not None:
+            self._task.cancel()
+            if self.progress_dialog is not None:
+                self.progress_dialog.setLabelText("Cancelling…")
+
+    def is_exporting(self) -> bool:
+        return self._task is not None
+
+    def _progress(self, done: int, total: int) -> None:
+        progress = self.progress_dialog
+        if progress is None or self._task is None or self._task.is_cancelled():
+            return
+        progress.setValue(round(PROGRESS_STEPS * done / total) if total else PROGRESS_STEPS)
+        elapsed = max(time.monotonic() - self._started, 1e-6)
+        speed = done / elapsed
+        left = f"about {duration((total - done) / speed)} left" if speed > 0 else "estimating time left"
+        progress.setLabelText(f"Writing {self._dest_name}\n"
+                              f"{humanize.size(done)} of {humanize.size(total)} · {humanize.size(round(speed))}/s · "
+                              f"{left}")
+
+    def _finish(self) -> None:
+        self._task = None
+        if self.progress_dialog is not None:
+            self.progress_dialog.canceled.disconnect(self.cancel_export)  # closing it emits canceled too
+            self.progress_dialog.close()
+            self.progress_dialog.deleteLater()
+            self.progress_dialog = None
+        self._plan_changed()
+
+    def _done(self, plan: Plan, path: Path) -> None:
+        self._finish()
+        self.exported_path = path
+        seconds = time.monotonic() - self._started
+        took = f"{seconds:.1f} s" if seconds >= 1 else "under a second"
+        total = sum(t.nbytes for t in plan.tensors)
+        self._show_result(f"<span style='color:{TONE_COLOURS['ok']}'>✓</span> Exported {len(plan.tensors):,} tensors "
+                          f"({humanize.size(total)}) to {html.escape(path.name)} in {took}.")
+        self.diff_button.setEnabled(True)
+        self.exported.emit(path)
+
+    def _failed(self, dest: Path, failure: Failure) -> None:
+        self._finish()
+        self._show_result(f"The export failed; {dest.name} was left as it was.", problem=True)
+        show_error(self, f"Store Studio could not export {dest.name}.", failure.message, failure.details)
+
+    def _cancelled(self, dest: Path, existed: bool) -> None:
+        self._finish()
+        self._show_result(f"Export cancelled; {dest.name} was left as it was." if existed else
+                          f"Export cancelled; nothing was written to {dest.name}.")
+
+    def _show_result(self, text: str, problem: bool = False) -> None:
+        self.result.setText(text)
+        self.result.setProperty("role", "problem" if problem else "")
+        self.result.style().unpolish(self.result)
+        self.result.style().polish(self.result)
+
+    def diff_result(self) -> None:
+        """Open the diff dock on the written file: every tensor should read identical to the recipe's result."""
+        if self.exported_path is None or self.main_window is None:
+            return
+        panel = show_diff_dock(self.main_window, self.document)
+        panel.compare_with_file(self.exported_path, role="exported file", values=True)
+        self.accept()
+
+    def reject(self) -> None:
+        """Escape or Close: while exporting, cancel the export rather than hide it."""
+        if self._task is not None:
+            self.cancel_export()
+            return
+        super().reject()
+
+
+def run_export(window: QMainWindow, document: RecipeDocument) -> ExportDialog:
+    """File › Export… (Ctrl+E): the export dialog for ``document``, window-modal and non-blocking."""
+    dialog = ExportDialog(document, window)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.open()
+    return dialog
+

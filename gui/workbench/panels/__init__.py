@@ -1,0 +1,1 @@
+"""The workbench's docked panels, one per file, all editing one ``RecipeDocument``."""

@@ -1,0 +1,262 @@
+"""Conventions and conversions: PyTorch/Burn adapters, top-level key, dtype cast, and the module types they rely on.
+
+The adapters act per module type (a Linear weight is transposed, an Embedding's is not), and types are
+inferred from names and shapes; the table shows each guess with its reason, and a combo per row overrides it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt
+from PySide6.QtGui import QAction, QFont
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout,
+                               QHeaderView, QLabel, QMenu, QSizePolicy, QStyledItemDelegate, QStyleOptionViewItem, QTableView,
+                               QToolButton, QVBoxLayout, QWidget)
+
+from engine import Store
+from engine.formats.pytorch import NAME as PYTORCH
+from engine.surgery import KINDS, CastRule, ModuleGuess, Plan
+from engine.surgery import adapters as ad
+from engine.tree import natural_key
+from gui.models.tree_model import Index
+from gui.resources import monospace
+from gui.workbench.panels.base import DocumentPanel
+from gui.workbench.panels.visual import AMBER
+
+ADAPTER_LABELS = {
+    ad.PYTORCH_TO_BURN: ("PyTorch → Burn", "Transpose Linear weights; norm weight/bias become gamma/beta"),
+    ad.BURN_TO_PYTORCH: ("Burn → PyTorch", "Transpose Linear weights; norm gamma/beta become weight/bias"),
+    ad.CONTIGUOUS_INDICES: ("Contiguous indices", "Renumber layers.0, layers.2, layers.4 as 0, 1, 2"),
+    ad.SKIP_ENUM_VARIANTS: ("Skip enum variants", "Drop Burn's CamelCase enum segments (feature.BaseConv.weight)"),
+    ad.FUSE_WEIGHT_NORM: ("Fuse weight norm", "Replace weight_g/weight_v by the weight they stand for"),
+}
+WHOLE_FILE = "(whole file)"
+NO_CAST = "no cast"
+CASTS = (NO_CAST, "F16", "BF16", "F32")
+PATH, KIND, REASON = 0, 1, 2
+
+
+def top_level_keys(store: Store) -> list[str]:
+    """Branches a PyTorch checkpoint could be narrowed to: first name segments, and dict-valued entries."""
+    if store.format != PYTORCH:
+        return []
+    found = {name.split(".", 1)[0] for name in store.names if "." in name}
+    found |= {key for key, value in store.values.items() if isinstance(value, dict)}
+    return sorted(found, key=natural_key)
+
+
+class ModulesModel(QAbstractTableModel):
+    """Module path, kind (editable) and why, from the latest plan."""
+
+    def __init__(self, panel: "AdaptersPanel", parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._panel = panel
+        self.guesses: list[ModuleGuess] = []
+        self._font = monospace()
+        self._bold = QFont(self._font)
+        self._bold.setBold(True)
+
+    def reset(self, guesses: list[ModuleGuess]) -> None:
+        self.beginResetModel()
+        self.guesses = guesses
+        self.endResetModel()
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.guesses)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:
+        return 3
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return ("Module", "Type", "Why")[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        guess, column = self.guesses[index.row()], index.column()
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+            if column == PATH:
+                return guess.path or "(top level)"
+            if column == KIND:
+                return f"{guess.kind} ✎" if guess.overridden and role == Qt.ItemDataRole.DisplayRole else guess.kind
+            return guess.reason
+        if role == Qt.ItemDataRole.FontRole:
+            return self._bold if guess.overridden and column == KIND else self._font if column == PATH else None
+        if role == Qt.ItemDataRole.ForegroundRole and guess.overridden and column == KIND:
+            return AMBER
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{guess.path}: {guess.kind} ({guess.reason}). Double-click the type to change it."
+        return None
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return flags | Qt.ItemFlag.ItemIsEditable if index.column() == KIND else flags
+
+    def setData(self, index: Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:
+        if role != Qt.ItemDataRole.EditRole or index.column() != KIND:
+            return False
+        guess = self.guesses[index.row()]
+        return guess.kind != value and self._panel.override(guess.path, str(value))
+
+
+class KindDelegate(QStyledItemDelegate):
+    """A combo of module kinds that commits as soon as one is picked."""
+
+    def createEditor(self, parent: QWidget, option: QStyleOptionViewItem, index: QModelIndex) -> QWidget:
+        combo = QComboBox(parent)
+        combo.setObjectName("kindEditor")
+        combo.addItems(KINDS)
+        combo.activated.connect(lambda _: self.commitData.emit(combo))
+        return combo
+
+    def setEditorData(self, editor: QWidget, index: QModelIndex) -> None:
+        editor.setCurrentText(index.data(Qt.ItemDataRole.EditRole))  # type: ignore[attr-defined]
+
+    def setModelData(self, editor: QWidget, model: Any, index: QModelIndex) -> None:
+        model.setData(index, editor.currentText(), Qt.ItemDataRole.EditRole)  # type: ignore[attr-defined]
+
+
+class AdaptersPanel(DocumentPanel):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._showing = False  # True while widgets are set from the recipe (their signals are not edits)
+        self.checks: dict[str, QCheckBox] = {}
+        adapters = QGroupBox("Adapters")
+        grid = QVBoxLayout(adapters)
+        for name, (label, tip) in ADAPTER_LABELS.items():
+            check = QCheckBox(label)
+            check.setObjectName(f"adapter-{name}")
+            check.setToolTip(tip)
+            check.toggled.connect(lambda on, n=name: self._toggled(n, on))
+            row = QHBoxLayout()
+            row.addWidget(check)
+            hint = QLabel(tip)
+            hint.setProperty("role", "hint")
+            hint.setWordWrap(True)
+            row.addWidget(hint, 1)
+            grid.addLayout(row)
+            self.checks[name] = check
+
+        self.key = QComboBox()
+        self.key.setObjectName("topLevelKey")
+        self.key.setToolTip("Keep only one branch of a PyTorch checkpoint (e.g. its state_dict), without its prefix")
+        self.key.activated.connect(lambda _: self._key_chosen())
+        self.cast = QComboBox()
+        self.cast.setObjectName("castTarget")
+        self.cast.addItems(CASTS)
+        self.cast.activated.connect(lambda _: self._cast_changed())
+        self.scope = QToolButton()
+        self.scope.setObjectName("castScope")
+        self.scope.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.scope.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.scope.setToolTip("Cast every float tensor, or only those in modules of the checked types")
+        self.scope_menu = QMenu(self.scope)
+        self.scope_actions: dict[str, QAction] = {}
+        for kind in KINDS:
+            action = self.scope_menu.addAction(kind)
+            action.setCheckable(True)
+            action.toggled.connect(lambda _: self._cast_changed())
+            self.scope_actions[kind] = action
+        self.scope.setMenu(self.scope_menu)
+        cast_row = QHBoxLayout()
+        cast_row.addWidget(self.cast)
+        cast_row.addWidget(QLabel("for"))
+        cast_row.addWidget(self.scope, 1)
+        form = QFormLayout()
+        form.addRow("Top-level key", self.key)
+        form.addRow("Cast floats to", cast_row)
+
+        self.modules = ModulesModel(self, self)
+        self.table = QTableView()
+        self.table.setObjectName("moduleTypes")
+        self.table.setModel(self.modules)
+        self.table.setItemDelegateForColumn(KIND, KindDelegate(self.table))
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
+                                   | QAbstractItemView.EditTrigger.SelectedClicked
+                                   | QAbstractItemView.EditTrigger.EditKeyPressed)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(PATH, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(KIND, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(REASON, QHeaderView.ResizeMode.Stretch)
+        self.modules_title = QLabel("Module types")
+        self.modules_title.setProperty("role", "heading")
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(adapters)
+        layout.addLayout(form)
+        layout.addWidget(self.modules_title)
+        layout.addWidget(self.table, 1)
+        self.setEnabled(False)
+
+    # --- edits -------------------------------------------------------------------------------------------
+    def _toggled(self, name: str, on: bool) -> None:
+        if self._showing or self.document is None:
+            return
+        adapters = [a for a in self.document.recipe.adapters if a != name]
+        if on:
+            opposite = {ad.PYTORCH_TO_BURN: ad.BURN_TO_PYTORCH, ad.BURN_TO_PYTORCH: ad.PYTORCH_TO_BURN}.get(name)
+            adapters = [a for a in adapters if a != opposite] + [name]  # the two directions undo each other
+        label = ADAPTER_LABELS[name][0]
+        self.document.push(self.document.recipe.with_changes(adapters=tuple(adapters)),
+                           f"{'Use' if on else 'Stop using'} {label}")
+
+    def _key_chosen(self) -> None:
+        if self.document is None:
+            return
+        key = self.key.currentText()
+        key = None if key == WHOLE_FILE else key
+        self.document.push(self.document.recipe.with_changes(top_level_key=key), f"Top-level key {key or 'none'}")
+
+    def _cast_changed(self) -> None:
+        if self._showing or self.document is None:
+            return
+        kinds = tuple(k for k, a in self.scope_actions.items() if a.isChecked())
+        target = self.cast.currentText()
+        casts = () if target == NO_CAST else (CastRule(target, kinds),)
+        self.document.push(self.document.recipe.with_changes(casts=casts), "Cast " + (target if casts else "none"))
+
+    def override(self, path: str, kind: str) -> bool:
+        if self.document is None:
+            return False
+        overrides = {**self.document.recipe.module_overrides, path: kind}
+        return self.document.push(self.document.recipe.with_changes(module_overrides=overrides),
+                                  f"Treat {path or 'top level'} as {kind}")
+
+    # --- showing -----------------------------------------------------------------------------------------
+    def recipe_changed(self) -> None:
+        self._showing = True
+        try:
+            recipe = self.document.recipe if self.document is not None else None
+            for name, check in self.checks.items():
+                check.setChecked(recipe is not None and name in recipe.adapters)
+            self.key.clear()
+            self.key.addItem(WHOLE_FILE)
+            if self.document is not None:
+                self.key.addItems(top_level_keys(self.document.store))
+                if recipe is not None and recipe.top_level_key:
+                    if self.key.findText(recipe.top_level_key) < 0:
+                        self.key.addItem(recipe.top_level_key)
+                    self.key.setCurrentText(recipe.top_level_key)
+            self.key.setEnabled(self.key.count() > 1)
+            cast = recipe.casts[0] if recipe is not None and recipe.casts else None
+            self.cast.setCurrentText(cast.to if cast else NO_CAST)
+            for kind, action in self.scope_actions.items():
+                action.setChecked(cast is not None and kind in cast.modules)
+            self.scope.setText(", ".join(cast.modules) if cast and cast.modules else "all float tensors")
+            self.scope.setEnabled(cast is not None)
+        finally:
+            self._showing = False
+
+    def plan_ready(self, plan: Plan) -> None:
+        guesses = sorted(plan.modules.values(), key=lambda g: natural_key(g.path))
+        self.modules.reset(guesses)
+        overridden = sum(1 for g in guesses if g.overridden)
+        self.modules_title.setText(f"Module types: {len(guesses):,} inferred"
+                                   + (f", {overridden} set by you" if overridden else "")
+                                   + " (double-click a type to change it)")

@@ -1,0 +1,174 @@
+"""The files merged into one output, in precedence order (later ones override), each with its own filter.
+
+Like successive burn-store ``load_from`` calls: a tensor in a later file replaces the same name from an earlier
+one. Added files open in a worker; the tab's own file is always the first source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListWidget,
+                               QPushButton, QVBoxLayout, QWidget)
+
+from engine import Store, open_store
+from engine.errors import RecipeError
+from engine.surgery import Filter, Plan
+from engine.surgery.filters import compile_pattern
+from gui.dialogs import show_error
+from gui.resources import monospace
+from gui.workbench.panels.base import DocumentPanel
+from gui.workbench.panels.visual import INVALID_STYLE
+from gui.workers import Failure, TaskRunner
+
+FILE_FILTER = "Model files (*.bpk *.safetensors *.pt *.pth *.bin *.ckpt);;All files (*)"
+
+
+class SourcesPanel(DocumentPanel):
+    """``source_added`` fires with the opened Store once it is part of the recipe."""
+
+    source_added = Signal(object)
+
+    def __init__(self, runner: TaskRunner, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._runner = runner
+        hint = QLabel("Sources are merged top to bottom: a tensor in a later file replaces the same name from "
+                      "an earlier one.")
+        hint.setWordWrap(True)
+        hint.setProperty("role", "hint")
+        self.list = QListWidget()
+        self.list.setObjectName("sources")
+        self.list.currentRowChanged.connect(lambda _: self._show_filter())
+        self.add = QPushButton("Add file…")
+        self.add.clicked.connect(self.add_dialog)
+        self.remove = QPushButton("Remove")
+        self.up = QPushButton("↑ Up")
+        self.down = QPushButton("↓ Down")
+        self.remove.clicked.connect(self._remove)
+        self.up.clicked.connect(lambda: self._move(-1))
+        self.down.clicked.connect(lambda: self._move(1))
+        buttons = QHBoxLayout()
+        for button in (self.add, self.remove, self.up, self.down):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+
+        self.include = QLineEdit()
+        self.include.setObjectName("sourceInclude")
+        self.exclude = QLineEdit()
+        self.exclude.setObjectName("sourceExclude")
+        for edit, what in ((self.include, "keep only names matching this regex"),
+                           (self.exclude, "drop names matching this regex")):
+            edit.setFont(monospace())
+            edit.setPlaceholderText(what)
+            edit.textEdited.connect(lambda _, e=edit: self._filter_edited(e))
+        self.filter_box = QGroupBox("Filter of the selected source (applied before the recipe's)")
+        form = QFormLayout(self.filter_box)
+        form.addRow("Include", self.include)
+        form.addRow("Exclude", self.exclude)
+        self.message = QLabel()
+        self.message.setStyleSheet("color: #c03b3b;")
+        self.message.setWordWrap(True)
+        self.message.hide()
+        form.addRow(self.message)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(hint)
+        layout.addWidget(self.list, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.filter_box)
+        self.setEnabled(False)
+
+    # --- adding (a file opens in a worker) -------------------------------------------------------------------
+    def add_dialog(self) -> None:
+        start = str(Path(self.document.store.path).parent) if self.document is not None else ""
+        path, _ = QFileDialog.getOpenFileName(self, "Add a source to merge", start, FILE_FILTER)
+        if path:
+            self.add_file(Path(path))
+
+    def add_file(self, path: Path) -> None:
+        document = self.document
+        if document is None:
+            return
+
+        def opened(store: Store) -> None:
+            document.add_source(store)
+            self.source_added.emit(store)
+
+        def failed(failure: Failure) -> None:
+            show_error(self, f"Store Studio could not add {path.name}.", failure.message, failure.details)
+
+        self._runner.run(lambda cancelled: open_store(path), opened, failed)
+
+    def _remove(self) -> None:
+        if self.document is not None:
+            self.document.remove_source(self.list.currentRow())
+
+    def _move(self, step: int) -> None:
+        row = self.list.currentRow()
+        if self.document is not None and self.document.move_source(row, row + step):
+            self.list.setCurrentRow(row + step)
+
+    # --- the selected source's filter ----------------------------------------------------------------------
+    def _filter_edited(self, edit: QLineEdit) -> None:
+        row = self.list.currentRow()
+        if self.document is None or row < 0:
+            return
+        problems = []
+        for field in (self.include, self.exclude):
+            try:
+                if field.text():
+                    compile_pattern(field.text(), f"source {row + 1} {'include' if field is self.include else 'exclude'}")
+                field.setStyleSheet("")
+            except RecipeError as exc:
+                field.setStyleSheet(INVALID_STYLE)
+                problems.append(str(exc))
+        self.message.setText("⚠ " + "\n⚠ ".join(problems) if problems else "")
+        self.message.setVisible(bool(problems))
+        if problems:
+            return
+        own = Filter(include=(self.include.text(),) if self.include.text() else (),
+                     exclude=(self.exclude.text(),) if self.exclude.text() else ())
+        sources = list(self.document.recipe.sources)
+        sources[row] = replace(sources[row], filter=own)
+        self.document.push(self.document.recipe.with_changes(sources=tuple(sources)),
+                           f"Filter source {row + 1}", f"source-filter-{row}-{'inc' if edit is self.include else 'exc'}")
+
+    def _show_filter(self) -> None:
+        row = self.list.currentRow()
+        spec = self.document.recipe.source_spec(row) if self.document is not None and row >= 0 else None
+        self.filter_box.setEnabled(spec is not None)
+        own = spec.filter if spec is not None else Filter()
+        for edit, values in ((self.include, own.include), (self.exclude, own.exclude)):
+            if not edit.hasFocus():
+                edit.setText(values[0] if values else "")
+                edit.setStyleSheet("")
+        home = self.document is not None and 0 <= row < len(self.document.stores) and \
+            self.document.stores[row] is self.document.store
+        self.remove.setEnabled(row >= 0 and not home)
+        self.up.setEnabled(row > 0)
+        self.down.setEnabled(0 <= row < self.list.count() - 1)
+
+    # --- showing ---------------------------------------------------------------------------------------------
+    def recipe_changed(self) -> None:
+        row = max(self.list.currentRow(), 0)
+        self.list.blockSignals(True)
+        self.list.clear()
+        if self.document is not None:
+            for i, store in enumerate(self.document.stores):
+                spec = self.document.recipe.source_spec(i)
+                role = "this tab's file" if store is self.document.store else "overrides the sources above"
+                text = f"{i + 1}. {Path(store.path).name}  ·  {len(store.entries):,} tensors  ·  {role}"
+                if spec is not None and not spec.filter.is_empty:
+                    text += "  ·  filtered"
+                self.list.addItem(text)
+                self.list.item(i).setToolTip(str(store.path))
+            self.list.setCurrentRow(min(row, self.list.count() - 1))
+        self.list.blockSignals(False)
+        self._show_filter()
+
+    def plan_ready(self, plan: Plan) -> None:
+        replaced = len(plan.overrides)
+        self.list.setToolTip(f"{replaced:,} tensor{'s' if replaced != 1 else ''} of earlier sources replaced "
+                             "by later ones" if replaced else "")

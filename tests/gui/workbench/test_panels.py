@@ -1,0 +1,294 @@
+"""Each workbench panel, edited through its real widgets like a user would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication, QComboBox, QMessageBox
+
+from engine import ArrayStore
+from engine.surgery import Filter, Recipe, RemapRule
+from engine.surgery.printers import as_cli, as_rust
+from gui.main_window import MainWindow
+from gui.models.tree_model import MARK_ROLE
+from gui.workbench.document import DROPPED, TRANSFORMED
+from gui.workbench.panels.adapters import KIND
+from gui.workbench.panels.filters import EXCLUDE, INCLUDE, WHERE
+from gui.workbench.panels.preview import NAME, STATUS
+from gui.workbench.panels.remap import MIME
+
+from workbench_helpers import FIXTURES, SAMPLE_BPK, SAMPLE_PT, settle
+
+
+def test_workbench_docks_are_hidden_until_surgery_starts(window: MainWindow, open_view, qtbot):
+    open_view(SAMPLE_PT)
+    assert not any(dock.isVisible() for dock in window.docks.values())
+    window.actions.start_surgery.trigger()
+    assert all(dock.isVisible() or window.tabifiedDockWidgets(dock) for dock in window.docks.values())
+    assert window.docks["preview"].isVisible()
+
+
+def test_typing_a_regex_shows_its_count_and_the_tree_greys_what_is_dropped(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    panel = window.panels["filters"]
+    panel.add_buttons[EXCLUDE].click()
+    row = panel.rows[0]
+    qtbot.keyClicks(row.edit, "running")
+    settle(qtbot, document)
+    assert document.recipe.filter == Filter(exclude=("running",))
+    assert row.hits.text() == "4 tensors"
+    assert document.undo_stack.count() == 1  # a whole typed regex is one undo step
+    view = window.current_view()
+    norm1 = next(i for i in range(view.model.rowCount()) if view.model.index(i, 0).data() == "norm1")
+    parent = view.model.index(norm1, 0)
+    marks = {view.model.index(r, 0, parent).data(MARK_ROLE).state if view.model.index(r, 0, parent).data(MARK_ROLE)
+             else None for r in range(view.model.rowCount(parent))}
+    assert DROPPED in marks
+    dropped = next(view.model.index(r, 0, parent) for r in range(view.model.rowCount(parent))
+                   if "running_mean" in view.model.index(r, 0, parent).data())
+    assert dropped.data().endswith("(dropped)") and dropped.data(Qt.ItemDataRole.FontRole).strikeOut()
+
+
+def test_an_invalid_regex_is_marked_in_place_and_the_app_stays_alive(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    panel = window.panels["filters"]
+    panel.add_buttons[INCLUDE].click()
+    row = panel.rows[0]
+    qtbot.keyClicks(row.edit, "conv(")
+    settle(qtbot, document)
+    assert row.error is not None and "invalid regex" in row.error
+    assert row.hits.text() == "⚠ invalid" and "c03b3b" in row.edit.styleSheet()
+    assert panel.message.isVisible() and "invalid regex" in panel.message.text()
+    assert document.recipe.filter.is_empty and document.error is None  # never planned
+    qtbot.keyClicks(row.edit, ")")
+    settle(qtbot, document)
+    assert row.error is None and document.recipe.filter.include == ("conv()",)
+    assert row.hits.text() == "4 tensors"
+
+
+def test_a_predicate_row_filters_by_ndim(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    panel = window.panels["filters"]
+    panel.add_buttons[WHERE].click()
+    row = panel.rows[0]
+    row.field.setCurrentText("ndim")
+    row.op.setCurrentText("==")
+    qtbot.keyClicks(row.edit, "4")
+    settle(qtbot, document)
+    assert row.hits.text() == "2 tensors"
+    assert sorted(document.plan.names) == ["conv1.weight", "conv2.weight"]
+
+
+def test_adding_a_remap_rule_shows_hits_and_live_examples(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    panel = window.panels["remap"]
+    qtbot.keyClicks(panel.pattern, r"^fc(\d)")
+    qtbot.keyClicks(panel.replacement, r"head.linear$1")
+    assert "fc1.weight  →  head.linear1.weight" in [panel.examples.item(i).text() for i in range(panel.examples.count())]
+    assert "would rename 4 tensors" in panel.examples_title.text()
+    panel.add_button.click()
+    settle(qtbot, document)
+    assert document.recipe.remaps == (RemapRule(r"^fc(\d)", "head.linear$1"),)
+    assert panel.model.index(0, 2).data() == "4"
+    assert "the rules rename 4 tensors" in panel.examples_title.text()
+    assert "head.linear2.bias" in document.plan.names
+
+
+def test_a_broken_remap_rule_stays_in_the_form_marked(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    panel = window.panels["remap"]
+    qtbot.keyClicks(panel.pattern, "fc")
+    qtbot.keyClicks(panel.replacement, "x$2")
+    assert panel.message.isVisible() and "group" in panel.message.text()
+    assert not panel.add_typed()
+    assert document.recipe.remaps == ()
+
+
+def test_remap_rules_reorder_with_buttons_and_drag(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    panel = window.panels["remap"]
+    document.add_remap("a", "b")
+    document.add_remap("c", "d")
+    document.add_remap("e", "f")
+    panel.table.selectRow(0)
+    panel.down.click()
+    assert [r.pattern for r in document.recipe.remaps] == ["c", "a", "e"]
+    data = panel.model.mimeData([panel.model.index(2, 0)])
+    assert data.hasFormat(MIME)
+    panel.model.dropMimeData(data, Qt.DropAction.MoveAction, 0, 0, panel.model.index(-1, -1))
+    assert [r.pattern for r in document.recipe.remaps] == ["e", "c", "a"]
+    document.undo_stack.undo()
+    assert [r.pattern for r in document.recipe.remaps] == ["c", "a", "e"]
+
+
+def test_pytorch_to_burn_marks_transposed_and_renamed_in_the_preview(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    window.panels["adapters"].checks["pytorch-to-burn"].click()
+    settle(qtbot, document)
+    assert document.recipe.adapters == ("pytorch-to-burn",)
+    preview = window.panels["preview"]
+    rows = {preview.model.index(r, NAME).data(): preview.model.index(r, STATUS).data()
+            for r in range(preview.model.rowCount())}
+    assert rows["fc1.weight"] == "◆ transposed" and rows["norm1.gamma"] == "◆ renamed"
+    assert rows["conv1.weight"] == "✓ kept"
+    assert preview.counts.text().startswith("18 kept · 6 transformed · 0 dropped · 0 conflicts")
+    view = window.current_view()
+    fc1 = next(view.model.index(i, 0) for i in range(view.model.rowCount()) if view.model.index(i, 0).data() == "fc1")
+    weight = next(view.model.index(r, 0, fc1) for r in range(view.model.rowCount(fc1))
+                  if view.model.index(r, 0, fc1).data().startswith("weight"))
+    assert weight.data(MARK_ROLE).state == TRANSFORMED and weight.data() == "weight  (transposed)"
+
+
+def test_overriding_a_module_type_with_its_combo_changes_the_plan(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    panel = window.panels["adapters"]
+    panel.checks["pytorch-to-burn"].click()
+    settle(qtbot, document)
+    row = next(r for r in range(panel.modules.rowCount()) if panel.modules.index(r, 0).data() == "fc1")
+    index = panel.modules.index(row, KIND)
+    assert index.data() == "Linear"
+    panel.table.edit(index)
+    combo = panel.table.findChild(QComboBox, "kindEditor")
+    assert combo is not None
+    combo.setCurrentText("Embedding")
+    combo.activated.emit(combo.currentIndex())
+    settle(qtbot, document)
+    assert document.recipe.module_overrides == {"fc1": "Embedding"}
+    fc1 = next(t for t in document.plan.tensors if t.name == "fc1.weight")
+    assert fc1.shape == (128, 800) and not fc1.ops  # an Embedding weight is not transposed
+    assert panel.modules.index(row, KIND).data() == "Embedding ✎"
+
+
+def test_top_level_key_and_cast_through_their_combos(window: MainWindow, surgery, qtbot):
+    document = surgery(FIXTURES / "config" / "weights_with_config.pt")
+    panel = window.panels["adapters"]
+    assert [panel.key.itemText(i) for i in range(panel.key.count())] == ["(whole file)", "my_config", "my_model"]
+    panel.key.setCurrentText("my_model")
+    panel.key.activated.emit(panel.key.currentIndex())
+    panel.cast.setCurrentText("F16")
+    panel.cast.activated.emit(panel.cast.currentIndex())
+    settle(qtbot, document)
+    assert document.recipe.top_level_key == "my_model"
+    assert all(not n.startswith("my_model.") for n in document.plan.names)
+    assert {str(t.dtype) for t in document.plan.tensors} == {"F16"}
+
+
+def test_a_second_source_overrides_and_reorders(window: MainWindow, surgery, qtbot, tmp_path: Path):
+    from engine import export
+    document = surgery(SAMPLE_PT)
+    other = tmp_path / "other.safetensors"
+    export(ArrayStore({"fc2.bias": np.ones(10, np.float32)}).entries, other)
+    panel = window.panels["sources"]
+    panel.add_file(other)
+    qtbot.waitUntil(lambda: len(document.stores) == 2, timeout=10_000)
+    settle(qtbot, document)
+    assert panel.list.count() == 2 and "other.safetensors" in panel.list.item(1).text()
+    assert [o.name for o in document.plan.overrides] == ["fc2.bias"]
+    panel.list.setCurrentRow(1)
+    panel.up.click()
+    settle(qtbot, document)
+    assert Path(document.stores[0].path).name == "other.safetensors"
+    assert document.plan.overrides[0].kept.startswith(str(SAMPLE_PT))
+    panel.list.setCurrentRow(0)
+    qtbot.keyClicks(panel.exclude, "bias")
+    settle(qtbot, document)
+    assert document.recipe.sources[0].filter == Filter(exclude=("bias",))
+    assert not document.plan.overrides
+
+
+def test_undo_redo_from_the_edit_menu_restore_the_recipe(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    window.panels["adapters"].checks["pytorch-to-burn"].click()
+    document.add_remap("fc", "head")
+    assert window.actions.undo.isEnabled()
+    window.actions.undo.trigger()
+    assert document.recipe == Recipe(sources=document.recipe.sources, adapters=("pytorch-to-burn",))
+    window.actions.undo.trigger()
+    assert not window.panels["adapters"].checks["pytorch-to-burn"].isChecked()
+    window.actions.redo.trigger()
+    window.actions.redo.trigger()
+    assert document.recipe.remaps == (RemapRule("fc", "head"),)
+    assert window.panels["remap"].model.rowCount() == 1
+
+
+def test_save_and_open_recipe_round_trip(window: MainWindow, surgery, qtbot, tmp_path: Path, monkeypatch):
+    document = surgery()
+    window.panels["adapters"].checks["pytorch-to-burn"].click()
+    document.add_remap("^fc", "head")
+    assert window.isWindowModified()
+    target = tmp_path / "mine.recipe.json"
+    monkeypatch.setattr("gui.main_window.QFileDialog.getSaveFileName", lambda *a, **k: (str(target), ""))
+    assert window.actions.save_recipe.trigger() is None and target.exists()
+    assert not document.is_modified and not window.isWindowModified()
+    saved = document.recipe
+    document.add_remap("conv", "c")
+    monkeypatch.setattr(window, "ask_save", lambda view: QMessageBox.StandardButton.Discard)
+    window.open_recipe(target)
+    qtbot.waitUntil(lambda: document.recipe == saved and not document.is_modified, timeout=10_000)
+    assert Recipe.load(target).remaps == saved.remaps
+
+
+def test_closing_with_unsaved_changes_asks_and_cancel_keeps_the_window(window: MainWindow, surgery, qtbot, monkeypatch):
+    document = surgery()
+    document.add_remap("fc", "head")
+    asked = []
+    monkeypatch.setattr(window, "ask_save", lambda view: asked.append(view) or QMessageBox.StandardButton.Cancel)
+    window.close()
+    assert asked and window.isVisible()
+    window.close_current()
+    assert window.tabs.count() == 1
+    monkeypatch.setattr(window, "ask_save", lambda view: QMessageBox.StandardButton.Discard)
+    window.close_current()
+    assert window.tabs.count() == 0
+
+
+def test_copy_as_puts_the_engine_printers_text_on_the_clipboard(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    document.add_remap("fc", "head")
+    window.actions.copy_cli.trigger()
+    assert QGuiApplication.clipboard().text() == as_cli(document.recipe)
+    window.actions.copy_rust.trigger()
+    assert QGuiApplication.clipboard().text() == as_rust(document.recipe)
+    assert "with_key_remapping" in QGuiApplication.clipboard().text()
+
+
+def test_f5_reruns_the_preview(window: MainWindow, surgery, qtbot):
+    document = surgery(SAMPLE_BPK)
+    plans = []
+    document.planReady.connect(plans.append)
+    assert window.actions.rerun.shortcut().toString() == "F5"
+    window.actions.rerun.trigger()
+    settle(qtbot, document)
+    assert len(plans) == 1
+
+
+def test_export_and_diff_actions_reach_the_colleagues_modules(window: MainWindow, surgery, qtbot, monkeypatch):
+    import gui.workbench as workbench
+    document = surgery()
+    calls = []
+    exists = (Path(workbench.__file__).parent / "export_dialog.py").exists()
+    if exists:
+        monkeypatch.setattr("gui.workbench.export_dialog.run_export", lambda w, d: calls.append((w, d)))
+        window.actions.export.trigger()
+        assert calls == [(window, document)]
+    if (Path(workbench.__file__).parent / "diff_panel.py").exists():
+        from gui.workbench.diff_panel import DiffPanel
+        window.actions.diff.trigger()
+        assert isinstance(window.diff_dock.widget(), DiffPanel) and window.diff_dock.isVisible()
+    QApplication.processEvents()
+
+
+def test_a_predicate_group_from_a_recipe_file_survives_other_filter_edits(window: MainWindow, surgery, qtbot):
+    from engine.surgery import Predicate, PredicateGroup
+    document = surgery()
+    group = PredicateGroup("or", (Predicate("ndim", "==", 4), Predicate("name", "contains", "fc1")))
+    document.push(document.recipe.with_changes(filter=Filter(where=(group,))), "Load")
+    panel = window.panels["filters"]
+    panel.add_buttons[EXCLUDE].click()
+    qtbot.keyClicks(panel.rows[-1].edit, "bias")
+    settle(qtbot, document)
+    assert document.recipe.filter == Filter(where=(group,), exclude=("bias",))
+    assert sorted(document.plan.names) == ["conv1.weight", "conv2.weight", "fc1.weight"]
