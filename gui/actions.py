@@ -98,38 +98,22 @@ def install(window: "MainWindow") -> Actions:
     actions.redo.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
     actions.quit.setMenuRole(QAction.MenuRole.QuitRole)
     actions.about.setMenuRole(QAction.MenuRole.AboutRole)
-    bar = window.menuBar()
-    file_menu = bar.addMenu("&File")
-    file_menu.addAction(actions.open)
-    file_menu.addMenu(actions.recent)
-    file_menu.addSeparator()
-    file_menu.addAction(actions.open_recipe)
-    file_menu.addAction(actions.save_recipe)
-    file_menu.addAction(actions.save_recipe_as)
-    file_menu.addAction(actions.export)
-    file_menu.addSeparator()
-    file_menu.addAction(actions.close_tab)
-    file_menu.addSeparator()
-    file_menu.addAction(actions.quit)
-    edit_menu = bar.addMenu("&Edit")
-    edit_menu.addAction(actions.undo)
-    edit_menu.addAction(actions.redo)
-    edit_menu.addSeparator()
-    edit_menu.addAction(actions.find)
-    edit_menu.addAction(actions.copy_path)
-    view_menu = bar.addMenu("&View")
-    view_menu.addAction(actions.show_selection)
-    view_menu.addAction(actions.show_file)
-    view_menu.addSeparator()
-    view_menu.addAction(actions.collapse_all)
-    view_menu.addSeparator()
-    view_menu.addMenu(actions.workbench)
-    surgery_menu = bar.addMenu("&Surgery")
-    for action in (actions.start_surgery, actions.rerun, actions.diff, None, actions.copy_cli, actions.copy_rust):
-        if action is None:
-            surgery_menu.addSeparator()
-        else:
-            surgery_menu.addAction(action)
-    help_menu = bar.addMenu("&Help")
-    help_menu.addAction(actions.about)
+    a = actions
+    menus = {  # None is a separator; a QMenu is a submenu
+        "&File": (a.open, a.recent, None, a.open_recipe, a.save_recipe, a.save_recipe_as, a.export, None,
+                  a.close_tab, None, a.quit),
+        "&Edit": (a.undo, a.redo, None, a.find, a.copy_path),
+        "&View": (a.show_selection, a.show_file, None, a.collapse_all, None, a.workbench),
+        "&Surgery": (a.start_surgery, a.rerun, a.diff, None, a.copy_cli, a.copy_rust),
+        "&Help": (a.about,),
+    }
+    for title, items in menus.items():
+        menu = window.menuBar().addMenu(title)
+        for item in items:
+            if item is None:
+                menu.addSeparator()
+            elif isinstance(item, QMenu):
+                menu.addMenu(item)
+            else:
+                menu.addAction(item)
     return actions
