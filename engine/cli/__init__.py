@@ -1,6 +1,7 @@
 """The ``store-studio`` command line: one module per subcommand, each with ``register``.
 
-Exit codes: 0 success, 1 a file or export problem (one line on stderr), 2 a usage error.
+Exit codes: 0 success, 1 a file or export problem (one line on stderr), 2 a usage error,
+3 tensors missing against `convert --template` (unless `--allow-partial`).
 """
 
 from __future__ import annotations
