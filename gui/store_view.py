@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSplitter, QTabWidget, QTreeView, QVBoxLayout, QWidget
 
 from engine import Store, open_store
@@ -24,6 +24,7 @@ from gui.workers import TaskRunner
 
 EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this many tensors
 SMALL_STORE = 64  # a store this small opens fully expanded: everything in it at a glance
+INFER_DELAY_MS = 150  # module inference starts once the tree has painted
 
 
 @dataclass
@@ -44,10 +45,10 @@ def load_store(path: Path, cancelled: Callable[[], bool]) -> LoadedStore:
     store = open_store(path)
     tree = build_tree(store.entries)
     tree.children  # noqa: B018 - sort the top level here rather than on the UI thread
-    by_dtype: Counter[str] = Counter()
-    for entry in store.entries:
-        by_dtype[str(entry.dtype)] += math.prod(entry.shape)
-    return LoadedStore(store, tree, by_dtype.most_common(), store.file_size)
+    by_dtype: Counter = Counter()
+    for entry in store.entries:  # keyed by DType, named once at the end: str() per tensor adds up at 100,000
+        by_dtype[entry.dtype] += math.prod(entry.shape)
+    return LoadedStore(store, tree, [(str(d), n) for d, n in by_dtype.most_common()], store.file_size)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,9 @@ class StoreView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.main_split)
 
-        runner.run(lambda cancelled: infer_modules(self.store.entries), self._modules_ready)
+        # Inference of 100,000 module types holds the GIL for a while: let the tree paint first.
+        QTimer.singleShot(INFER_DELAY_MS, self, lambda: runner.run(lambda cancelled: infer_modules(self.store.entries),
+                                                                   self._modules_ready))
 
     def _size_columns(self) -> None:
         header = self.tree_view.header()

@@ -153,29 +153,30 @@ def build_entries(path: str | os.PathLike, rows: list[Row], data_start: int, buf
         raise FormatError(path, f"tensor {bad[0]!r} has an invalid shape {bad[2]!r}")
     if max(map(len, shapes), default=0) > MAX_NDIM or max(dims, default=0) >= MAX_DIM:
         _refuse_shape(path, next(r for r in rows if len(r[2]) > MAX_NDIM or max(r[2], default=0) >= MAX_DIM))
-    offsets = [o for r in rows for o in r[3:5]]
-    if not {type(o) for o in offsets} <= {int} or min(offsets, default=0) < 0:
+    starts, ends = [r[3] for r in rows], [r[4] for r in rows]
+    if not {type(o) for o in starts} | {type(o) for o in ends} <= {int} or min(starts + ends, default=0) < 0:
         bad = next(r for r in rows if not all(type(o) is int and o >= 0 for o in r[3:5]))
         raise FormatError(path, f"tensor {bad[0]!r} has invalid data_offsets {list(bad[3:5])!r}")
     names = [r[0] for r in rows]
-    shapes = [tuple(shape) for shape in shapes]
-    bits = [r[1].bits for r in rows]
-    sizes = [r[4] - r[3] for r in rows]
-    needed = [None if b is None else math.prod(shape) * b for shape, b in zip(shapes, bits)]
+    kinds = [r[1] for r in rows]
+    shapes = list(map(tuple, shapes))
+    sizes = [end - start for start, end in zip(starts, ends)]
+    needed = [None if k.bits is None else math.prod(shape) * k.bits for shape, k in zip(shapes, kinds)]
     if needed != [size * 8 for size in sizes]:  # a bulk compare; opaque dtypes (None) are skipped below
-        for name, shape, need, size, row in zip(names, shapes, needed, sizes, rows):
+        for name, kind, shape, need, size in zip(names, kinds, shapes, needed, sizes):
             if need is not None and need != size * 8:
-                _explain_size(path, name, row[1], shape, need, size, max_tensor_bytes)
+                _explain_size(path, name, kind, shape, need, size, max_tensor_bytes)
     if 0 in needed:  # an empty tensor's other dimensions must still fit an array
         for shape, need, row in zip(shapes, needed, rows):
             if need == 0 and math.prod(d for d in shape if d) > MAX_ELEMENTS:
                 _refuse_shape(path, row)
     if max_tensor_bytes is not None and max(sizes, default=0) > max_tensor_bytes:
-        name, shape, need, size, row = next(t for t in zip(names, shapes, needed, sizes, rows) if t[3] > max_tensor_bytes)
-        _explain_size(path, name, row[1], shape, size * 8 if need is None else need, size, max_tensor_bytes)
-    starts = [data_start + r[3] for r in rows]
-    entries = list(map(TensorEntry, names, [r[1] for r in rows], shapes, sizes, [r[5] for r in rows], starts))
-    order = validate_ranges(path, [(r[0], r[3], r[4]) for r in rows], buffer_size, contiguous=contiguous)
+        name, kind, shape, need, size = next(t for t in zip(names, kinds, shapes, needed, sizes)
+                                             if t[4] > max_tensor_bytes)
+        _explain_size(path, name, kind, shape, size * 8 if need is None else need, size, max_tensor_bytes)
+    entries = list(map(TensorEntry, names, kinds, shapes, sizes, [r[5] for r in rows],
+                       [data_start + start for start in starts]))
+    order = validate_ranges(path, names, starts, ends, buffer_size, contiguous=contiguous)
     return [entries[i] for i in order]
 
 
@@ -197,22 +198,21 @@ def _explain_size(path: str | os.PathLike, name: str, dtype, shape: tuple[int, .
     raise FormatError(path, f"tensor {name!r} has {size} bytes but {dtype} x {list(shape)} needs {bits // 8}")
 
 
-def validate_ranges(path: str | os.PathLike, ranges: list[tuple[str, int, int]], buffer_size: int,
-                    *, contiguous: bool) -> list[int]:
-    """Check ``(name, start, end)`` ranges of a data buffer; return their indices in data order.
+def validate_ranges(path: str | os.PathLike, names: list[str], starts: list[int], ends: list[int],
+                    buffer_size: int, *, contiguous: bool) -> list[int]:
+    """Check each tensor's ``[start, end)`` in a data buffer; return their indices in data order.
 
     Every range must lie inside the buffer, no two may overlap, and with ``contiguous`` (the
     SafeTensors rule) they must tile the buffer exactly, with no gap and nothing left over.
     """
-    if not ranges:
+    if not names:
         if contiguous and buffer_size:
             raise FormatError(path, f"the data buffer has {buffer_size} bytes that no tensor uses")
         return []
-    if len(ranges) >= BULK and max(max(r[1], r[2]) for r in ranges) < 2**62:  # many: check in bulk, in C
-        starts = np.fromiter((r[1] for r in ranges), np.int64, len(ranges))
-        ends = np.fromiter((r[2] for r in ranges), np.int64, len(ranges))
-        order = np.lexsort((ends, starts))
-        s, e = starts[order], ends[order]
+    if len(names) >= BULK and max(max(starts), max(ends)) < 2**62:  # many: check in bulk, in C
+        s_all, e_all = np.array(starts, np.int64), np.array(ends, np.int64)
+        order = np.lexsort((e_all, s_all))
+        s, e = s_all[order], e_all[order]
         if contiguous:
             ok = s[0] == 0 and bool((s[1:] == e[:-1]).all()) and e[-1] == buffer_size and bool((s <= e).all())
         else:
@@ -221,7 +221,7 @@ def validate_ranges(path: str | os.PathLike, ranges: list[tuple[str, int, int]],
             ok = bool((s <= e).all()) and e.max() <= buffer_size and bool((s_ne[1:] >= e_ne[:-1]).all())
         if ok:
             return order.tolist()
-    return _explain_ranges(path, ranges, buffer_size, contiguous=contiguous)
+    return _explain_ranges(path, list(zip(names, starts, ends)), buffer_size, contiguous=contiguous)
 
 
 def _explain_ranges(path: str | os.PathLike, ranges: list[tuple[str, int, int]], buffer_size: int,
