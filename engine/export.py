@@ -23,7 +23,8 @@ from .store import TensorSource
 
 Progress = Callable[[int, int], None]
 Cancel = Callable[[], bool]
-COPY_STEP = 64 << 20
+COPY_STEP = 64 << 20  # bytes per kernel copy between progress reports and cancel checks
+BUFFER = 1 << 20  # bytes per step when the kernel cannot copy
 PARTIAL = ".partial"
 PRODUCER = "store-studio"
 
@@ -55,10 +56,10 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
     try:
         with partial.open("xb") as out:
             offsets = module.write_header(out, items, meta, scalars or {} if fmt == "burnpack" else {})
-            done = 0
+            done, copier = 0, _RangeCopier()
             for item, offset in zip(items, offsets):
                 _pad_to(out, offset)
-                for n in _copy(item, out, cancel):
+                for n in _copy(item, out, cancel, copier):
                     done += n
                     if progress:
                         progress(done, total)
@@ -103,7 +104,7 @@ def _pad_to(out: Any, offset: int) -> None:
         out.write(bytes(gap))
 
 
-def _copy(item: TensorSource, out: Any, cancel: Cancel | None):
+def _copy(item: TensorSource, out: Any, cancel: Cancel | None, copier: _RangeCopier):
     """Write one tensor's bytes, yielding how many were written after each step."""
     expected = item.nbytes
     written = 0
@@ -115,7 +116,7 @@ def _copy(item: TensorSource, out: Any, cancel: Cancel | None):
         while written < length:
             if cancel and cancel():
                 raise ExportCancelled("export cancelled; the destination was left as it was")
-            n = _copy_range(fd, offset + written, dst, min(COPY_STEP, length - written))
+            n = copier.copy(fd, offset + written, dst, min(COPY_STEP, length - written))
             written += n
             yield n
         out.seek(0, os.SEEK_END)
@@ -130,21 +131,39 @@ def _copy(item: TensorSource, out: Any, cancel: Cancel | None):
         raise ExportError(f"tensor {item.name!r} gave {written} bytes, expected {expected}")
 
 
-def _copy_range(src: int, offset: int, dst: int, count: int) -> int:
-    """Copy in the kernel where it can (no user-space buffer), else by positioned reads."""
-    try:
-        n = os.copy_file_range(src, dst, count, offset)
-        if n > 0:
-            return n
-    except (AttributeError, OSError) as exc:
-        if isinstance(exc, OSError) and exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL,
-                                                          errno.EOPNOTSUPP, errno.EBADF):
-            raise
-    data = os.pread(src, count, offset)
-    if not data:
-        raise ExportError(f"source ended early at byte {offset}")
-    os.write(dst, data)
-    return len(data)
+class _RangeCopier:
+    """Moves byte ranges file to file: in the kernel where it can, else through one reused buffer.
+
+    copy_file_range fails across filesystems (EXDEV) and on some of them; the first failure
+    switches this export to positioned reads into a 1 MiB buffer, small enough to stay in cache.
+    """
+
+    FALLBACK = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
+
+    def __init__(self) -> None:
+        self.kernel = hasattr(os, "copy_file_range")
+        self.buffer: memoryview | None = None
+
+    def copy(self, src: int, offset: int, dst: int, count: int) -> int:
+        if self.kernel:
+            try:
+                n = os.copy_file_range(src, dst, count, offset)
+                if n > 0:
+                    return n
+            except OSError as exc:
+                if exc.errno not in self.FALLBACK:
+                    raise
+            self.kernel = False
+        if self.buffer is None:
+            self.buffer = memoryview(bytearray(BUFFER))
+        view = self.buffer[:min(count, BUFFER)]
+        n = os.preadv(src, [view], offset)
+        if n <= 0:
+            raise ExportError(f"source ended early at byte {offset}")
+        done = 0
+        while done < n:
+            done += os.write(dst, view[done:n])
+        return n
 
 
 def _clean_stale_partials(dest: Path) -> None:

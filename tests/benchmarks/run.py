@@ -9,6 +9,7 @@ are what a shared machine can compare) and prints a Markdown table with the targ
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
@@ -129,7 +130,29 @@ def bench_open(rows: list[Row], files: dict[str, dict[str, Path]], many: dict[st
                     ours <= ref))
 
 
-def bench_convert(rows: list[Row], paths: dict[str, Path], out: Path, largest: int) -> None:
+@contextlib.contextmanager
+def output_folder(default: Path, room: int):
+    """Where conversions write: a tmpfs when one has ``room``, because the writeback of a shared
+    machine's disk varies from run to run by more than the differences measured here."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shutil.disk_usage(shm).free < room:
+        yield default
+        return
+    folder = Path(tempfile.mkdtemp(prefix="store-studio-bench-", dir=shm))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def bench_convert(rows: list[Row], paths: dict[str, Path], work: Path, largest: int) -> str:
+    """Convert rows; returns a note saying where the conversions wrote."""
+    with output_folder(work, 3 * paths["bpk"].stat().st_size) as out:
+        _convert_rows(rows, paths, out, largest)
+    return f"Conversions (and cp) wrote to {'a tmpfs (memory)' if out != work else 'disk'}."
+
+
+def _convert_rows(rows: list[Row], paths: dict[str, Path], out: Path, largest: int) -> None:
     budget = largest / 2**20 + 150
     for src_fmt, dst_fmt, baseline in (("pt", "bpk", True), ("safetensors", "bpk", True), ("bpk", "safetensors", False)):
         src = paths[src_fmt]
@@ -242,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[Row] = []
         bench_open(rows, files, many)
         largest = max(int(np.prod(s)) for s in specs["large"].shapes().values()) * 4
-        bench_convert(rows, files["large"], work, largest)
+        note = bench_convert(rows, files["large"], work, largest)
         other = models.write_all(work, models.arrays(specs["large"], seed=1), "transformer_large_b", pt=False)
         bench_diff(rows, files["large"]["safetensors"], other["safetensors"])
         bench_stats(rows, work, args.quick)
@@ -252,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     print(table(rows))
+    print(f"\n{note}")
     if args.json:
         args.json.write_text(json.dumps([{**asdict(r), "ratio": r.ratio} for r in rows], indent=2))
     return 0
