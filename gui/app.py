@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -48,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.screenshot is not None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        _forget_settings()
     from engine.samples import default_sample
     from gui.main_window import MainWindow
 
@@ -69,6 +73,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         window.file_opened.connect(arrange)
     return app.exec()
+
+
+def _forget_settings() -> None:
+    """Screenshots show the defaults, never this user's remembered sizes and recent files."""
+    from PySide6.QtCore import QSettings
+
+    folder = tempfile.mkdtemp(prefix="store-studio-screenshot-")
+    atexit.register(shutil.rmtree, folder, True)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, folder)
 
 
 def _start_surgery(window: "MainWindow", recipe: Path | None, dock: str | None) -> None:  # noqa: F821

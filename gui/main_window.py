@@ -207,8 +207,8 @@ class MainWindow(QMainWindow):
         self.busy_label.setText(f"Opening {', '.join(names)}…" if names else "")
 
     def is_idle(self) -> bool:
-        """No file opening and no statistics, preview or recipe plan being computed."""
-        planning = any(v.document is not None and v.document.busy for v in self.views())
+        """No file opening and no statistics, module inference, preview or recipe plan being computed."""
+        planning = any(v.modules is None or (v.document is not None and v.document.busy) for v in self.views())
         return not self._opening and self.opener.active == 0 and self.work.active == 0 and not planning
 
     # --- tabs -------------------------------------------------------------------------------------------
@@ -535,7 +535,8 @@ class MainWindow(QMainWindow):
     def _save_splitters(self, view: StoreView) -> None:
         store = settings.app_settings()
         for name, splitter in view.splitters().items():
-            store.setValue(f"splitters/{name}", splitter.saveState())
+            if 0 not in splitter.sizes():  # a folded panel (surgery folds the details) is not a preference
+                store.setValue(f"splitters/{name}", splitter.saveState())
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if not all(self._may_discard(view) for view in self.views()):
