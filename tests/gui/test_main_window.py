@@ -251,3 +251,17 @@ def test_pytorch_values_show_as_a_tree_and_copy_as_json(window: MainWindow, open
     assert view.side.currentWidget() is panel
     panel.findChild(QPushButton, "copyJson").click()
     assert json.loads(QGuiApplication.clipboard().text()) == json.loads(json.dumps(view.store.values, default=str))
+
+
+def test_details_folded_by_surgery_come_back_on_the_next_open(qapp, qtbot, open_view, window: MainWindow):
+    view = open_view(_sample("bpk"))
+    view.main_split.setSizes([300, 700])
+    window.close_tab(0)  # remembered: the user's own split
+    view = open_view(_sample("bpk"))
+    view.favour_tree()  # what starting surgery does to make room for the docks
+    assert view.main_split.sizes()[1] == 0
+    window.close_tab(0)
+
+    view = open_view(_sample("bpk"))
+    sizes = view.main_split.sizes()
+    assert sizes[1] > 0 and sizes[0] < sizes[1]
