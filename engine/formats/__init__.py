@@ -12,15 +12,14 @@ from typing import Any
 
 from ..errors import FormatError
 from ..store import Store
-from . import burnpack, safetensors
+from . import burnpack, pytorch, safetensors
 
 SNIFF_BYTES = 4096
 OPTIONS = {"top_level_key"}  # options some format understands; the others ignore them
 
 
-def _formats() -> list[ModuleType]:
-    from . import pytorch
-    return [burnpack, safetensors, pytorch]
+READERS: tuple[ModuleType, ...] = (burnpack, safetensors, pytorch)  # asked in this order
+WRITERS: tuple[ModuleType, ...] = (burnpack, safetensors)
 
 
 def open_store(path: str | os.PathLike, **options: Any) -> Store:
@@ -38,7 +37,7 @@ def open_store(path: str | os.PathLike, **options: Any) -> Store:
         raise FormatError(path, f"cannot open: {exc.strerror or exc}") from None
     if not head:
         raise FormatError(path, "file is empty")
-    for fmt in _formats():
+    for fmt in READERS:
         if fmt.sniff(head):
             return fmt.open(path, **options)
     raise FormatError(path, "not a Burnpack, SafeTensors or PyTorch file (its first bytes match none of them)")
@@ -46,7 +45,7 @@ def open_store(path: str | os.PathLike, **options: Any) -> Store:
 
 def writer(fmt: str) -> ModuleType:
     """The module that writes ``fmt`` ("burnpack" or "safetensors")."""
-    for module in (burnpack, safetensors):
+    for module in WRITERS:
         if module.NAME == fmt:
             return module
     raise ValueError(f"cannot write {fmt!r}: choose burnpack or safetensors")
@@ -55,7 +54,7 @@ def writer(fmt: str) -> ModuleType:
 def format_for_path(path: str | os.PathLike) -> str | None:
     """The writable format a destination's extension asks for, if any."""
     suffix = Path(path).suffix.lower()
-    for module in (burnpack, safetensors):
+    for module in WRITERS:
         if suffix in module.EXTENSIONS:
             return module.NAME
     return None

@@ -22,7 +22,3 @@ def fixture_as_safetensors(relative: str, dest: Path) -> Path:
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True)
 
-
-def pt_reader_ready() -> bool:
-    from engine.formats import _formats
-    return any(hasattr(fmt, "sniff") and fmt.__name__.endswith("pytorch") for fmt in _formats())

@@ -1,12 +1,11 @@
 """``store-studio convert`` with surgery flags, recipes, dry runs and templates, on real files."""
 
 import numpy as np
-import pytest
 
 from engine import ArrayStore, export, open_store
 from engine.cli import main
 from engine.surgery import Recipe
-from cli_surgery_helpers import FIXTURES, fixture_as_safetensors, pt_reader_ready, run
+from cli_surgery_helpers import FIXTURES, fixture_as_safetensors, run
 
 
 def test_adapter_and_contiguous_indices_write_burn_names(tmp_path):
@@ -84,7 +83,6 @@ def test_usage_errors_stay_exit_2(tmp_path):
     assert run("convert", "a", "b", "--cast", "f8").returncode == 2
 
 
-@pytest.mark.skipif(not pt_reader_ready(), reason="the PyTorch reader has not landed yet")
 def test_top_level_key_reads_one_branch_of_a_pytorch_checkpoint(tmp_path):
     assert main(["convert", str(FIXTURES / "top_level_key" / "top_level_key.pt"), str(tmp_path / "o.bpk"),
                  "--top-level-key", "my_state_dict"]) == 0
