@@ -12,7 +12,7 @@ from typing import Any, BinaryIO, Sequence
 
 from .. import dtypes
 from ..errors import FormatError
-from ..store import TensorEntry, TensorSource
+from ..store import TensorSource
 from . import cbor
 from .mapped import MappedFile, RangeStore, build_entries
 

@@ -8,7 +8,6 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from engine.formats import open_store
 
