@@ -21,3 +21,15 @@ def shape(dims: tuple[int, ...]) -> str:
 
 def count(n: int) -> str:
     return f"{n:,}"
+
+
+def duration(seconds: float) -> str:
+    """``12 s``, ``3 min 5 s``, ``1 h 2 min``: a time left as people say it."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"

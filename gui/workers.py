@@ -7,6 +7,7 @@ signals to the runner (a QObject living on the UI thread), which then calls the 
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -132,3 +133,31 @@ class TaskRunner(QObject):
         callbacks = self._finish(task)
         if callbacks is not None and callbacks.cancelled is not None:
             callbacks.cancelled()
+
+
+PROGRESS_INTERVAL = 0.1  # seconds between progress reports a worker sends to the UI thread
+
+
+class ProgressRelay(QObject):
+    """Carries a worker's ``(done, total)`` to the UI thread (a queued signal), a few times a second at most."""
+
+    changed = Signal(object, object)  # object: byte counts pass 2 GiB
+
+    def reporter(self, cancelled: Callable[[], bool]) -> Callable[[int, int], None]:
+        """A progress callback for engine calls; it also stops those that take no cancel callback (``diff``)."""
+        last = 0.0
+
+        def report(done: int, total: int) -> None:
+            nonlocal last
+            if cancelled():
+                raise InterruptedError("cancelled")
+            now = time.monotonic()
+            if done < total and now - last < PROGRESS_INTERVAL:
+                return
+            last = now
+            try:
+                self.changed.emit(done, total)
+            except RuntimeError:  # the panel went away while the worker ran
+                pass
+
+        return report

@@ -9,11 +9,10 @@ name into a remap rule on the document (an undoable edit).
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QItemSelection, QObject, Qt, Signal
+from PySide6.QtCore import QItemSelection, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDockWidget, QFileDialog, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QMainWindow, QProgressBar, QPushButton, QSplitter, QTableView,
                                QVBoxLayout, QWidget)
@@ -29,35 +28,9 @@ from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterMod
 from gui.panels.histogram import HistogramWidget, format_number
 from gui.resources import icon, monospace
 from gui.workbench.document import RecipeDocument
-from gui.workers import Failure, Task, TaskRunner
+from gui.workers import Failure, ProgressRelay, Task, TaskRunner
 
-PROGRESS_INTERVAL = 0.1  # seconds between progress reports a worker sends to the UI thread
 DIFF_DOCK = "diffDock"
-
-
-class ProgressRelay(QObject):
-    """Carries a worker's ``(done, total)`` to the UI thread (a queued signal), a few times a second at most."""
-
-    changed = Signal(object, object)  # object: byte counts pass 2 GiB
-
-    def reporter(self, cancelled: Callable[[], bool]) -> Callable[[int, int], None]:
-        """A progress callback for engine calls; it also stops those that take no cancel callback (``diff``)."""
-        last = 0.0
-
-        def report(done: int, total: int) -> None:
-            nonlocal last
-            if cancelled():
-                raise InterruptedError("cancelled")
-            now = time.monotonic()
-            if done < total and now - last < PROGRESS_INTERVAL:
-                return
-            last = now
-            try:
-                self.changed.emit(done, total)
-            except RuntimeError:  # the panel went away while the worker ran
-                pass
-
-        return report
 
 
 def remap_input_name(tensor: PlannedTensor) -> str:

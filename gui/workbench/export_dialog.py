@@ -24,9 +24,9 @@ from engine.surgery import Plan
 from engine.surgery.plan import RECIPE_METADATA_KEY
 from gui.dialogs import show_error
 from gui.models.diff_model import TONE_COLOURS
-from gui.workbench.diff_panel import ProgressRelay, show_diff_dock
+from gui.workbench.diff_panel import show_diff_dock
 from gui.workbench.document import RecipeDocument
-from gui.workers import Failure, Task, TaskRunner
+from gui.workers import Failure, ProgressRelay, Task, TaskRunner
 
 FORMATS = ((burnpack.NAME, "Burnpack"), (safetensors.NAME, "SafeTensors"))
 SAVE_FILTER = "Burnpack (*.bpk);;SafeTensors (*.safetensors);;All files (*)"
@@ -34,18 +34,6 @@ SOURCE_FILES_KEY = "source_files"
 PROGRESS_STEPS = 1000  # QProgressDialog counts in int; bytes of a large file do not fit
 OVERWRITE_QUESTION = "overwriteQuestion"  # object names, so tests and scripts can find the dialogs
 EXPORT_PROGRESS = "exportProgress"
-
-
-def duration(seconds: float) -> str:
-    """``12 s``, ``3 min 5 s``, ``1 h 2 min``: a time left as people say it."""
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
 
 
 class ExportDialog(QDialog):
@@ -323,7 +311,7 @@ class ExportDialog(QDialog):
         progress.setValue(round(PROGRESS_STEPS * done / total) if total else PROGRESS_STEPS)
         elapsed = max(time.monotonic() - self._started, 1e-6)
         speed = done / elapsed
-        left = f"about {duration((total - done) / speed)} left" if speed > 0 else "estimating time left"
+        left = f"about {humanize.duration((total - done) / speed)} left" if speed > 0 else "estimating time left"
         progress.setLabelText(f"Writing {self._dest_name}\n"
                               f"{humanize.size(done)} of {humanize.size(total)} · {humanize.size(round(speed))}/s · "
                               f"{left}")
