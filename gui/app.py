@@ -19,7 +19,7 @@ DOCKS = ("filters", "remap", "adapters", "sources", "preview")
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="store-studio", description="Open model files in the Store Studio window "
-                                   "(with no file, the bundled sample). Subcommands inspect and convert run "
+                                   "(with no file, the bundled sample). The subcommands above run "
                                    "on the command line instead.")
     root.add_argument("files", nargs="*", metavar="FILE", help="model files to open, one tab each")
     root.add_argument("--screenshot", metavar="PNG", type=Path,

@@ -52,3 +52,10 @@ def test_subcommands_still_run_the_cli_without_importing_qt():
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "conv1.weight" in result.stdout and result.stdout.strip().endswith("no qt")
+
+
+def test_help_lists_the_commands_and_the_window_options():
+    result = subprocess.run([sys.executable, "-m", "gui.launch", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0
+    assert "inspect" in result.stdout and "convert" in result.stdout
+    assert "--screenshot PNG" in result.stdout and "--recipe" in result.stdout
