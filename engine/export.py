@@ -55,7 +55,7 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
     total = sum(item.nbytes for item in items)
     try:
         with partial.open("xb") as out:
-            offsets = module.write_header(out, items, meta, scalars or {} if fmt == "burnpack" else {})
+            offsets = module.write_header(out, items, meta, (scalars or {}) if fmt == "burnpack" else {})
             done, copier = 0, _RangeCopier()
             for item, offset in zip(items, offsets):
                 _pad_to(out, offset)

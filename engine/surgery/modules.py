@@ -16,7 +16,6 @@ from ..errors import RecipeError
 KINDS = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose", "Embedding",
          "BatchNorm", "LayerNorm", "GroupNorm", "RmsNorm", "Unknown")
 NORM_KINDS = frozenset({"BatchNorm", "LayerNorm", "GroupNorm", "RmsNorm"})
-CONV_KINDS = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose"})
 
 _EMBEDDING_NAME = re.compile(r"embed|(^|_)(emb|wte|wpe|tok_embeddings|shared|lookup)(_|$|\d)", re.I)
 _TRANSPOSED_NAME = re.compile(r"deconv|conv_?transpose|transposed?_?conv|(^|_)up(conv|sample|_|\d|$)", re.I)

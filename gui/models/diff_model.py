@@ -13,8 +13,16 @@ from enum import IntEnum
 from functools import cache
 from typing import Any, Sequence
 
-from PySide6.QtCore import (QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, QPointF, QRectF,
-                            QSortFilterProxyModel, Qt)
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QPointF,
+    QRectF,
+    QSortFilterProxyModel,
+    Qt,
+)
 from PySide6.QtGui import QBrush, QColor, QIcon, QPainter, QPainterPath, QPen, QPixmap
 
 from engine import Store, TensorEntry, humanize
@@ -22,6 +30,7 @@ from engine.surgery import AlignmentReport, DiffReport, Plan
 from engine.surgery.ops import Rename
 from engine.tree import natural_key
 from gui.resources import monospace
+from gui.visual import AMBER, BLUE, GREEN, RED
 
 Index = QModelIndex | QPersistentModelIndex
 ROW_ROLE = Qt.ItemDataRole.UserRole  # data(index, ROW_ROLE) is the DiffRow behind a row
@@ -49,7 +58,7 @@ STATUSES: dict[str, Status] = {s.key: s for s in (
     Status("missing", "missing", "problem", "minus", "the other file has it; the recipe's result does not"),
     Status("unused", "unused", "unused", "plus", "the recipe's result has it; the other file does not"),
 )}
-TONE_COLOURS = {"ok": "#2e9e4f", "transformed": "#b0650a", "problem": "#c03b3b", "unused": "#2f6fb5"}
+TONE_COLOURS = {"ok": GREEN.name(), "transformed": AMBER.name(), "problem": RED.name(), "unused": BLUE.name()}
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,19 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
-from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+)
 
 from engine import humanize
 from engine.tree import TreeNode
 from gui.resources import icon, monospace
+from gui.visual import brush, struck
 from gui.workbench.document import DROPPED, Mark
-from gui.workbench.panels.visual import brush, struck
 
 Index = QModelIndex | QPersistentModelIndex
 NODE_ROLE = Qt.ItemDataRole.UserRole  # data(index, NODE_ROLE) is the TreeNode behind a row

@@ -54,7 +54,6 @@ class DiffPanel(QWidget):
         self.setObjectName("diffPanel")
         self.document = document
         self.other: Store | None = None
-        self.other_role = ""
         self._owned: Store | None = None  # a file this panel opened (closed when replaced)
         self._follow_template = False
         self._waiting_for_plan = False
@@ -231,7 +230,7 @@ class DiffPanel(QWidget):
         if self._owned is not None and self._owned is not store:
             self._owned.close()
         self._owned = store if owned else None
-        self.other, self.other_role = store, role
+        self.other = store
         self.values_box.blockSignals(True)
         self.values_box.setChecked(values)
         self.values_box.blockSignals(False)

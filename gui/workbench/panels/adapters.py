@@ -10,9 +10,24 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt
 from PySide6.QtGui import QAction, QFont
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout,
-                               QHeaderView, QLabel, QMenu, QSizePolicy, QStyledItemDelegate, QStyleOptionViewItem, QTableView,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QSizePolicy,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QTableView,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine import Store
 from engine.formats.pytorch import NAME as PYTORCH
@@ -21,8 +36,8 @@ from engine.surgery import adapters as ad
 from engine.tree import natural_key
 from gui.models.tree_model import Index
 from gui.resources import monospace
+from gui.visual import AMBER
 from gui.workbench.panels.base import DocumentPanel
-from gui.workbench.panels.visual import AMBER
 
 ADAPTER_LABELS = {
     ad.PYTORCH_TO_BURN: ("PyTorch → Burn", "Transpose Linear weights; norm weight/bias become gamma/beta"),

@@ -11,15 +11,26 @@ import json
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine.errors import RecipeError
 from engine.surgery import Filter, Plan, Predicate, PredicateGroup
 from engine.surgery.filters import FIELDS, OPERATORS, Rule, compile_pattern
 from gui.resources import monospace
+from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
 from gui.workbench.panels.base import DocumentPanel
-from gui.workbench.panels.visual import INVALID_STYLE
 
 INCLUDE, PATH, WHERE, EXCLUDE = "include", "path", "where", "exclude"
 KIND_ORDER = (INCLUDE, PATH, WHERE, EXCLUDE)  # the order Filter.rule_hits counts them in
@@ -105,7 +116,7 @@ class RuleRow:
         self.edit.setStyleSheet(INVALID_STYLE if error else "")
         self.edit.setToolTip(error or "")
         self.hits.setProperty("role", "problem" if error else "")
-        self.hits.setStyleSheet("color: #c03b3b;" if error else "")
+        self.hits.setStyleSheet(ERROR_TEXT_STYLE if error else "")
         if error:
             self.hits.setText("⚠ invalid")
             self.hits.setToolTip(error)
@@ -136,7 +147,7 @@ class FiltersPanel(DocumentPanel):
         self.message = QLabel()
         self.message.setObjectName("filterMessage")
         self.message.setWordWrap(True)
-        self.message.setStyleSheet("color: #c03b3b;")
+        self.message.setStyleSheet(ERROR_TEXT_STYLE)
         self.message.hide()
         buttons = QHBoxLayout()
         self.add_buttons: dict[str, QPushButton] = {}

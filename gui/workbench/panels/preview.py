@@ -9,8 +9,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QSortFilterProxyModel, Qt
-from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView, QVBoxLayout, QWidget
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QSortFilterProxyModel,
+    Qt,
+)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine import Store, humanize
 from engine.surgery import Plan
@@ -18,9 +33,9 @@ from engine.surgery.plan import Dropped, PlannedTensor
 from engine.tree import natural_key
 from gui.models.tree_model import Index
 from gui.resources import monospace
+from gui.visual import ERROR_TEXT_STYLE, brush, struck
 from gui.workbench.document import CONFLICT, DROPPED, TRANSFORMED, op_words
 from gui.workbench.panels.base import DocumentPanel
-from gui.workbench.panels.visual import brush, struck
 
 STATUS, NAME, SHAPE, DTYPE, SOURCE, OPERATIONS = range(6)
 HEADERS = ("Status", "Name", "Shape", "DType", "Source", "Operations")
@@ -167,8 +182,8 @@ class PreviewPanel(DocumentPanel):
     def plan_ready(self, plan: Plan) -> None:
         self.model.show(plan, self.document.stores if self.document is not None else [])
         self.counts.setText(count_line(plan))
-        self.counts.setStyleSheet("color: #c03b3b;" if plan.conflicts else "")
+        self.counts.setStyleSheet(ERROR_TEXT_STYLE if plan.conflicts else "")
 
     def plan_failed(self, message: str) -> None:
         self.counts.setText(f"⚠ {message}")
-        self.counts.setStyleSheet("color: #c03b3b;")
+        self.counts.setStyleSheet(ERROR_TEXT_STYLE)

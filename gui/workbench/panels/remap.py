@@ -8,9 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QByteArray, QMimeData, QModelIndex, QObject, Qt
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget,
-                               QPushButton, QTableView, QVBoxLayout, QWidget)
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QByteArray,
+    QMimeData,
+    QModelIndex,
+    QObject,
+    Qt,
+)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine.errors import RecipeError
 from engine.surgery import Plan, RemapRule
@@ -18,8 +35,8 @@ from engine.surgery.ops import Rename
 from engine.surgery.remap import compile_rules, remap_name
 from gui.models.tree_model import Index
 from gui.resources import monospace
+from gui.visual import AMBER, ERROR_TEXT_STYLE, INVALID_STYLE
 from gui.workbench.panels.base import DocumentPanel
-from gui.workbench.panels.visual import AMBER, INVALID_STYLE
 
 EXAMPLES = 8  # old -> new pairs listed under the table
 MIME = "application/x-store-studio-remap-row"
@@ -189,7 +206,7 @@ class RemapPanel(DocumentPanel):
         self.message = QLabel()
         self.message.setObjectName("remapMessage")
         self.message.setWordWrap(True)
-        self.message.setStyleSheet("color: #c03b3b;")
+        self.message.setStyleSheet(ERROR_TEXT_STYLE)
         self.message.hide()
         self.examples_title = QLabel("Examples")
         self.examples_title.setProperty("role", "heading")

@@ -10,8 +10,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListWidget,
-                               QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine import Store, open_store
 from engine.errors import RecipeError
@@ -19,8 +29,8 @@ from engine.surgery import Filter, Plan
 from engine.surgery.filters import compile_pattern
 from gui.dialogs import show_error
 from gui.resources import monospace
+from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
 from gui.workbench.panels.base import DocumentPanel
-from gui.workbench.panels.visual import INVALID_STYLE
 from gui.workers import Failure, TaskRunner
 
 FILE_FILTER = "Model files (*.bpk *.safetensors *.pt *.pth *.bin *.ckpt);;All files (*)"
@@ -68,7 +78,7 @@ class SourcesPanel(DocumentPanel):
         form.addRow("Include", self.include)
         form.addRow("Exclude", self.exclude)
         self.message = QLabel()
-        self.message.setStyleSheet("color: #c03b3b;")
+        self.message.setStyleSheet(ERROR_TEXT_STYLE)
         self.message.setWordWrap(True)
         self.message.hide()
         form.addRow(self.message)

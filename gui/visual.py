@@ -1,4 +1,4 @@
-"""The visual language of DESIGN.md in one place: a colour and a word per state, for every workbench view."""
+"""The visual language of DESIGN.md in one place: one colour per meaning, for the tree, the workbench and the diff."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ BLUE = QColor("#2f6fb5")  # unused
 GREEN = QColor("#2e7d32")  # applied
 
 COLOURS = {TRANSFORMED: AMBER, DROPPED: GREY, CONFLICT: RED}
-INVALID_STYLE = "QLineEdit { border: 2px solid #c03b3b; border-radius: 3px; }"
+INVALID_STYLE = f"QLineEdit {{ border: 2px solid {RED.name()}; border-radius: 3px; }}"
+ERROR_TEXT_STYLE = f"color: {RED.name()};"  # a message that says what is wrong
 
 
 def brush(state: str) -> QBrush | None:
