@@ -129,7 +129,8 @@ def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str |
     from PySide6.QtWidgets import QApplication, QMessageBox
 
     failures: list[str] = []
-    window.open_failed.connect(lambda path, failure: failures.append(f"{path.name}: {failure.message}"))
+    window.open_failed.connect(lambda path, failure: failures.append(
+        failure.message if failure.message.startswith(f"{path.name}:") else f"{path.name}: {failure.message}"))
     window.resize(*SCREENSHOT_SIZE)
     window.show()
     window.open_files(files)

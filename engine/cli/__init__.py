@@ -30,6 +30,8 @@ def parser() -> argparse.ArgumentParser:
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(sub)
+    for command in sub.choices.values():  # every --help ends with what its exit codes mean
+        command.epilog = command.epilog or exits.SUMMARY
     return root
 
 
