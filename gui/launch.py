@@ -6,6 +6,7 @@ files, a mistyped subcommand (a usage error, never a window) and whether a windo
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -46,8 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def mistyped_command(args: list[str]) -> str | None:
     """``store-studio inpsect x.pt``: the first word is no file but close to a command, so it is a typo."""
-    if not args or args[0].startswith("-") or Path(args[0]).exists():
-        return None
+    if not args or not re.fullmatch(r"[A-Za-z][A-Za-z-]*", args[0]) or Path(args[0]).exists():
+        return None  # an option, a path (x.pt, ./model) or a real file: the window's to open
     close = suggest_command(args[0])
     return (f"store-studio: {args[0]!r} is neither a command nor a file; did you mean {close}? "
             f"(store-studio --help lists the commands)") if close else None

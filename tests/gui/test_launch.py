@@ -12,6 +12,7 @@ from PySide6.QtGui import QImage
 
 import engine
 from engine.samples import SAMPLES
+from gui.launch import mistyped_command
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -69,6 +70,8 @@ def test_a_mistyped_command_is_a_usage_error_with_a_suggestion_and_no_window():
         assert result.returncode == 2
         assert result.stderr == (f"store-studio: {typed!r} is neither a command nor a file; did you mean {meant}? "
                                  "(store-studio --help lists the commands)\n")
+    assert mistyped_command(["convert.bpk"]) is None and mistyped_command(["./inpsect"]) is None
+    assert mistyped_command(["--select", "inpsect"]) is None and mistyped_command(["zzz"]) is None
 
 
 def test_a_file_named_like_a_typo_still_opens(tmp_path: Path):
