@@ -3,6 +3,9 @@
 Only a terminal gets it: piped or redirected stderr stays clean for logs, and ``-q`` silences it
 anywhere. The line is redrawn in place (carriage return) at most ten times a second and erased
 when the work ends, so the one-line result or error that follows starts on a clean line.
+
+A subcommand calls ``add_quiet_flag(p)`` in its ``register`` and wraps its long step in
+``with line(args, "writing out.bpk") as report: export(..., progress=report)``.
 """
 
 from __future__ import annotations
