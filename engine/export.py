@@ -42,7 +42,8 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
     items = list(items)
     fmt = format or format_for_path(dest)
     if fmt is None:
-        raise ExportError(f"{dest.name}: choose a format (burnpack or safetensors); the extension says neither")
+        raise ExportError(f"{dest.name}: choose a format (burnpack or safetensors); the extension names neither "
+                          "(.pt and .pth files are read only)")
     module = writer(fmt)
     _check(items, fmt, dest, overwrite)
     meta = {"producer": PRODUCER, **({"format": "burnpack"} if fmt == "burnpack" else {}), **(metadata or {})}
@@ -91,9 +92,9 @@ def _check(items: Sequence[TensorSource], fmt: str, dest: Path, overwrite: bool)
     if dest.is_dir():
         raise ExportError(f"{dest}: is a folder")
     if dest.exists() and not overwrite:
-        raise ExportError(f"{dest.name} already exists; choose overwrite to replace it")
+        raise ExportError(f"{dest.name} already exists in {dest.absolute().parent}; nothing was written")
     if not dest.parent.is_dir():
-        raise ExportError(f"{dest.parent}: no such folder")
+        raise ExportError(f"{dest.name}: the folder {dest.absolute().parent} does not exist; create it first")
 
 
 def _pad_to(out: Any, offset: int) -> None:
@@ -206,5 +207,5 @@ def _os_message(dest: Path, exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
         return f"{dest.name}: the disk is full; nothing was changed (free space and try again)"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return f"{dest.name}: cannot write there ({exc.strerror}); nothing was changed"
+        return f"{dest.name}: cannot write in {dest.absolute().parent} ({exc.strerror}); nothing was changed"
     return f"{dest.name}: {exc.strerror or exc}; nothing was changed"

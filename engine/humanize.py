@@ -23,6 +23,16 @@ def count(n: int) -> str:
     return f"{n:,}"
 
 
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 tensor``, ``2 tensors``, ``1,000 tensors``: a count with its noun, never ``1 tensors``."""
+    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
+
+
+def quoted(text: str) -> str:
+    """``'^fc\\.'`` as typed: repr() would double every backslash of a regex."""
+    return f"'{text}'"
+
+
 def duration(seconds: float) -> str:
     """``12 s``, ``3 min 5 s``, ``1 h 2 min``: a time left as people say it."""
     seconds = max(0, round(seconds))

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+import engine
+
 SCREENSHOT_SIZE = (1400, 900)
 SCREENSHOT_TIMEOUT = 60.0  # seconds to wait for files and statistics before giving up
 DOCKS = ("filters", "remap", "adapters", "sources", "preview")
@@ -29,6 +31,10 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--recipe", metavar="JSON", type=Path,
                       help="apply this recipe to the (first) file and show the surgery workbench")
     root.add_argument("--dock", choices=DOCKS, help="bring this workbench panel to the front (implies the workbench)")
+    root.add_argument("--version", action="version", version=f"store-studio {engine.__version__}")
+    root.add_argument("--install-desktop", action="store_true", help="add Store Studio to the desktop's menu and "
+                      "open .bpk, .safetensors, .pt/.pth and .mpk files with it (freedesktop, per user)")
+    root.add_argument("--uninstall-desktop", action="store_true", help="remove what --install-desktop added")
     return root
 
 
@@ -123,7 +129,8 @@ def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str |
     from PySide6.QtWidgets import QApplication, QMessageBox
 
     failures: list[str] = []
-    window.open_failed.connect(lambda path, failure: failures.append(f"{path.name}: {failure.message}"))
+    window.open_failed.connect(lambda path, failure: failures.append(
+        failure.message if failure.message.startswith(f"{path.name}:") else f"{path.name}: {failure.message}"))
     window.resize(*SCREENSHOT_SIZE)
     window.show()
     window.open_files(files)

@@ -1,13 +1,20 @@
-"""The ``store-studio`` entry point: CLI subcommands go to the engine, anything else opens the window."""
+"""The ``store-studio`` entry point: CLI subcommands go to the engine, anything else opens the window.
+
+Before Qt is imported, everything that needs no window is settled here: ``--version``, the desktop
+files, a mistyped subcommand (a usage error, never a window) and whether a window can open at all.
+"""
 
 from __future__ import annotations
 
+import re
 import sys
+from pathlib import Path
 from typing import Sequence
 
-from engine.cli import COMMANDS
+from engine.cli import COMMANDS, SUBCOMMANDS, suggest_command
 from engine.cli import main as cli_main
 from engine.cli import parser as cli_parser
+from engine.cli.exits import USAGE
 from gui.app import parser as window_parser
 
 
@@ -20,9 +27,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         window_parser().print_help()
         return 0
+    typo = mistyped_command(args)
+    if typo:
+        print(typo, file=sys.stderr)
+        return USAGE
+    options = window_parser().parse_args(args)
+    if options.install_desktop or options.uninstall_desktop:
+        return desktop_files(install=options.install_desktop)
+    from gui.platform_check import startup_problem
+
+    problem = startup_problem([m.NAME for m in SUBCOMMANDS], screenshot=options.screenshot is not None)
+    if problem:
+        print(problem, file=sys.stderr)
+        return USAGE
     from gui.app import main as window_main  # Qt is imported only when the window is wanted
 
     return window_main(args)
+
+
+def mistyped_command(args: list[str]) -> str | None:
+    """``store-studio inpsect x.pt``: the first word is no file but close to a command, so it is a typo."""
+    if not args or not re.fullmatch(r"[A-Za-z][A-Za-z-]*", args[0]) or Path(args[0]).exists():
+        return None  # an option, a path (x.pt, ./model) or a real file: the window's to open
+    close = suggest_command(args[0])
+    return (f"store-studio: {args[0]!r} is neither a command nor a file; did you mean {close}? "
+            f"(store-studio --help lists the commands)") if close else None
+
+
+def desktop_files(install: bool) -> int:
+    from gui import desktop
+
+    try:
+        paths = desktop.install() if install else desktop.uninstall()
+    except OSError as exc:
+        print(f"store-studio: cannot {'write' if install else 'remove'} {exc.filename}: {exc.strerror}",
+              file=sys.stderr)
+        return 1
+    verb = "wrote" if install else "removed"
+    print("\n".join(f"{verb} {path}" for path in paths) or "nothing to remove")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,44 +1,72 @@
 """The ``store-studio`` command line: one module per subcommand, each with ``register``.
 
-Exit codes: 0 success, 1 a file or export problem (one line on stderr), 2 a usage error,
-3 tensors missing against `convert --template` (unless `--allow-partial`).
+Every failure ends here as one line on stderr and an exit code from ``exits`` (0 success, 1 a
+problem with a file, 2 a usage error, 3 validation against a template); a user never sees a
+traceback, not even for a bug (set STORE_STUDIO_TRACEBACK=1 to see it when reporting one).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import sys
 from typing import Sequence
 
+from .. import __version__
 from ..errors import StoreStudioError
-from . import config, convert, diff, inspect, recipe
+from . import config, convert, diff, exits, inspect, recipe
+from .exits import UsageError
 
 SUBCOMMANDS = (inspect, convert, diff, recipe, config)
 COMMANDS = {module.NAME for module in SUBCOMMANDS}
+TRACEBACK_VARIABLE = "STORE_STUDIO_TRACEBACK"
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="store-studio", description="Inspect and convert Burnpack, SafeTensors "
-                                   "and PyTorch model files.")
+                                   "and PyTorch model files.", epilog=exits.SUMMARY)
+    root.add_argument("--version", action="version", version=f"store-studio {__version__}")
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(sub)
+    for command in sub.choices.values():  # every --help ends with what its exit codes mean
+        command.epilog = command.epilog or exits.SUMMARY
     return root
+
+
+def suggest_command(word: str) -> str | None:
+    """The subcommand ``word`` is most likely a typo of (``inpsect`` -> ``inspect``), if any is close."""
+    close = difflib.get_close_matches(word, sorted(COMMANDS), n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         return int(args.run(args) or 0)
+    except UsageError as exc:
+        return fail(f"store-studio {args.command}: {exc}", exits.USAGE)
     except StoreStudioError as exc:
-        print(f"store-studio: {exc}", file=sys.stderr)
-        return 1
+        return fail(f"store-studio: {exc}", exits.FILE_PROBLEM)
     except BrokenPipeError:  # output piped into `head`: not an error
         sys.stderr.close()
-        return 0
+        return exits.OK
+    except OSError as exc:  # a file the engine did not wrap: name it in full, folder included
+        where = f"{exc.filename}: " if exc.filename else ""
+        return fail(f"store-studio: {where}{exc.strerror or exc}", exits.FILE_PROBLEM)
     except KeyboardInterrupt:
-        print("store-studio: interrupted", file=sys.stderr)
-        return 130
+        return fail("store-studio: interrupted", exits.INTERRUPTED)
+    except Exception as exc:  # a bug: one line a user can paste into a report, the traceback on request
+        if os.environ.get(TRACEBACK_VARIABLE):
+            raise
+        return fail(f"store-studio: unexpected error ({type(exc).__name__}: {exc}); please report it with the "
+                    f"command you ran ({TRACEBACK_VARIABLE}=1 shows the details)", exits.FILE_PROBLEM)
+
+
+def fail(message: str, code: int) -> int:
+    print(message, file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -11,20 +11,24 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import ExitStack
+from pathlib import Path
 
-from ..errors import ExportError
+from .. import humanize
+from ..errors import ExportError, RecipeError
 from ..formats import format_for_path, open_store
 from ..store import Store
 from ..surgery import adapters as ad
 from ..surgery.align import align
-from ..surgery.filters import Filter
+from ..surgery.filters import Filter, compile_pattern
 from ..surgery.plan import Plan, plan
 from ..surgery.recipe import CAST_TARGETS, CastRule, Recipe, SourceSpec
-from ..surgery.remap import RemapRule
+from ..surgery.remap import RemapRule, compile_rules
+from . import exits, progress
+from .exits import UsageError
 
 NAME = "convert"
 FORMATS = {"bpk": "burnpack", "burnpack": "burnpack", "safetensors": "safetensors"}
-EXIT_MISSING = 3
+EXIT_MISSING = exits.VALIDATION
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     s.add_argument("--recipe", metavar="FILE", help="start from a saved recipe (flags add to it)")
     s.add_argument("--save-recipe", metavar="FILE", help="save the recipe these arguments make")
+    progress.add_quiet_flag(p)
     p.set_defaults(run=run)
 
 
@@ -58,13 +63,34 @@ def parse_metadata(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise ExportError(f"--metadata wants KEY=VALUE, got {pair!r}")
+            raise UsageError(f"--metadata wants KEY=VALUE, got {pair!r}")
         result[key] = value
     return result
 
 
+def check_patterns(args: argparse.Namespace) -> None:
+    """A regex typed on the command line that does not compile is a usage error (2), not a file's (1)."""
+    try:
+        for flag in ("include", "exclude"):
+            for pattern in getattr(args, flag):
+                compile_pattern(pattern, f"--{flag}")
+        compile_rules([RemapRule(p, r) for p, r in args.remap])
+    except RecipeError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def check_destination(output: str, fmt: str | None, overwrite: bool) -> None:
+    """What the command line can say about OUT before any source is opened, in the flags' own words."""
+    if (fmt or format_for_path(output)) is None:
+        raise UsageError(f"{Path(output).name}: its extension names no format Store Studio writes (.pt and .pth "
+                         "are read only); use .bpk or .safetensors, or choose with --format bpk|safetensors")
+    if Path(output).exists() and not overwrite and not Path(output).is_dir():
+        raise ExportError(f"{output} already exists; use --overwrite to replace it")
+
+
 def build_recipe(args: argparse.Namespace, inputs: list[str]) -> Recipe:
     """The recipe the arguments describe: ``--recipe``'s, extended by the flags."""
+    check_patterns(args)
     base = Recipe.load(args.recipe) if args.recipe else Recipe()
     known = {s.path: s for s in base.sources}
     key = args.top_level_key or base.top_level_key
@@ -99,13 +125,13 @@ def run(args: argparse.Namespace) -> int:
     *inputs, output = args.paths
     recipe = build_recipe(args, inputs)
     if not recipe.sources:
-        print("store-studio convert: give at least one input and an output (or a --recipe with sources)",
-              file=sys.stderr)
-        return 2
+        raise UsageError("give at least one input and an output (or a --recipe with sources)")
+    fmt = FORMATS[args.format] if args.format else None
+    if not args.dry_run:
+        check_destination(output, fmt, args.overwrite)
     if args.save_recipe:
         recipe.save(args.save_recipe)
         print(f"saved recipe {args.save_recipe}", file=sys.stderr)
-    fmt = FORMATS[args.format] if args.format else None
     with ExitStack() as stack:
         stores = open_sources(recipe, stack)
         template = stack.enter_context(open_store(args.template)) if args.template else None
@@ -116,8 +142,9 @@ def run(args: argparse.Namespace) -> int:
             report = align(result, template)
             print("\n".join(report.lines()))
             if report.missing and not recipe.allow_partial:
-                print(f"store-studio: {len(report.missing)} tensor(s) the template wants are missing "
-                      "(use --allow-partial to convert anyway)", file=sys.stderr)
+                print(f"store-studio: {humanize.plural(len(report.missing), 'tensor')} the template wants "
+                      f"{'is' if len(report.missing) == 1 else 'are'} missing (use --allow-partial to convert anyway)",
+                      file=sys.stderr)
                 return EXIT_MISSING
         if args.dry_run:
             return 0
@@ -125,17 +152,23 @@ def run(args: argparse.Namespace) -> int:
         same_format = only is not None and only.format == (fmt or format_for_path(output))
         base = dict(only.metadata) if same_format else {}
         base.pop("producer", None)
-        out = result.export(output, fmt, metadata={**base, **recipe.metadata},
-                            scalars=only.scalars if same_format else None, overwrite=args.overwrite)
+        with progress.line(args, f"writing {Path(output).name}") as report:
+            out = result.export(output, fmt, metadata={**base, **recipe.metadata},
+                                scalars=only.scalars if same_format else None, overwrite=args.overwrite,
+                                progress=report)
     print(f"wrote {out}", file=sys.stderr)
     return 0
 
 
 def print_plan(result: Plan) -> None:
-    """The plan as a user reads it: each output tensor, where it comes from and what happens to it."""
-    for t in result.tensors:
-        origin = f"{t.source_name}" if t.source_name == t.name else f"{t.source_name} -> {t.name}"
-        print(f"{t.name}  {t.dtype} {list(t.shape)}  [{t.module}]  from {origin}")
+    """The plan as a user reads it: one aligned row per output tensor (name, dtype, shape, module, origin),
+    its operations indented below it."""
+    rows = [(t.name, str(t.dtype), humanize.shape(t.shape), f"[{t.module}]",
+             "from " + (t.source_name if t.source_name == t.name else f"{t.source_name} -> {t.name}"))
+            for t in result.tensors]
+    widths = [max((len(row[i]) for row in rows), default=0) for i in range(4)]
+    for t, row in zip(result.tensors, rows):
+        print("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[4]]))
         for op in t.operations:
             print(f"    {op}")
     for d in result.dropped:
@@ -145,5 +178,6 @@ def print_plan(result: Plan) -> None:
     for c in result.conflicts:
         print(f"conflict: {c}")
     for h in result.rule_hits:
-        print(f"rule {h.rule}: {h.count} tensor(s)")
-    print(f"{len(result.tensors)} tensors out, {len(result.dropped)} dropped, {len(result.conflicts)} conflicts")
+        print(f"rule {h.rule}: {humanize.plural(h.count, 'tensor')}")
+    print(f"{humanize.plural(len(result.tensors), 'tensor')} out, {len(result.dropped)} dropped, "
+          f"{humanize.plural(len(result.conflicts), 'conflict')}")

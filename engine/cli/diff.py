@@ -14,6 +14,7 @@ from ..formats import open_store
 from ..surgery.diff import DiffReport, diff
 from ..surgery.plan import plan
 from ..surgery.recipe import Recipe
+from . import exits, progress
 
 NAME = "diff"
 
@@ -27,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--recipe", metavar="FILE", help="read A through this recipe's plan")
     p.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance of allclose (default 1e-5)")
     p.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance of allclose (default 1e-8)")
+    p.add_argument("--exit-code", action="store_true", help="exit 1 when anything differs, as git diff --exit-code")
+    progress.add_quiet_flag(p)
     p.set_defaults(run=run)
 
 
@@ -37,12 +40,13 @@ def run(args: argparse.Namespace) -> int:
         a = stack.enter_context(open_store(args.a, **({"top_level_key": key} if key else {})))
         b = stack.enter_context(open_store(args.b))
         left = plan([a], recipe) if recipe else a
-        report = diff(left, b, values=not args.no_values, rtol=args.rtol, atol=args.atol)
+        with progress.line(args, "comparing") as report_progress:
+            report = diff(left, b, values=not args.no_values, rtol=args.rtol, atol=args.atol, progress=report_progress)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
         print_report(report)
-    return 0
+    return exits.DIFFERS if args.exit_code and not report.all_identical else exits.OK
 
 
 def print_report(report: DiffReport) -> None:

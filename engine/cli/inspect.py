@@ -57,7 +57,7 @@ def print_table(store: Store) -> None:
     print(line)
     for row in rows:
         print("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
-    print(f"{humanize.count(len(store.entries))} tensors · {humanize.count(store.total_params)} parameters · "
+    print(f"{humanize.plural(len(store.entries), 'tensor')} · {humanize.plural(store.total_params, 'parameter')} · "
           f"{humanize.size(store.total_bytes)}")
     for key, value in store.metadata.items():
         print(f"  {key} = {value}")

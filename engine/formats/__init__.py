@@ -34,7 +34,7 @@ def open_store(path: str | os.PathLike, **options: Any) -> Store:
     except IsADirectoryError:
         raise FormatError(path, "is a folder, not a model file") from None
     except OSError as exc:
-        raise FormatError(path, f"cannot open: {exc.strerror or exc}") from None
+        raise FormatError(path, f"cannot open it in {path.absolute().parent}: {exc.strerror or exc}") from None
     if not head:
         raise FormatError(path, "file is empty")
     for fmt in READERS:

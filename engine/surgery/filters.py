@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any, Mapping, Sequence, Union
 
 from ..errors import RecipeError
+from ..humanize import quoted
 
 FIELDS = ("name", "dtype", "ndim", "shape", "numel", "module")
 OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "contains", "matches", "in")
@@ -25,7 +26,7 @@ def compile_pattern(pattern: str, rule: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
     except re.error as exc:
-        raise RecipeError(f"{rule}: invalid regex {pattern!r}: {exc}") from None
+        raise RecipeError(f"{rule}: invalid regex {quoted(pattern)}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -143,18 +144,18 @@ class Filter:
                 return "matched no include rule"
         for i, pattern in enumerate(self.exclude):
             if compile_pattern(pattern, f"exclude rule {i + 1}").search(name):
-                return f"excluded by rule {i + 1} ({pattern!r})"
+                return f"excluded by rule {i + 1} ({quoted(pattern)})"
         return None
 
     def rule_hits(self, tensors: Sequence[Mapping[str, Any]]) -> list[RuleHits]:
         """Each rule's match count over tensor facts, in rule order (includes, paths, predicates, excludes)."""
         names = [t["name"] for t in tensors]
-        hits = [RuleHits(f"include {p!r}", sum(1 for n in names if compile_pattern(p, f"include rule {i + 1}").search(n)))
+        hits = [RuleHits(f"include {quoted(p)}", sum(1 for n in names if compile_pattern(p, f"include rule {i + 1}").search(n)))
                 for i, p in enumerate(self.include)]
         present = set(names)
-        hits += [RuleHits(f"path {p!r}", int(p in present)) for p in self.full_paths]
+        hits += [RuleHits(f"path {quoted(p)}", int(p in present)) for p in self.full_paths]
         hits += [RuleHits(f"where {rule.label}", sum(1 for t in tensors if rule.accepts(t))) for rule in self.where]
-        hits += [RuleHits(f"exclude {p!r}", sum(1 for n in names if compile_pattern(p, f"exclude rule {i + 1}").search(n)))
+        hits += [RuleHits(f"exclude {quoted(p)}", sum(1 for n in names if compile_pattern(p, f"exclude rule {i + 1}").search(n)))
                  for i, p in enumerate(self.exclude)]
         return hits
 

@@ -23,6 +23,7 @@ import numpy as np
 from ..dtypes import DType
 from ..errors import ExportError, RecipeError
 from ..export import Cancel, Progress, export
+from ..humanize import quoted
 from ..store import CHUNK, Store, TensorEntry
 from . import adapters as ad
 from .filters import Filter, RuleHits, facts
@@ -233,7 +234,7 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
             merged[item.name] = planned
     result.tensors = list(merged.values()) + duplicates
     result.rule_hits += selection.hits
-    result.rule_hits += [RuleHits(f"remap {r.pattern!r} -> {r.replacement!r}", n) for r, n in zip(recipe.remaps, remap_hits)]
+    result.rule_hits += [RuleHits(f"remap {quoted(r.pattern)} -> {quoted(r.replacement)}", n) for r, n in zip(recipe.remaps, remap_hits)]
     return result
 
 

@@ -145,7 +145,10 @@ class Recipe:
 
     def save(self, path: str | os.PathLike) -> Path:
         path = Path(path)
-        path.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        try:
+            path.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise RecipeError(f"{path}: cannot save the recipe there: {exc.strerror or exc}") from None
         return path
 
     @classmethod
@@ -154,7 +157,7 @@ class Recipe:
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
-            raise RecipeError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+            raise RecipeError(f"{path}: cannot read the recipe: {exc.strerror or exc}") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise RecipeError(f"{path.name}: not a JSON recipe: {exc}") from None
         try:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import RecipeError
+from ..humanize import quoted
 from .filters import compile_pattern
 
 _RUST_REF = re.compile(r"\$\$|\$\{(\w+)\}|\$(\d+|[A-Za-z_]\w*)")
@@ -52,7 +53,7 @@ def compile_rules(rules: Sequence[RemapRule]) -> list[CompiledRule]:
     """Check every rule up front; a bad one is a RecipeError naming its number and pattern."""
     compiled = []
     for i, rule in enumerate(rules):
-        where = f"remap rule {i + 1} ({rule.pattern!r} -> {rule.replacement!r})"
+        where = f"remap rule {i + 1} ({quoted(rule.pattern)} -> {quoted(rule.replacement)})"
         regex = compile_pattern(rule.pattern, where)
         template = python_template(rule.replacement)
         for match in _PY_REF.finditer(template):

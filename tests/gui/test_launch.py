@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from PySide6.QtGui import QImage
 
+import engine
 from engine.samples import SAMPLES
+from gui.launch import mistyped_command
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -59,3 +62,28 @@ def test_help_lists_the_commands_and_the_window_options():
     assert result.returncode == 0
     assert "inspect" in result.stdout and "convert" in result.stdout
     assert "--screenshot PNG" in result.stdout and "--recipe" in result.stdout
+
+
+def test_a_mistyped_command_is_a_usage_error_with_a_suggestion_and_no_window():
+    for typed, meant in (("inpsect", "inspect"), ("conver", "convert"), ("dif", "diff")):
+        result = _run(typed, "x.pt")
+        assert result.returncode == 2
+        assert result.stderr == (f"store-studio: {typed!r} is neither a command nor a file; did you mean {meant}? "
+                                 "(store-studio --help lists the commands)\n")
+    assert mistyped_command(["convert.bpk"]) is None and mistyped_command(["./inpsect"]) is None
+    assert mistyped_command(["--select", "inpsect"]) is None and mistyped_command(["zzz"]) is None
+
+
+def test_a_file_named_like_a_typo_still_opens(tmp_path: Path):
+    shutil.copyfile(SAMPLES / "sample_cnn.bpk", tmp_path / "inpsect")
+    out = tmp_path / "w.png"
+    result = subprocess.run([sys.executable, "-m", "gui.launch", "inpsect", "--screenshot", str(out)], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert QImage(str(out)).width() == 1400
+
+
+def test_version_prints_the_engine_version_from_both_halves():
+    assert _run("--version").stdout == f"store-studio {engine.__version__}\n"
+    result = subprocess.run([sys.executable, "-m", "engine", "--version"], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout == f"store-studio {engine.__version__}\n"
