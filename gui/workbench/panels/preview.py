@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -32,7 +33,7 @@ from engine.surgery import Plan
 from engine.surgery.plan import Dropped, PlannedTensor
 from engine.tree import natural_key
 from gui.models.tree_model import Index
-from gui.resources import monospace
+from gui.resources import icon, monospace
 from gui.visual import ERROR_TEXT_STYLE, brush, struck
 from gui.workbench.document import CONFLICT, DROPPED, TRANSFORMED, op_words
 from gui.workbench.panels.base import DocumentPanel
@@ -146,13 +147,31 @@ class PreviewPanel(DocumentPanel):
         self.rerun = QPushButton("Re-run (F5)")
         self.rerun.setToolTip("Plan the recipe again now")
         self.rerun.clicked.connect(lambda: self.document.replan() if self.document is not None else None)
+        self.name_filter = QLineEdit()
+        self.name_filter.setObjectName("previewFilter")
+        self.name_filter.setPlaceholderText("Filter rows by name")
+        self.name_filter.setToolTip("Show only rows whose name contains this text (case-insensitive)")
+        self.name_filter.setClearButtonEnabled(True)
+        self.name_filter.addAction(icon("search"), QLineEdit.ActionPosition.LeadingPosition)
+        self.name_filter.setMinimumWidth(180)
+        self.name_filter.textChanged.connect(self._filter_names)
+        self.shown = QLabel()
+        self.shown.setObjectName("previewShown")
+        self.shown.setProperty("role", "hint")
         top = QHBoxLayout()
         top.addWidget(self.counts, 1)
+        top.addWidget(self.shown)
+        top.addWidget(self.name_filter)
         top.addWidget(self.rerun)
         self.model = PreviewModel(self)
         self.sorted = QSortFilterProxyModel(self)
         self.sorted.setSourceModel(self.model)
         self.sorted.setSortRole(SORT_ROLE)
+        self.sorted.setFilterKeyColumn(NAME)
+        self.sorted.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.sorted.rowsInserted.connect(self._show_shown)
+        self.sorted.modelReset.connect(self._show_shown)
+        self.sorted.layoutChanged.connect(self._show_shown)
         self.table = QTableView()
         self.table.setObjectName("preview")
         self.table.setModel(self.sorted)
@@ -171,6 +190,16 @@ class PreviewPanel(DocumentPanel):
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
         self.setEnabled(False)
+
+    def _filter_names(self, text: str) -> None:
+        """Narrow the rows as the user types: the proxy re-filters, the plan's model stays as it is."""
+        self.sorted.setFilterFixedString(text)
+        self._show_shown()
+
+    def _show_shown(self, *_: object) -> None:
+        total, shown = self.model.rowCount(), self.sorted.rowCount()
+        self.shown.setText(f"{shown:,} of {total:,} rows" if self.name_filter.text() else "")
+        self.shown.setVisible(bool(self.name_filter.text()))
 
     def recipe_changed(self) -> None:
         if self.document is not None and self.document.busy:
