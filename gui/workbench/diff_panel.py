@@ -24,7 +24,7 @@ from engine.surgery.ops import Rename
 from engine.surgery.plan import PlannedTensor
 from gui.dialogs import show_error
 from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
-                                   status_icon)
+                                   dropped_tensors, status_icon)
 from gui.panels.histogram import HistogramWidget, format_number
 from gui.resources import icon, monospace
 from gui.workbench.document import RecipeDocument
@@ -254,11 +254,12 @@ class DiffPanel(QWidget):
             self._compare_task.cancel()
         self._generation += 1
         generation, other, values, reporter = self._generation, self.other, self.values_box.isChecked(), self._relay
+        sources = self.document.planned_stores()
 
         def work(cancelled: Callable[[], bool]) -> list[DiffRow]:
             report = align(plan, other)
             compared = diff(plan, other, values=True, progress=reporter.reporter(cancelled)) if values else None
-            return build_rows(plan, other, report, compared)
+            return build_rows(plan, other, report, compared, dropped_tensors(plan, sources))
 
         self._show_message(f"Comparing with {other.path.name}…")
         self._set_busy(True, determinate=values)

@@ -218,6 +218,10 @@ class RecipeDocument(QObject):
         """Unsaved edits: the stack left its clean point (an untouched, unsaved recipe is not modified)."""
         return not self.undo_stack.isClean()
 
+    def planned_stores(self) -> list[Store]:
+        """The sources as the plan reads them: PyTorch files opened at their top-level key (what dropped names name)."""
+        return self._keyed.resolve(self._state.stores, self.recipe)
+
     @property
     def busy(self) -> bool:
         return self._timer.isActive() or self._task is not None
