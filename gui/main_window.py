@@ -29,6 +29,7 @@ from gui.workbench.panels.filters import FiltersPanel
 from gui.workbench.panels.preview import PreviewPanel
 from gui.workbench.panels.remap import RemapPanel
 from gui.workbench.panels.sources import SourcesPanel
+from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
@@ -320,6 +321,7 @@ class MainWindow(QMainWindow):
             document = view.start_surgery()
             self.undo_group.addStack(document.undo_stack)
             document.modifiedChanged.connect(lambda _: self._update_title())
+            document.recipeChanged.connect(self._update_template_action)  # a template set or undone
         if not self._workbench_shown:
             self._workbench_shown = True
             for dock in self.docks.values():
@@ -344,9 +346,14 @@ class MainWindow(QMainWindow):
             self.diff_dock.setWidget(diff)
         for action in (self.actions.start_surgery, self.actions.rerun, self.actions.diff, self.actions.copy_cli,
                        self.actions.copy_rust, self.actions.export, self.actions.open_recipe,
-                       self.actions.save_recipe, self.actions.save_recipe_as):
+                       self.actions.save_recipe, self.actions.save_recipe_as, self.actions.set_template):
             action.setEnabled(self.current_view() is not None)
+        self._update_template_action()
         self._update_title()
+
+    def _update_template_action(self) -> None:
+        document = self.document()
+        self.actions.clear_template.setEnabled(document is not None and document.template is not None)
 
     def start_surgery(self) -> None:
         self.surgery()
@@ -393,6 +400,17 @@ class MainWindow(QMainWindow):
         self.diff_dock.setWidget(self._diff_panels[document])
         self.diff_dock.show()
         self.diff_dock.raise_()
+
+    def choose_template(self) -> None:
+        """Surgery › Set Template…: the file the result must fit (the diff view's Template button does the same)."""
+        document = self.surgery()
+        if document is not None:
+            choose_template(self, document, self.opener)
+
+    def clear_template(self) -> None:
+        document = self.document()
+        if document is not None:
+            document.set_template(None)
 
     def open_recipe_dialog(self) -> None:
         view = self.current_view()

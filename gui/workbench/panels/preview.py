@@ -6,6 +6,7 @@ the plan lazily: 10,000 rows cost only the rows on screen.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +30,17 @@ from PySide6.QtWidgets import (
 )
 
 from engine import Store, humanize
-from engine.surgery import Plan
+from engine.surgery import AlignmentReport, Plan
 from engine.surgery.plan import Dropped, PlannedTensor
 from engine.tree import natural_key
 from gui.models.tree_model import Index
 from gui.resources import icon, monospace
 from gui.visual import ERROR_TEXT_STYLE, brush, struck
-from gui.workbench.document import CONFLICT, DROPPED, TRANSFORMED, op_words
+from gui.workbench.document import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, op_words, template_fit
 from gui.workbench.panels.base import DocumentPanel
 
-STATUS, NAME, SHAPE, DTYPE, SOURCE, OPERATIONS = range(6)
-HEADERS = ("Status", "Name", "Shape", "DType", "Source", "Operations")
+STATUS, NAME, SHAPE, DTYPE, SOURCE, OPERATIONS, TEMPLATE = range(7)
+HEADERS = ("Status", "Name", "Shape", "DType", "Source", "Operations", "Template")
 SORT_ROLE = Qt.ItemDataRole.UserRole + 10
 
 
@@ -54,26 +55,48 @@ def count_line(plan: Plan) -> str:
     return " · ".join(parts)
 
 
+def template_line(report: AlignmentReport, template: Store) -> str:
+    """``Template target.bpk: 10 applied · 1 shape mismatch · 2 missing · 3 unused``, as the CLI's alignment counts."""
+    mismatches = len(report.shape_mismatches)
+    return (f"Template {template.path.name}: {len(report.applied):,} applied · {mismatches:,} shape "
+            f"mismatch{'es' if mismatches != 1 else ''} · {len(report.missing):,} missing · "
+            f"{len(report.unused):,} unused")
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A row for a tensor the template wants and the recipe's result lacks."""
+
+    name: str
+
+
 class PreviewModel(QAbstractTableModel):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.plan: Plan | None = None
         self._conflicted: set[str] = set()
         self._stores: dict[str, Store] = {}
+        self._template: Store | None = None
+        self._fit: dict[str, tuple[str, str, str]] = {}
+        self._missing: list[Missing] = []
         self._font = monospace()
         self._struck = struck(self._font)
 
-    def show(self, plan: Plan | None, stores: list[Store]) -> None:
+    def show(self, plan: Plan | None, stores: list[Store], report: AlignmentReport | None = None,
+             template: Store | None = None) -> None:
         self.beginResetModel()
         self.plan = plan
         self._conflicted = {c.name for c in plan.conflicts} if plan is not None else set()
         self._stores = {str(s.path): s for s in stores}
+        self._template = template if report is not None else None
+        self._fit = template_fit(report) if report is not None else {}
+        self._missing = [Missing(name) for name in report.missing] if report is not None else []
         self.endResetModel()
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:
         if parent.isValid() or self.plan is None:
             return 0
-        return len(self.plan.tensors) + len(self.plan.dropped)
+        return len(self.plan.tensors) + len(self.plan.dropped) + len(self._missing)
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:
         return len(HEADERS)
@@ -83,16 +106,23 @@ class PreviewModel(QAbstractTableModel):
             return HEADERS[section]
         return None
 
-    def row(self, row: int) -> PlannedTensor | Dropped:
+    def row(self, row: int) -> PlannedTensor | Dropped | Missing:
         assert self.plan is not None
-        kept = self.plan.tensors
-        return kept[row] if row < len(kept) else self.plan.dropped[row - len(kept)]
+        kept, dropped = self.plan.tensors, self.plan.dropped
+        if row < len(kept):
+            return kept[row]
+        return dropped[row - len(kept)] if row < len(kept) + len(dropped) else self._missing[row - len(kept) - len(dropped)]
 
-    def state(self, item: PlannedTensor | Dropped) -> str:
+    def state(self, item: PlannedTensor | Dropped | Missing) -> str:
         if isinstance(item, Dropped):
             return DROPPED
+        if isinstance(item, Missing):
+            return MISMATCH  # red: the model will not get it
         if item.name in self._conflicted:
             return CONFLICT
+        fit = self._fit.get(item.name)
+        if fit is not None and fit[0]:
+            return fit[0]  # a shape mismatch or an unused name outranks a transform
         return TRANSFORMED if item.ops else ""
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -110,18 +140,34 @@ class PreviewModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.FontRole and column != STATUS:
             return self._struck if state == DROPPED else self._font
         if role == Qt.ItemDataRole.ToolTipRole:
+            if isinstance(item, Missing):
+                return f"{item.name}: the template wants it, and no source tensor becomes it"
             if isinstance(item, Dropped):
                 return f"{item.name}: {item.reason}"
+            fit = self._fit.get(item.name)
+            if column == TEMPLATE and fit is not None:
+                return fit[2]
             return "\n".join([item.name, *item.operations]) if item.ops else item.name
         return None
 
-    def _text(self, item: PlannedTensor | Dropped, state: str, column: int) -> str:
+    def _text(self, item: PlannedTensor | Dropped | Missing, state: str, column: int) -> str:
+        if isinstance(item, Missing):
+            entry = self._template.entry(item.name) if self._template is not None else None
+            return {STATUS: "✕ missing", NAME: item.name, SHAPE: humanize.shape(entry.shape) if entry else "",
+                    DTYPE: str(entry.dtype) if entry else "", TEMPLATE: "missing",
+                    SOURCE: f"{self._template.path.name} (template)" if self._template is not None else "",
+                    OPERATIONS: "the template wants it; no source tensor becomes it"}[column]
+        if column == TEMPLATE:
+            fit = self._fit.get(item.name) if not isinstance(item, Dropped) else None
+            return fit[1] if fit is not None else ""
         if isinstance(item, Dropped):
             entry = self._entry(item)
             return {STATUS: "✕ dropped", NAME: item.name, OPERATIONS: item.reason,
                     SHAPE: humanize.shape(entry.shape) if entry else "", DTYPE: str(entry.dtype) if entry else "",
                     SOURCE: Path(item.source).name}[column]
         if column == STATUS:
+            if state not in (CONFLICT, TRANSFORMED, ""):
+                state = TRANSFORMED if item.ops else ""  # the template's verdict has its own column
             return {CONFLICT: "⚠ conflict", TRANSFORMED: f"◆ {op_words(item)}"}.get(state, "✓ kept")
         if column == NAME:
             return item.name
@@ -182,12 +228,18 @@ class PreviewPanel(DocumentPanel):
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
         header = self.table.horizontalHeader()
-        for column, width in ((STATUS, 170), (NAME, 240), (SHAPE, 120), (DTYPE, 60), (SOURCE, 260)):
+        for column, width in ((STATUS, 170), (NAME, 240), (SHAPE, 120), (DTYPE, 60), (SOURCE, 260), (TEMPLATE, 120)):
             header.resizeSection(column, width)
         header.setSectionResizeMode(OPERATIONS, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
+        self.table.setColumnHidden(TEMPLATE, True)
+        self.notes = QLabel()
+        self.notes.setObjectName("previewNotes")
+        self.notes.setWordWrap(True)
+        self.notes.hide()
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addWidget(self.notes)
         layout.addWidget(self.table, 1)
         self.setEnabled(False)
 
@@ -209,9 +261,20 @@ class PreviewPanel(DocumentPanel):
             self.counts.setText("")
 
     def plan_ready(self, plan: Plan) -> None:
-        self.model.show(plan, self.document.stores if self.document is not None else [])
+        document = self.document
+        report, template = (document.alignment, document.template) if document is not None else (None, None)
+        self.model.show(plan, document.stores if document is not None else [], report, template)
         self.counts.setText(count_line(plan))
         self.counts.setStyleSheet(ERROR_TEXT_STYLE if plan.conflicts else "")
+        self.table.setColumnHidden(TEMPLATE, report is None)
+        notes = [template_line(report, template)] if report is not None and template is not None else []
+        self._show_notes(notes, problem=report is not None and not report.ok)
+
+    def _show_notes(self, lines: list[str], problem: bool) -> None:
+        """The lines under the counts: how the result fits the template (more join later)."""
+        self.notes.setText("\n".join(lines))
+        self.notes.setStyleSheet(ERROR_TEXT_STYLE if problem else "")
+        self.notes.setVisible(bool(lines))
 
     def plan_failed(self, message: str) -> None:
         self.counts.setText(f"⚠ {message}")
