@@ -228,10 +228,11 @@ class PreviewPanel(DocumentPanel):
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
         header = self.table.horizontalHeader()
-        for column, width in ((STATUS, 170), (NAME, 240), (SHAPE, 120), (DTYPE, 60), (SOURCE, 260), (TEMPLATE, 120)):
+        for column, width in ((STATUS, 170), (NAME, 240), (SHAPE, 120), (DTYPE, 60), (SOURCE, 260), (TEMPLATE, 110)):
             header.resizeSection(column, width)
         header.setSectionResizeMode(OPERATIONS, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
+        header.moveSection(header.visualIndex(TEMPLATE), STATUS + 1)  # the template's verdict beside the status
         self.table.setColumnHidden(TEMPLATE, True)
         self.notes = QLabel()
         self.notes.setObjectName("previewNotes")
