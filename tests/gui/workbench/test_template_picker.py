@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import torch
-from safetensors.numpy import save_file
-
 from engine import open_store
 from engine.surgery import align
 from gui.main_window import MainWindow
@@ -15,19 +11,7 @@ from gui.models.tree_model import MARK_ROLE, NODE_ROLE
 from gui.workbench.document import MISMATCH, UNUSED
 from gui.workbench.panels.preview import NAME, STATUS, TEMPLATE
 
-from workbench_helpers import settle
-
-
-def model_and_template(tmp_path: Path) -> tuple[Path, Path]:
-    """A Sequential(Linear, ReLU, Linear) and a template that wants 2.weight wider, no 2.bias, and a 3.weight."""
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
-    source = tmp_path / "net.pt"
-    torch.save(net.state_dict(), source)
-    template = tmp_path / "target.safetensors"
-    save_file({"0.weight": np.zeros((4, 3), np.float32), "0.bias": np.zeros(4, np.float32),
-               "2.weight": np.zeros((5, 4), np.float32), "3.weight": np.zeros((2, 2), np.float32)}, str(template))
-    return source, template
+from workbench_helpers import model_and_template, settle
 
 
 def pick(monkeypatch, path: Path) -> None:
