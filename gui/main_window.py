@@ -29,6 +29,7 @@ from gui.workbench.panels.filters import FiltersPanel
 from gui.workbench.panels.preview import PreviewPanel
 from gui.workbench.panels.remap import RemapPanel
 from gui.workbench.panels.sources import SourcesPanel
+from gui.workbench.recipe_fit import misfit
 from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, TaskRunner
 
@@ -430,7 +431,21 @@ class MainWindow(QMainWindow):
         def failed(failure: Failure) -> None:
             show_error(self, f"Store Studio could not open the recipe {path.name}.", failure.message, failure.details)
 
-        self.opener.run(lambda cancelled: load_recipe(path), lambda loaded: document.replace(*loaded), failed)
+        def loaded(result: tuple) -> None:
+            document.replace(*result)
+            self._warn_misfit(document, f"Recipe {path.name} on {view.path.name}")
+
+        self.opener.run(lambda cancelled: load_recipe(path), loaded, failed)
+
+    def _warn_misfit(self, document: RecipeDocument, what: str) -> None:
+        """Once the applied recipe is planned, say in the status bar if parts of it find nothing in this file."""
+        def planned(plan: object) -> None:
+            document.planReady.disconnect(planned)
+            unfit = misfit(document.plan) if document.plan is not None else ""
+            if unfit:
+                self.statusBar().showMessage(f"⚠ {what}: {unfit}", 20_000)
+
+        document.planReady.connect(planned)
 
     def save_recipe(self) -> bool:
         document = self.surgery()

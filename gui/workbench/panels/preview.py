@@ -38,6 +38,7 @@ from gui.resources import icon, monospace
 from gui.visual import ERROR_TEXT_STYLE, brush, struck
 from gui.workbench.document import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, op_words, template_fit
 from gui.workbench.panels.base import DocumentPanel
+from gui.workbench.recipe_fit import misfit
 
 STATUS, NAME, SHAPE, DTYPE, SOURCE, OPERATIONS, TEMPLATE = range(7)
 HEADERS = ("Status", "Name", "Shape", "DType", "Source", "Operations", "Template")
@@ -269,7 +270,10 @@ class PreviewPanel(DocumentPanel):
         self.counts.setStyleSheet(ERROR_TEXT_STYLE if plan.conflicts else "")
         self.table.setColumnHidden(TEMPLATE, report is None)
         notes = [template_line(report, template)] if report is not None and template is not None else []
-        self._show_notes(notes, problem=report is not None and not report.ok)
+        unfit = misfit(plan)
+        if unfit:
+            notes.append(f"⚠ Parts of the recipe find nothing here: {unfit}")
+        self._show_notes(notes, problem=bool(unfit) or (report is not None and not report.ok))
 
     def _show_notes(self, lines: list[str], problem: bool) -> None:
         """The lines under the counts: how the result fits the template (more join later)."""
