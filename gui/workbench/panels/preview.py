@@ -265,7 +265,7 @@ class PreviewPanel(DocumentPanel):
     def plan_ready(self, plan: Plan) -> None:
         document = self.document
         report, template = (document.alignment, document.template) if document is not None else (None, None)
-        self.model.show(plan, document.stores if document is not None else [], report, template)
+        self.model.show(plan, document.planned_stores() if document is not None else [], report, template)
         self.counts.setText(count_line(plan))
         self.counts.setStyleSheet(ERROR_TEXT_STYLE if plan.conflicts else "")
         self.table.setColumnHidden(TEMPLATE, report is None)
