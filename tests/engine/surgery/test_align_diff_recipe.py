@@ -85,9 +85,10 @@ FULL = Recipe(sources=(SourceSpec("model.pt", "state_dict", Filter(exclude=("opt
               metadata={"note": "x"}, allow_partial=True)
 
 
-def test_a_recipe_survives_save_and_load_with_the_same_digest(tmp_path):
-    FULL.save(tmp_path / "r.json")
-    loaded = Recipe.load(tmp_path / "r.json")
+def test_a_recipe_survives_save_and_load_with_the_same_digest(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # FULL's relative paths lie under the recipe's folder: they stay relative
+    FULL.save("r.json")
+    loaded = Recipe.load("r.json")
     assert loaded.to_json() == FULL.to_json() and loaded.digest() == FULL.digest() and len(FULL.digest()) == 16
     assert json.loads((tmp_path / "r.json").read_text())["version"] == 1
     assert Recipe().digest() != FULL.digest()
