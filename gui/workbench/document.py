@@ -335,7 +335,8 @@ class RecipeDocument(QObject):
         if store is not None:
             self._owned.add(store)
         text = f"Set template {store.path.name}" if store is not None else "Clear template"
-        return self._push(_State(self._state.stores, self.recipe, store), text)
+        recipe = self.recipe.with_changes(template=str(store.path) if store is not None else None)
+        return self._push(_State(self._state.stores, recipe, store), text)
 
     # --- not undoable: where the recipe lives -----------------------------------------------------------
     def replace(self, recipe: Recipe, extra_stores: Sequence[Store] = (), path: Path | None = None,
@@ -424,19 +425,21 @@ class RecipeDocument(QObject):
         self._keyed.close()
 
 
-def load_recipe(path: Path) -> tuple[Recipe, list[Store], Path]:
-    """A recipe file, its sources after the first opened (relative paths from the recipe's folder), its path.
+def load_recipe(path: Path) -> tuple[Recipe, list[Store], Path, Store | None]:
+    """A recipe file, its sources after the first opened (relative paths from the recipe's folder), its path,
+    and its template opened (or None).
 
     The first source is always the tab's own file, so a recipe made on one file applies to another.
     """
     recipe = Recipe.load(path)
-    extra = []
+    opened: list[Store] = []
     try:
         for spec in recipe.sources[1:]:
             source = Path(spec.path)
-            extra.append(open_store(source if source.is_absolute() else path.parent / source))
+            opened.append(open_store(source if source.is_absolute() else path.parent / source))
+        template = open_store(Path(recipe.template)) if recipe.template else None
     except BaseException:
-        for store in extra:
+        for store in opened:
             store.close()
         raise
-    return recipe, extra, path.absolute()
+    return recipe, opened, path.absolute(), template

@@ -20,8 +20,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QFileDialo
 from engine import humanize
 from engine.export import PRODUCER
 from engine.formats import burnpack, format_for_path, safetensors, writer
-from engine.surgery import Plan
-from engine.surgery.align import ShapeMismatch
+from engine.surgery import Plan, ShapeMismatch, validate
 from engine.surgery.plan import RECIPE_METADATA_KEY
 from gui.dialogs import show_error
 from gui.models.diff_model import TONE_COLOURS
@@ -258,9 +257,9 @@ class ExportDialog(QDialog):
         self.problem.setVisible(bool(text))
 
     def _mismatches(self) -> list[ShapeMismatch]:
-        """The shapes the template wants otherwise (the CLI's validation); none without a template."""
-        report = self.document.alignment
-        return list(report.shape_mismatches) if report is not None and self.document.template is not None else []
+        """The shapes the template wants otherwise: the CLI's validation; none without a template."""
+        plan, template = self.document.plan, self.document.template
+        return validate(plan, template) if plan is not None and template is not None else []
 
     # --- exporting --------------------------------------------------------------------------------------
     def start_export(self) -> None:

@@ -13,7 +13,8 @@ def misfit(plan: Plan) -> str:
     """``2 of 3 remap rules match no tensor ('^fc' -> 'head'); ...``, or "" when every rule finds something."""
     remaps = [h for h in plan.rule_hits if h.rule.startswith("remap ")]
     filters = [h for h in plan.rule_hits if not h.rule.startswith("remap ")]
-    parts = [] if plan.tensors or not plan.dropped else ["the filters drop every tensor"]
+    emptied = plan.emptied_by()
+    parts = [emptied] if emptied else []
     for label, hits in (("remap rule", remaps), ("filter rule", filters)):
         idle = [h.rule.split(" ", 1)[1] for h in hits if h.count == 0]
         if idle:

@@ -43,7 +43,7 @@ _ids = itertools.count()
 
 def filtered_names(plan: Plan) -> list[str]:
     """The names the recipe's filter saw: what it kept, and what it dropped (not the sources' own filters)."""
-    return plan.names + [d.name for d in plan.dropped if d.reason.startswith("filter")]
+    return plan.names + [d.matched or d.name for d in plan.dropped if d.reason.startswith("filter")]
 
 
 def matched_names(kind: str, rule: str | Rule, names: list[str]) -> list[str] | None:
@@ -149,6 +149,7 @@ class FiltersPanel(DocumentPanel):
                       "and no exclude rule matches it. Rules match the names after remap, renumbering and "
                       "adapters (the Preview's names), as burn-store's filters match the model's own paths; a "
                       "source's own filter (Sources) matches that file's names.")
+        hint.setObjectName("filterHint")
         hint.setWordWrap(True)
         hint.setProperty("role", "hint")
         self.table = QTableWidget(0, 4)

@@ -87,3 +87,26 @@ def test_the_diff_views_template_button_chooses_a_template_when_there_is_none(wi
     statuses = {row.name: row.status for row in panel.model.rows}
     assert statuses["2.weight"] == "shape_mismatch" and statuses["3.weight"] == "missing"
     assert panel.template_button.text() == "Template"
+
+
+def test_the_template_is_saved_with_the_recipe_and_opened_with_it(window: MainWindow, surgery, qtbot, monkeypatch,
+                                                                  tmp_path: Path):
+    source, template = model_and_template(tmp_path)
+    document = surgery(source)
+    pick(monkeypatch, template)
+    window.actions.set_template.trigger()
+    qtbot.waitUntil(lambda: document.template is not None, timeout=10_000)
+    settle(qtbot, document)
+    assert document.recipe.template == str(template) and document.is_modified
+    saved = document.save(tmp_path / "r.recipe.json")
+    assert '"template": "target.safetensors"' in saved.read_text()  # relative: it lies beside the recipe
+
+    window.actions.clear_template.trigger()
+    settle(qtbot, document)
+    assert document.template is None and document.recipe.template is None
+    window.open_recipe(saved)
+    qtbot.waitUntil(lambda: document.template is not None and not document.busy, timeout=10_000)
+    settle(qtbot, document)
+    assert document.template.path == template and not document.is_modified
+    assert preview_rows(window)["3.weight"] == ("✕ missing", "missing")
+    assert window.panels["preview"].notes.text().startswith("Template target.safetensors: 2 applied")
