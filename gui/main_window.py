@@ -143,6 +143,7 @@ class MainWindow(QMainWindow):
             self.docks[name] = self._dock(name, titles[name], panel, area)
         for name in ("remap", "adapters", "sources"):
             self.tabifyDockWidget(self.docks["filters"], self.docks[name])
+        self.panels["preview"].settle_requested.connect(self._settle_guess)  # type: ignore[attr-defined]
         self.diff_dock = self._dock("diff", "Diff", QLabel(), Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.docks["preview"], self.diff_dock)
 
@@ -351,6 +352,12 @@ class MainWindow(QMainWindow):
             action.setEnabled(self.current_view() is not None)
         self._update_template_action()
         self._update_title()
+
+    def _settle_guess(self, module: str) -> None:
+        """A guessed row was double-clicked in the preview: its module's type, ready to choose, in Adapters."""
+        self.docks["adapters"].show()
+        self.docks["adapters"].raise_()
+        self.panels["adapters"].settle(module)  # type: ignore[attr-defined]
 
     def _update_template_action(self) -> None:
         document = self.document()

@@ -16,6 +16,7 @@ from PySide6.QtCore import (
     QObject,
     QSortFilterProxyModel,
     Qt,
+    Signal,
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -30,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine import Store, humanize
-from engine.surgery import AlignmentReport, Plan
+from engine.surgery import AlignmentReport, Guess, Plan
 from engine.surgery.plan import Dropped, PlannedTensor
 from engine.tree import natural_key
 from gui.models.tree_model import Index
@@ -64,6 +65,25 @@ def template_line(report: AlignmentReport, template: Store) -> str:
             f"{len(report.unused):,} unused")
 
 
+GUESSED = "? guessed"  # the word a row rests on a guess with (never colour alone)
+
+
+def guesses_line(plan: Plan) -> str:
+    """``? 2 tensors rest on a guess ...``: the header's count of what the plan decided from names alone."""
+    count = len({g.name for g in plan.guesses})
+    if not count:
+        return ""
+    return (f"? {count:,} tensor{'s' if count != 1 else ''} rest{'s' if count == 1 else ''} on a guess from a name "
+            f"alone: double-click a guessed row to settle its module type in Adapters")
+
+
+def guess_tip(guess: Guess) -> str:
+    """A guess in sentences: what was decided, why, and how to settle it here and on the command line."""
+    kinds = " or ".join(guess.alternatives) if guess.alternatives else guess.kind
+    return (f"Guessed {guess.decision} ({guess.reason}).\nSettle it: Adapters › Module types, set "
+            f"{guess.module or '(top level)'} to {kinds}; on the command line {guess.settle}.")
+
+
 @dataclass(frozen=True)
 class Missing:
     """A row for a tensor the template wants and the recipe's result lacks."""
@@ -80,6 +100,7 @@ class PreviewModel(QAbstractTableModel):
         self._template: Store | None = None
         self._fit: dict[str, tuple[str, str, str]] = {}
         self._missing: list[Missing] = []
+        self.guesses: dict[str, list[Guess]] = {}  # output name -> what its outcome rests on
         self._font = monospace()
         self._struck = struck(self._font)
 
@@ -92,6 +113,9 @@ class PreviewModel(QAbstractTableModel):
         self._template = template if report is not None else None
         self._fit = template_fit(report) if report is not None else {}
         self._missing = [Missing(name) for name in report.missing] if report is not None else []
+        self.guesses = {}
+        for guess in plan.guesses if plan is not None else ():
+            self.guesses.setdefault(guess.name, []).append(guess)
         self.endResetModel()
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:
@@ -148,6 +172,8 @@ class PreviewModel(QAbstractTableModel):
             fit = self._fit.get(item.name)
             if column == TEMPLATE and fit is not None:
                 return fit[2]
+            if column == STATUS and item.name in self.guesses:
+                return "\n\n".join(guess_tip(g) for g in self.guesses[item.name])
             return "\n".join([item.name, *item.operations]) if item.ops else item.name
         return None
 
@@ -169,7 +195,8 @@ class PreviewModel(QAbstractTableModel):
         if column == STATUS:
             if state not in (CONFLICT, TRANSFORMED, ""):
                 state = TRANSFORMED if item.ops else ""  # the template's verdict has its own column
-            return {CONFLICT: "⚠ conflict", TRANSFORMED: f"◆ {op_words(item)}"}.get(state, "✓ kept")
+            word = {CONFLICT: "⚠ conflict", TRANSFORMED: f"◆ {op_words(item)}"}.get(state, "✓ kept")
+            return f"{word} · {GUESSED}" if item.name in self.guesses else word
         if column == NAME:
             return item.name
         if column == SHAPE:
@@ -186,6 +213,10 @@ class PreviewModel(QAbstractTableModel):
 
 
 class PreviewPanel(DocumentPanel):
+    """``settle_requested(module path)`` when the user double-clicks a guessed row."""
+
+    settle_requested = Signal(str)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.counts = QLabel("Planning…")
@@ -228,8 +259,9 @@ class PreviewPanel(DocumentPanel):
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
+        self.table.doubleClicked.connect(self._double_clicked)
         header = self.table.horizontalHeader()
-        for column, width in ((STATUS, 170), (NAME, 240), (SHAPE, 120), (DTYPE, 60), (SOURCE, 260), (TEMPLATE, 110)):
+        for column, width in ((STATUS, 190), (NAME, 240), (SHAPE, 120), (DTYPE, 60), (SOURCE, 260), (TEMPLATE, 110)):
             header.resizeSection(column, width)
         header.setSectionResizeMode(OPERATIONS, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
@@ -270,10 +302,19 @@ class PreviewPanel(DocumentPanel):
         self.counts.setStyleSheet(ERROR_TEXT_STYLE if plan.conflicts else "")
         self.table.setColumnHidden(TEMPLATE, report is None)
         notes = [template_line(report, template)] if report is not None and template is not None else []
+        guessed = guesses_line(plan)
+        if guessed:
+            notes.append(guessed)
         unfit = misfit(plan)
         if unfit:
             notes.append(f"⚠ Parts of the recipe find nothing here: {unfit}")
         self._show_notes(notes, problem=bool(unfit) or (report is not None and not report.ok))
+
+    def _double_clicked(self, index: QModelIndex) -> None:
+        item = self.model.row(self.sorted.mapToSource(index).row())
+        guesses = self.model.guesses.get(item.name, []) if isinstance(item, PlannedTensor) else []
+        if guesses:
+            self.settle_requested.emit(guesses[0].module)
 
     def _show_notes(self, lines: list[str], problem: bool) -> None:
         """The lines under the counts: how the result fits the template (more join later)."""

@@ -80,7 +80,7 @@ class SourcesPanel(DocumentPanel):
         self.key.setToolTip("Read only this branch of the selected PyTorch checkpoint (e.g. its state_dict), "
                             "without its prefix; this source's own key wins over the recipe's (Adapters)")
         self.key.activated.connect(lambda _: self._key_chosen())
-        self.filter_box = QGroupBox("The selected source (its key and filter apply before the recipe)")
+        self.filter_box = QGroupBox("The selected source: key and filter on this file's own names, before the recipe")
         form = QFormLayout(self.filter_box)
         form.addRow("Top-level key", self.key)
         form.addRow("Include", self.include)
