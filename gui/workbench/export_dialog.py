@@ -382,7 +382,8 @@ class ExportDialog(QDialog):
         took = f"{seconds:.1f} s" if seconds >= 1 else "under a second"
         total = sum(t.nbytes for t in plan.tensors)
         mismatches = self._mismatches() if self.document.plan is plan else []
-        anyway = f" Written anyway with {len(mismatches):,} shape mismatch(es) against the template." if mismatches else ""
+        anyway = (f" Written anyway with {len(mismatches):,} shape mismatch(es) against the template."
+                  if mismatches else "")
         self._show_result(f"<span style='color:{TONE_COLOURS['ok']}'>✓</span> Exported {len(plan.tensors):,} tensors "
                           f"({humanize.size(total)}) to {html.escape(path.name)} in {took}.{anyway}")
         self.diff_button.setEnabled(True)

@@ -58,7 +58,7 @@ def count_line(plan: Plan) -> str:
 
 
 def template_line(report: AlignmentReport, template: Store) -> str:
-    """``Template target.bpk: 10 applied · 1 shape mismatch · 2 missing · 3 unused``, as the CLI's alignment counts."""
+    """``Template target.bpk: 10 applied · 1 shape mismatch · 2 missing · 3 unused``: the CLI's alignment counts."""
     mismatches = len(report.shape_mismatches)
     return (f"Template {template.path.name}: {len(report.applied):,} applied · {mismatches:,} shape "
             f"mismatch{'es' if mismatches != 1 else ''} · {len(report.missing):,} missing · "
@@ -136,7 +136,8 @@ class PreviewModel(QAbstractTableModel):
         kept, dropped = self.plan.tensors, self.plan.dropped
         if row < len(kept):
             return kept[row]
-        return dropped[row - len(kept)] if row < len(kept) + len(dropped) else self._missing[row - len(kept) - len(dropped)]
+        row -= len(kept)
+        return dropped[row] if row < len(dropped) else self._missing[row - len(dropped)]
 
     def state(self, item: PlannedTensor | Dropped | Missing) -> str:
         if isinstance(item, Dropped):
