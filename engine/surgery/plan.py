@@ -173,6 +173,28 @@ class Plan:
         }
 
 
+def carried_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str | None) -> tuple[dict[str, str], dict[str, Any] | None]:
+    """The metadata (and Burnpack scalars) an export of ``stores`` keeps: the sources', merged in order.
+
+    Metadata travels across formats; what only described the old file (its producer, the recipe
+    that made it, its ``format`` unless the output has the same) does not. ``recipe.clear_metadata`` drops it all (burn-store's
+    ``clear_metadata``); ``recipe.metadata`` is added by ``Plan.export``. Scalars only survive
+    Burnpack to Burnpack from a single source.
+    """
+    metadata: dict[str, str] = {}
+    if not recipe.clear_metadata:
+        for store in stores:
+            own = dict(store.metadata)
+            if store.format != fmt:
+                own.pop("format", None)  # SafeTensors' "pt" is not Burnpack's "burnpack"
+            metadata.update(own)
+        for key in ("producer", RECIPE_METADATA_KEY):
+            metadata.pop(key, None)
+    only = stores[0] if len(stores) == 1 else None
+    scalars = only.scalars if only is not None and only.format == "burnpack" and fmt == "burnpack" else None
+    return metadata, scalars
+
+
 def _filter_rules(f: Filter) -> str:
     return ", ".join([*(f"include {p!r}" for p in f.include), *(f"path {p!r}" for p in f.full_paths),
                       *(f"where {r.label}" for r in f.where), *(f"exclude {p!r}" for p in f.exclude)])
