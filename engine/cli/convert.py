@@ -149,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
         if refused or args.dry_run:
             return refused
         metadata, scalars = carried_metadata(stores, recipe, fmt or format_for_path(output))
-        out = result.export(output, fmt, metadata=metadata, scalars=scalars, overwrite=args.overwrite)
+        out = result.export(output, fmt, metadata={**metadata, **recipe.metadata}, scalars=scalars,
+                            overwrite=args.overwrite)
     print(f"wrote {out}", file=sys.stderr)
     for guess in result.guesses:
         print(guess.line(), file=sys.stderr)

@@ -309,7 +309,8 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
 def _guesses(item: _Work, guess: ModuleGuess | None, before: tuple[str, tuple[int, ...]], direction: str | None,
              recipe: Recipe) -> list[Guess]:
     """The guesses this tensor's outcome rests on: enum-variant segments kept, a kind taken from its name."""
-    found = [variant_guess(item.name, item.source_name, path) for path in item.kept_variants]
+    found = [variant_guess(item.name, item.source_name, path, guess.kind if guess and guess.path == path else None)
+             for path in item.kept_variants]
     if guess is None or not guess.guessed:
         return found
     name, shape = before
@@ -438,12 +439,12 @@ def _skip_enum_variants(work: list[_Work], overrides: dict[str, str], wanted: "_
         paths = ad.variant_paths(item.name)
         if not paths:
             continue
-        if wanted is not None:
-            if item.name in wanted.shapes:
+        if wanted is not None:  # module paths, not names: the adapters may still rename the leaf
+            if module_path(item.name) in wanted.modules:
                 continue  # the model has these segments as written
             stripped = ad.strip_enum_variants(item.name)
-            if stripped in wanted.shapes:
-                item.rename(stripped, "skip enum variants (the template has this name)")
+            if module_path(stripped) in wanted.modules:
+                item.rename(stripped, "skip enum variants (the template has this module)")
                 continue
         variants = [p for p in paths if overrides.get(p) == ENUM_VARIANT]
         item.kept_variants = [p for p in paths if p not in overrides]
@@ -483,6 +484,7 @@ class _TemplateIndex:
 
     def __init__(self, template: Store):
         self.shapes = {e.name: e.shape for e in template.entries}
+        self.modules = {module_path(name) for name in self.shapes}
         self.variants: dict[str, str] = {}
         for name in self.shapes:
             stripped = ad.strip_enum_variants(name)
