@@ -57,13 +57,16 @@ def kind_guess(name: str, source_name: str, guess: ModuleGuess, ops: Sequence[Op
                  guess.alternatives)
 
 
-def variant_guess(name: str, source_name: str, path: str) -> Guess:
-    """A CamelCase segment ``--skip-enum-variants`` kept because nothing says it is an enum variant."""
+def variant_guess(name: str, source_name: str, path: str, kind: str | None) -> Guess:
+    """A CamelCase segment ``--skip-enum-variants`` kept because nothing says it is an enum variant.
+
+    ``kind`` is the module kind guessed for ``path`` when it holds tensors itself (what keeping it means).
+    """
     segment = path.rpartition(".")[2]
-    return Guess(name, source_name, path, "module", f"kept segment {segment!r}",
+    return Guess(name, source_name, path, kind or "module", f"kept segment {segment!r}",
                  "CamelCase like a Burn enum variant, but no template or --module says it is one",
-                 f"{module_flag(path, ENUM_VARIANT)} to drop it, or {module_flag(path, 'TYPE')} to keep it",
-                 (ENUM_VARIANT,))
+                 f"{module_flag(path, ENUM_VARIANT)} to drop it, or {module_flag(path, kind or 'TYPE')} to keep it",
+                 (kind or "module", ENUM_VARIANT))
 
 
 def describe(ops: Sequence[Op]) -> str:

@@ -146,7 +146,7 @@ def _lone_1d_weight(path: str, label: str) -> ModuleGuess:
     options = ("RmsNorm", "PRelu", "Unknown")
     if _PRELU_NAME.search(label):
         return ModuleGuess(path, "PRelu", f"{evidence}, and the name {label!r} says PReLU", guessed=True,
-                           alternatives=options)
+                           alternatives=("PRelu", "RmsNorm", "Unknown"))
     if _NORM_NAME.search(label) or any(p.search(label) for p in (_GROUP_NAME, _BATCH_NAME, _LAYER_NAME)):
         kind, reason = _norm_kind(label, False, evidence)
         return ModuleGuess(path, kind, reason if "says" in reason else f"{evidence}, and the name {label!r} says norm",

@@ -173,6 +173,28 @@ class Plan:
         }
 
 
+def carried_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str | None) -> tuple[dict[str, str], dict[str, Any] | None]:
+    """The metadata (and Burnpack scalars) an export of ``stores`` keeps: the sources', merged in order.
+
+    Metadata travels across formats; what only described the old file (its producer, the recipe
+    that made it, its ``format`` unless the output has the same) does not. ``recipe.clear_metadata`` drops it all (burn-store's
+    ``clear_metadata``); ``recipe.metadata`` is added by ``Plan.export``. Scalars only survive
+    Burnpack to Burnpack from a single source.
+    """
+    metadata: dict[str, str] = {}
+    if not recipe.clear_metadata:
+        for store in stores:
+            own = dict(store.metadata)
+            if store.format != fmt:
+                own.pop("format", None)  # SafeTensors' "pt" is not Burnpack's "burnpack"
+            metadata.update(own)
+        for key in ("producer", RECIPE_METADATA_KEY):
+            metadata.pop(key, None)
+    only = stores[0] if len(stores) == 1 else None
+    scalars = only.scalars if only is not None and only.format == "burnpack" and fmt == "burnpack" else None
+    return metadata, scalars
+
+
 def _filter_rules(f: Filter) -> str:
     return ", ".join([*(f"include {p!r}" for p in f.include), *(f"path {p!r}" for p in f.full_paths),
                       *(f"where {r.label}" for r in f.where), *(f"exclude {p!r}" for p in f.exclude)])
@@ -287,7 +309,8 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
 def _guesses(item: _Work, guess: ModuleGuess | None, before: tuple[str, tuple[int, ...]], direction: str | None,
              recipe: Recipe) -> list[Guess]:
     """The guesses this tensor's outcome rests on: enum-variant segments kept, a kind taken from its name."""
-    found = [variant_guess(item.name, item.source_name, path) for path in item.kept_variants]
+    found = [variant_guess(item.name, item.source_name, path, guess.kind if guess and guess.path == path else None)
+             for path in item.kept_variants]
     if guess is None or not guess.guessed:
         return found
     name, shape = before
@@ -416,12 +439,12 @@ def _skip_enum_variants(work: list[_Work], overrides: dict[str, str], wanted: "_
         paths = ad.variant_paths(item.name)
         if not paths:
             continue
-        if wanted is not None:
-            if item.name in wanted.shapes:
+        if wanted is not None:  # module paths, not names: the adapters may still rename the leaf
+            if module_path(item.name) in wanted.modules:
                 continue  # the model has these segments as written
             stripped = ad.strip_enum_variants(item.name)
-            if stripped in wanted.shapes:
-                item.rename(stripped, "skip enum variants (the template has this name)")
+            if module_path(stripped) in wanted.modules:
+                item.rename(stripped, "skip enum variants (the template has this module)")
                 continue
         variants = [p for p in paths if overrides.get(p) == ENUM_VARIANT]
         item.kept_variants = [p for p in paths if p not in overrides]
@@ -461,6 +484,7 @@ class _TemplateIndex:
 
     def __init__(self, template: Store):
         self.shapes = {e.name: e.shape for e in template.entries}
+        self.modules = {module_path(name) for name in self.shapes}
         self.variants: dict[str, str] = {}
         for name in self.shapes:
             stripped = ad.strip_enum_variants(name)

@@ -130,7 +130,7 @@ def test_recipe_prints_as_a_convert_command():
 def test_recipe_prints_as_the_burn_store_builder_chain():
     rust = as_rust(FULL)
     assert rust.startswith('let mut store = PytorchStore::from_file(r"model.pt")\n    .with_top_level_key(r"state_dict")')
-    assert '.with_key_remapping(r"^enc\\.(\\d+)", r"encoder.$1")' in rust
+    assert '.with_key_remapping(r"^enc\\.(\\d+)", r"encoder.${1}")' in rust  # references always braced
     assert ".allow_partial(true);" in rust and "model.load_from(&mut store)?" in rust
     assert 'SafetensorsStore::from_file(r"extra.safetensors")' in rust and ".with_from_adapter(PyTorchToBurnAdapter)" in rust
     assert ".map_indices_contiguous(true)" in rust  # SafetensorsStore does not renumber by default
