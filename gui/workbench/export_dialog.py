@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox,
@@ -21,7 +21,7 @@ from engine import humanize
 from engine.export import PRODUCER
 from engine.formats import burnpack, format_for_path, safetensors, writer
 from engine.surgery import Plan, ShapeMismatch, validate
-from engine.surgery.plan import RECIPE_METADATA_KEY
+from engine.surgery.plan import RECIPE_METADATA_KEY, carried_metadata
 from gui.dialogs import show_error
 from gui.models.diff_model import TONE_COLOURS
 from gui.workbench.diff_panel import show_diff_dock
@@ -163,9 +163,12 @@ class ExportDialog(QDialog):
         return path.with_name(f"{source.stem}-export{ext}") if path == source else path
 
     def _default_metadata(self) -> dict[str, str]:
+        """The sources' own metadata (as ``convert`` carries it, unless the recipe clears it), then ours."""
         recipe = self.document.recipe
-        return {"producer": PRODUCER, SOURCE_FILES_KEY: ", ".join(s.path.name for s in self.document.stores),
-                RECIPE_METADATA_KEY: recipe.digest(), **recipe.metadata}
+        carried, _ = carried_metadata(self.document.planned_stores(), recipe, None)
+        ours = {"producer": PRODUCER, SOURCE_FILES_KEY: ", ".join(s.path.name for s in self.document.stores),
+                RECIPE_METADATA_KEY: recipe.digest()}
+        return {**ours, **{k: v for k, v in carried.items() if k not in ours}, **recipe.metadata}
 
     # --- choices ----------------------------------------------------------------------------------------
     def destination(self) -> Path | None:
@@ -312,14 +315,9 @@ class ExportDialog(QDialog):
                              self._show_result(f"Nothing exported; {dest.name} was left as it was."))
         box.open()
 
-    def _scalars(self) -> dict[str, Any] | None:
-        """A single source's Burnpack scalars, when it is written to Burnpack again (as ``convert`` does)."""
-        stores = self.document.stores
-        only = stores[0] if len(stores) == 1 else None
-        return dict(only.scalars) if only is not None and only.format == self.format() and only.scalars else None
-
     def _run(self, plan: Plan, dest: Path, *, overwrite: bool) -> None:
-        fmt, metadata, scalars, relay = self.format(), self.metadata(), self._scalars(), self.progress_relay
+        fmt, metadata, relay = self.format(), self.metadata(), self.progress_relay
+        _, scalars = carried_metadata(self.document.planned_stores(), self.document.recipe, fmt)  # as convert does
 
         def work(cancelled: Callable[[], bool]) -> Path:
             return plan.export(dest, fmt, metadata=metadata, scalars=scalars, overwrite=overwrite,

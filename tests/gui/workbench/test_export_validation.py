@@ -95,3 +95,21 @@ def test_burnpack_scalars_survive_a_gui_export_burnpack_to_burnpack(window, surg
             assert written.scalars == kept
             np.testing.assert_array_equal(written.read("fc.weight"), np.arange(6, dtype=np.float32).reshape(2, 3))
         dialog.close()
+
+
+def test_the_sources_metadata_is_offered_for_export_unless_the_recipe_clears_it(window, surgery, qtbot,
+                                                                                 tmp_path: Path):
+    source = tmp_path / "meta.safetensors"
+    export(ArrayStore({"w": np.ones(2, np.float32)}).entries, source, metadata={"license": "MIT", "producer": "x"})
+    document = surgery(source)
+    dialog = run_export(window, document)
+    assert dialog.metadata()["license"] == "MIT" and dialog.metadata()["producer"] == "store-studio"
+    dialog.path_edit.setText(str(tmp_path / "out.bpk"))
+    qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=10_000)
+    with open_store(tmp_path / "out.bpk") as written:
+        assert written.metadata["license"] == "MIT" and written.metadata["format"] == "burnpack"
+    dialog.close()
+    document.push(document.recipe.with_changes(clear_metadata=True), "Clear metadata")
+    settle(qtbot, document)
+    assert "license" not in run_export(window, document).metadata()
