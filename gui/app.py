@@ -92,8 +92,7 @@ def recipe_home(recipe: Path | None) -> list[Path]:
         return []
     if not sources:
         return []
-    first = Path(sources[0].path).expanduser()
-    return [first if first.is_absolute() else recipe.parent / first]
+    return [Path(sources[0].path)]  # Recipe.load resolved it from the recipe's folder
 
 
 def _forget_settings() -> None:

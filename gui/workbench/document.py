@@ -434,9 +434,8 @@ def load_recipe(path: Path) -> tuple[Recipe, list[Store], Path, Store | None]:
     recipe = Recipe.load(path)
     opened: list[Store] = []
     try:
-        for spec in recipe.sources[1:]:
-            source = Path(spec.path)
-            opened.append(open_store(source if source.is_absolute() else path.parent / source))
+        for spec in recipe.sources[1:]:  # Recipe.load resolved relative paths from the recipe's folder
+            opened.append(open_store(Path(spec.path)))
         template = open_store(Path(recipe.template)) if recipe.template else None
     except BaseException:
         for store in opened:

@@ -22,7 +22,7 @@ def _net(path: Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def test_recipe_alone_opens_the_recipes_own_source_relative_to_its_folder(qapp, tmp_path: Path):
+def test_recipe_alone_opens_the_recipes_own_source_relative_to_its_folder(qapp, tmp_path: Path, monkeypatch):
     models = tmp_path / "models"
     models.mkdir()
     _net(models / "net.pt")
@@ -33,6 +33,10 @@ def test_recipe_alone_opens_the_recipes_own_source_relative_to_its_folder(qapp, 
     # "2.weight" exists only in the recipe's source, not in the bundled sample the window opens otherwise
     assert main(["--recipe", str(recipe), "--select", "2.weight", "--screenshot", str(out)]) == 0
     assert out.exists()
+    monkeypatch.chdir(tmp_path.parent)  # a recipe named relative to the working folder
+    relative = Path(tmp_path.name) / "r.recipe.json"
+    assert recipe_home(relative) == [Path(tmp_path.name) / "models" / "net.pt"]
+    assert main(["--recipe", str(relative), "--select", "2.weight", "--screenshot", str(out)]) == 0
     assert recipe_home(tmp_path / "absent.json") == [] and recipe_home(None) == []
 
 
@@ -63,3 +67,18 @@ def test_applying_a_recipe_that_does_not_fit_warns_in_status_bar_and_preview(win
                                                module_overrides={}), "Fit")
     settle(qtbot, document)
     assert not notes.isVisible()
+
+
+def test_a_relative_recipe_opens_its_extra_sources_from_its_folder(window: MainWindow, surgery, qtbot, tmp_path: Path,
+                                                                   monkeypatch):
+    _net(tmp_path / "net.pt")
+    extra = {"2.bias": torch.tensor([5.0, 6.0])}
+    torch.save(extra, tmp_path / "extra.pt")
+    (tmp_path / "r.recipe.json").write_text(json.dumps({"version": 1, "sources": ["net.pt", "extra.pt"]}))
+    document = surgery(tmp_path / "net.pt")
+    monkeypatch.chdir(tmp_path.parent)
+    window.open_recipe(Path(tmp_path.name) / "r.recipe.json")
+    qtbot.waitUntil(lambda: len(document.stores) == 2, timeout=10_000)
+    settle(qtbot, document)
+    bias = next(t for t in document.plan.tensors if t.name == "2.bias")
+    np.testing.assert_array_equal(bias.read(), np.array([5.0, 6.0], np.float32))
