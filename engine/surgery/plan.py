@@ -215,7 +215,7 @@ class _Work:
 
     @property
     def source_name(self) -> str:
-        return ", ".join(e.name for e in self.inputs)
+        return self.inputs[0].name if len(self.inputs) == 1 else ", ".join(e.name for e in self.inputs)
 
     def rename(self, new: str, why: str) -> None:
         if new != self.name:
@@ -243,6 +243,7 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
     direction = next((a for a in recipe.adapters if a in (ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH)), None)
     wanted = _TemplateIndex(template) if template is not None else None
     keep = recipe.filter
+    filtering = not keep.is_empty
     result = Plan([], recipe=recipe)
     merged: dict[str, PlannedTensor] = {}
     duplicates: list[PlannedTensor] = []
@@ -260,7 +261,7 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
             _skip_enum_variants(work, recipe.module_overrides, wanted)
         if ad.FUSE_WEIGHT_NORM in recipe.adapters:
             work = _fuse_weight_norms(work)
-        guesses = infer_modules(_Shaped(w.name, w.shape) for w in work)
+        guesses = infer_modules(work)
         if wanted is not None:
             guesses.update(wanted.kinds(work, guesses))
         for path, kind in recipe.module_overrides.items():
@@ -269,14 +270,14 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
         result.modules.update(guesses)
         own: dict[str, PlannedTensor] = {}
         for item in work:
-            guess = guesses.get(module_path(item.name))
+            guess = guesses.get(item.name.rpartition(".")[0])  # module_path, inlined: hot
             kind = guess.kind if guess else "Unknown"
             before = (item.name, item.shape)
             if direction and kind in ad.LAYOUT_KINDS:
                 _apply_layout(item, direction, kind)
             if wanted is not None and item.name not in wanted.shapes and item.name in wanted.variants:
                 item.rename(wanted.variants[item.name], "template enum variant")
-            if not keep.is_empty:
+            if filtering:
                 tensor_facts = facts(item.name, item.dtype, item.shape, kind) if keep.where else None
                 filter_facts.append(tensor_facts or {"name": item.name})
                 reason = keep.verdict(item.name, tensor_facts)
@@ -287,7 +288,8 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
                 if item.dtype.is_float and item.dtype != cast.dtype and (not cast.modules or kind in cast.modules):
                     item.add(Cast(item.dtype, cast.dtype))
                     item.dtype = cast.dtype
-            result.guesses += _guesses(item, guess, before, direction, recipe)
+            if item.kept_variants or (guess is not None and guess.guessed):
+                result.guesses += _guesses(item, guess, before, direction, recipe)
             planned = PlannedTensor(item.name, item.dtype, item.shape, item.inputs, item.ops, label, kind)
             if item.name in own:
                 first = own[item.name]
@@ -327,13 +329,6 @@ def _guesses(item: _Work, guess: ModuleGuess | None, before: tuple[str, tuple[in
         could_transpose = any(Transpose in other[1] for other in others)
         found.append(kind_guess(item.name, item.source_name, guess, item.ops, could_transpose))
     return found
-
-
-class _Shaped:
-    __slots__ = ("name", "shape")
-
-    def __init__(self, name: str, shape: tuple[int, ...]):
-        self.name, self.shape = name, shape
 
 
 @dataclass(frozen=True)
@@ -469,14 +464,13 @@ def _fuse_weight_norms(work: list[_Work]) -> list[_Work]:
 
 
 def _apply_layout(item: _Work, direction: str, kind: str) -> None:
-    new, ops = ad.layout_ops(direction, item.name, item.shape, kind)
-    for op in ops:
-        if isinstance(op, Rename):
-            item.ops.append(Rename(item.name, new, op.why))
-            item.name = new
-        else:
-            item.add(op)
-            item.shape = item.shape[::-1]
+    module, _, leaf = item.name.rpartition(".")
+    new_leaf, transpose = ad.layout(direction, leaf, len(item.shape), kind)
+    if transpose:
+        item.add(Transpose((item.shape[0], item.shape[1])))
+        item.shape = item.shape[::-1]
+    elif new_leaf:
+        item.rename(f"{module}.{new_leaf}" if module else new_leaf, f"{direction}, {kind}")
 
 
 class _TemplateIndex:
