@@ -89,9 +89,15 @@ def infer_modules(entries: Iterable[ShapedTensor], overrides: Mapping[str, str] 
     ``overrides`` (path -> kind) win over guesses; paths the entries do not hold are ignored.
     """
     leaves: dict[str, dict[str, tuple[int, ...]]] = {}
-    for entry in entries:
-        module, leaf = logical_leaf(entry.name)
-        leaves.setdefault(module, {})[leaf] = tuple(entry.shape)
+    for entry in entries:  # hot: runs on every plan, for every tensor
+        module, _, leaf = entry.name.rpartition(".")
+        if leaf in ("original0", "original1"):
+            module, leaf = logical_leaf(entry.name)
+        shape = entry.shape
+        siblings = leaves.get(module)
+        if siblings is None:
+            siblings = leaves[module] = {}
+        siblings[leaf] = shape if type(shape) is tuple else tuple(shape)
     guesses = {}
     for path, siblings in leaves.items():
         if overrides and path in overrides:
@@ -102,6 +108,7 @@ def infer_modules(entries: Iterable[ShapedTensor], overrides: Mapping[str, str] 
     return guesses
 
 
+@lru_cache(maxsize=65536)
 def _label(path: str) -> str:
     """The segment that names a module: the last non-numeric one (``fc.0`` in a Sequential is ``fc``)."""
     for segment in reversed(path.split(".")):
