@@ -257,8 +257,9 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
             item.rename(remap_name(item.name, rules, remap_hits), "remap")
         if ad.CONTIGUOUS_INDICES in recipe.adapters:
             _renumber(work, store, rules)
-        if ad.SKIP_ENUM_VARIANTS in recipe.adapters:
-            _skip_enum_variants(work, recipe.module_overrides, wanted)
+        skip = ad.SKIP_ENUM_VARIANTS in recipe.adapters
+        if skip or ENUM_VARIANT in recipe.module_overrides.values():
+            _enum_variants(work, recipe.module_overrides, wanted, skip)
         if ad.FUSE_WEIGHT_NORM in recipe.adapters:
             work = _fuse_weight_norms(work)
         guesses = infer_modules(work)
@@ -316,11 +317,11 @@ def _guesses(item: _Work, guess: ModuleGuess | None, before: tuple[str, tuple[in
     if guess is None or not guess.guessed:
         return found
     name, shape = before
-    float_cast = item.dtype.is_float or any(isinstance(op, Cast) for op in item.ops)
+    floating = item.dtype.is_float  # casts only ever turn floats into floats
 
     def outcome(kind: str) -> tuple[Any, ...]:
         layout = ad.layout_ops(direction, name, shape, kind) if direction else (name, [])
-        casts = tuple(c.to for c in recipe.casts if float_cast and (not c.modules or kind in c.modules))
+        casts = tuple(c.to for c in recipe.casts if floating and (not c.modules or kind in c.modules))
         return layout[0], tuple(type(op) for op in layout[1]), casts
 
     ours = outcome(guess.kind)
@@ -424,26 +425,28 @@ def _renumber(work: list[_Work], store: Store, rules: Sequence[Any]) -> None:
         item.rename(mapping[item.name], "contiguous indices")
 
 
-def _skip_enum_variants(work: list[_Work], overrides: dict[str, str], wanted: "_TemplateIndex | None") -> None:
-    """Drop CamelCase segments only on evidence: the template's names, or ``--module PATH=EnumVariant``.
+def _enum_variants(work: list[_Work], overrides: dict[str, str], wanted: "_TemplateIndex | None", skip: bool) -> None:
+    """Drop enum-variant segments only on evidence: ``--module PATH=EnumVariant``, or the template's names.
 
-    A CamelCase segment may as well be a real name (BERT's ``embeddings.LayerNorm``): without
-    evidence it is kept, and the tensor is reported as a guess unless ``--module`` names the path.
+    With ``skip`` (``--skip-enum-variants``) CamelCase segments are candidates; one may as well be a
+    real name (BERT's ``embeddings.LayerNorm``), so without evidence it is kept and the tensor is
+    reported as a guess unless ``--module`` names the path. Paths the user calls variants go either way.
     """
+    told = [path for path, kind in overrides.items() if kind == ENUM_VARIANT]
     for item in work:
-        paths = ad.variant_paths(item.name)
-        if not paths:
-            continue
-        if wanted is not None:  # module paths, not names: the adapters may still rename the leaf
-            if module_path(item.name) in wanted.modules:
+        name = item.name
+        variants = [path for path in told if name.startswith(path + ".")]
+        candidates = ad.variant_paths(name) if skip else []
+        if candidates and wanted is not None:  # module paths, not names: the adapters may still rename the leaf
+            if module_path(name) in wanted.modules:
                 continue  # the model has these segments as written
-            stripped = ad.strip_enum_variants(item.name)
+            stripped = ad.strip_enum_variants(name)
             if module_path(stripped) in wanted.modules:
                 item.rename(stripped, "skip enum variants (the template has this module)")
                 continue
-        variants = [p for p in paths if overrides.get(p) == ENUM_VARIANT]
-        item.kept_variants = [p for p in paths if p not in overrides]
-        item.rename(ad.drop_segments(item.name, variants), "skip enum variants (--module)")
+        item.kept_variants = [path for path in candidates if path not in overrides]
+        if variants:
+            item.rename(ad.drop_segments(name, variants), "enum variant (--module)")
 
 
 def _fuse_weight_norms(work: list[_Work]) -> list[_Work]:
