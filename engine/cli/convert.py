@@ -175,7 +175,7 @@ def refusal(result: Plan, template: Store | None, args: argparse.Namespace) -> i
             print(f"store-studio: {len(report.shape_mismatches)} tensor(s) have another shape than the template's "
                   f"(listed above); nothing written (--no-validate writes anyway)", file=sys.stderr)
             return EXIT_MISSING
-        if report.shape_mismatches:
+        if report.shape_mismatches and not args.dry_run:
             print(f"store-studio: --no-validate: writing {len(report.shape_mismatches)} tensor(s) whose shapes "
                   "differ from the template's", file=sys.stderr)
         if report.missing and not result.recipe.allow_partial:
@@ -183,7 +183,7 @@ def refusal(result: Plan, template: Store | None, args: argparse.Namespace) -> i
                   "(use --allow-partial to convert anyway)", file=sys.stderr)
             return EXIT_MISSING
     if args.strict and result.guesses:
-        for guess in result.guesses:
+        for guess in [] if args.dry_run else result.guesses:  # a dry run listed them already
             print(guess.line(), file=sys.stderr)
         print(f"store-studio: --strict: {len(result.guesses)} tensor(s) rest on a guess (listed above); "
               "nothing written", file=sys.stderr)

@@ -5,6 +5,7 @@ Each function decides; none touches bytes. The plan turns decisions into ``ops``
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from ..errors import RecipeError
@@ -90,22 +91,28 @@ def weight_norm_pairs(names: Iterable[str]) -> dict[str, tuple[str, str]]:
     return {m: (p["weight_g"], p["weight_v"]) for m, p in found.items() if len(p) == 2}
 
 
-def layout_ops(direction: str, name: str, shape: tuple[int, ...], kind: str) -> tuple[str, list[Op]]:
-    """The new name and the operations ``direction`` asks of one tensor of a ``kind`` module.
+@lru_cache(maxsize=1024)
+def layout(direction: str, leaf: str, ndim: int, kind: str) -> tuple[str | None, bool]:
+    """What ``direction`` asks of a ``kind`` module's tensor ``leaf``: ``(new leaf or None, transpose?)``.
 
     Linear weights are transposed both ways (the operation is its own inverse); norm affine
     parameters are renamed weight/bias <-> gamma/beta, a PReLU's weight <-> alpha. Everything
-    else, buffers included, is kept.
+    else, buffers included, is kept. Cached: the plan asks it for every tensor on every edit.
     """
-    module, _, leaf = name.rpartition(".")
-    ops: list[Op] = []
-    if kind == "Linear" and leaf == "weight" and len(shape) == 2:
-        ops.append(Transpose((shape[0], shape[1])))
-    elif kind in NORM_KINDS or kind == "PRelu":
+    if kind == "Linear" and leaf == "weight" and ndim == 2:
+        return None, True
+    if kind in NORM_KINDS or kind == "PRelu":
         norm, prelu = _LEAVES[direction]
-        new_leaf = (prelu if kind == "PRelu" else norm).get(leaf)
-        if new_leaf:
-            new = f"{module}.{new_leaf}" if module else new_leaf
-            ops.append(Rename(leaf, new_leaf, f"{direction}, {kind}"))
-            return new, ops
-    return name, ops
+        return (prelu if kind == "PRelu" else norm).get(leaf), False
+    return None, False
+
+
+def layout_ops(direction: str, name: str, shape: tuple[int, ...], kind: str) -> tuple[str, list[Op]]:
+    """The new name and the operations ``direction`` asks of one tensor of a ``kind`` module."""
+    module, _, leaf = name.rpartition(".")
+    new_leaf, transpose = layout(direction, leaf, len(shape), kind)
+    if transpose:
+        return name, [Transpose((shape[0], shape[1]))]
+    if new_leaf:
+        return f"{module}.{new_leaf}" if module else new_leaf, [Rename(leaf, new_leaf, f"{direction}, {kind}")]
+    return name, []

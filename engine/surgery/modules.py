@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Mapping, Protocol, Sequence
 
 from ..errors import RecipeError
@@ -88,18 +89,26 @@ def infer_modules(entries: Iterable[ShapedTensor], overrides: Mapping[str, str] 
     ``overrides`` (path -> kind) win over guesses; paths the entries do not hold are ignored.
     """
     leaves: dict[str, dict[str, tuple[int, ...]]] = {}
-    for entry in entries:
-        module, leaf = logical_leaf(entry.name)
-        leaves.setdefault(module, {})[leaf] = tuple(entry.shape)
+    for entry in entries:  # hot: runs on every plan, for every tensor
+        module, _, leaf = entry.name.rpartition(".")
+        if leaf in ("original0", "original1"):
+            module, leaf = logical_leaf(entry.name)
+        shape = entry.shape
+        siblings = leaves.get(module)
+        if siblings is None:
+            siblings = leaves[module] = {}
+        siblings[leaf] = shape if type(shape) is tuple else tuple(shape)
     guesses = {}
     for path, siblings in leaves.items():
         if overrides and path in overrides:
             guesses[path] = ModuleGuess(path, check_kind(overrides[path], path), "set by user", True)
         else:
-            guesses[path] = _guess(path, siblings)
+            g = _guess(_label(path), tuple(siblings.items()))
+            guesses[path] = ModuleGuess(path, g.kind, g.reason, False, g.guessed, g.alternatives)
     return guesses
 
 
+@lru_cache(maxsize=65536)
 def _label(path: str) -> str:
     """The segment that names a module: the last non-numeric one (``fc.0`` in a Sequential is ``fc``)."""
     for segment in reversed(path.split(".")):
@@ -108,50 +117,56 @@ def _label(path: str) -> str:
     return ""
 
 
-def _guess(path: str, siblings: dict[str, tuple[int, ...]]) -> ModuleGuess:
-    label = _label(path)
+@lru_cache(maxsize=4096)
+def _guess(label: str, leaves: tuple[tuple[str, tuple[int, ...]], ...]) -> ModuleGuess:
+    """The kind for a module named ``label`` holding ``leaves`` (path left empty: the caller fills it).
+
+    Cached: a model repeats the same few layers (same label, same shapes) thousands of times,
+    and the workbench re-plans on every edit.
+    """
+    siblings = dict(leaves)
     if "running_mean" in siblings or "running_var" in siblings:
-        return ModuleGuess(path, "BatchNorm", "has running_mean/running_var")
+        return ModuleGuess("", "BatchNorm", "has running_mean/running_var")
     if "alpha" in siblings and len(siblings["alpha"]) == 1 and "weight" not in siblings:
-        return ModuleGuess(path, "PRelu", "Burn names a PReLU's weight alpha")
+        return ModuleGuess("", "PRelu", "Burn names a PReLU's weight alpha")
     weight = siblings.get("weight", siblings.get("weight_v", siblings.get("gamma")))
     if weight is None:
-        return ModuleGuess(path, "Unknown", "no weight tensor")
+        return ModuleGuess("", "Unknown", "no weight tensor")
     ndim = len(weight)
     bias = siblings.get("bias", siblings.get("beta"))
     if "gamma" in siblings and ndim == 1:
-        return ModuleGuess(path, *_norm_kind(label, "beta" in siblings, "Burn names gamma/beta"))
+        return ModuleGuess("", *_norm_kind(label, "beta" in siblings, "Burn names gamma/beta"))
     if ndim == 1:
         if bias is not None and bias == weight:
-            return ModuleGuess(path, *_norm_kind(label, True, "1-D weight"))
-        return _lone_1d_weight(path, label)
+            return ModuleGuess("", *_norm_kind(label, True, "1-D weight"))
+        return _lone_1d_weight(label)
     if ndim == 2:
         if bias is not None and len(bias) == 1 and bias[0] in weight:
-            return ModuleGuess(path, "Linear", f"2-D weight and a bias of {bias[0]} (an Embedding has no bias)")
+            return ModuleGuess("", "Linear", f"2-D weight and a bias of {bias[0]} (an Embedding has no bias)")
         if _EMBEDDING_NAME.search(label):
-            return ModuleGuess(path, "Embedding", f"2-D weight without bias, and the name {label!r} says embedding",
+            return ModuleGuess("", "Embedding", f"2-D weight without bias, and the name {label!r} says embedding",
                                guessed=True, alternatives=("Embedding", "Linear"))
-        return ModuleGuess(path, "Linear", f"2-D weight without bias, and the name {label!r} says nothing",
+        return ModuleGuess("", "Linear", f"2-D weight without bias, and the name {label!r} says nothing",
                            guessed=True, alternatives=("Linear", "Embedding"))
     if 3 <= ndim <= 5:
         if _TRANSPOSED_NAME.search(label):
-            return ModuleGuess(path, "ConvTranspose", f"{ndim}-D weight, and the name {label!r} says transposed")
-        return ModuleGuess(path, f"Conv{ndim - 2}d", f"{ndim}-D weight")
-    return ModuleGuess(path, "Unknown", f"{ndim}-D weight fits no known layer")
+            return ModuleGuess("", "ConvTranspose", f"{ndim}-D weight, and the name {label!r} says transposed")
+        return ModuleGuess("", f"Conv{ndim - 2}d", f"{ndim}-D weight")
+    return ModuleGuess("", "Unknown", f"{ndim}-D weight fits no known layer")
 
 
-def _lone_1d_weight(path: str, label: str) -> ModuleGuess:
+def _lone_1d_weight(label: str) -> ModuleGuess:
     """A 1-D weight with no bias or stats: an RmsNorm (Burn: gamma) and a PReLU (Burn: alpha) look alike."""
     evidence = "1-D weight without bias or running stats"
     options = ("RmsNorm", "PRelu", "Unknown")
     if _PRELU_NAME.search(label):
-        return ModuleGuess(path, "PRelu", f"{evidence}, and the name {label!r} says PReLU", guessed=True,
+        return ModuleGuess("", "PRelu", f"{evidence}, and the name {label!r} says PReLU", guessed=True,
                            alternatives=("PRelu", "RmsNorm", "Unknown"))
     if _NORM_NAME.search(label) or any(p.search(label) for p in (_GROUP_NAME, _BATCH_NAME, _LAYER_NAME)):
         kind, reason = _norm_kind(label, False, evidence)
-        return ModuleGuess(path, kind, reason if "says" in reason else f"{evidence}, and the name {label!r} says norm",
+        return ModuleGuess("", kind, reason if "says" in reason else f"{evidence}, and the name {label!r} says norm",
                            guessed=True, alternatives=(kind, *(o for o in options if o != kind)))
-    return ModuleGuess(path, "Unknown", f"{evidence}, and the name {label!r} says nothing: kept as it is",
+    return ModuleGuess("", "Unknown", f"{evidence}, and the name {label!r} says nothing: kept as it is",
                        guessed=True, alternatives=options)
 
 

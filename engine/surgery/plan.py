@@ -215,7 +215,7 @@ class _Work:
 
     @property
     def source_name(self) -> str:
-        return ", ".join(e.name for e in self.inputs)
+        return self.inputs[0].name if len(self.inputs) == 1 else ", ".join(e.name for e in self.inputs)
 
     def rename(self, new: str, why: str) -> None:
         if new != self.name:
@@ -243,6 +243,7 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
     direction = next((a for a in recipe.adapters if a in (ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH)), None)
     wanted = _TemplateIndex(template) if template is not None else None
     keep = recipe.filter
+    filtering = not keep.is_empty
     result = Plan([], recipe=recipe)
     merged: dict[str, PlannedTensor] = {}
     duplicates: list[PlannedTensor] = []
@@ -256,11 +257,12 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
             item.rename(remap_name(item.name, rules, remap_hits), "remap")
         if ad.CONTIGUOUS_INDICES in recipe.adapters:
             _renumber(work, store, rules)
-        if ad.SKIP_ENUM_VARIANTS in recipe.adapters:
-            _skip_enum_variants(work, recipe.module_overrides, wanted)
+        skip = ad.SKIP_ENUM_VARIANTS in recipe.adapters
+        if skip or ENUM_VARIANT in recipe.module_overrides.values():
+            _enum_variants(work, recipe.module_overrides, wanted, skip)
         if ad.FUSE_WEIGHT_NORM in recipe.adapters:
             work = _fuse_weight_norms(work)
-        guesses = infer_modules(_Shaped(w.name, w.shape) for w in work)
+        guesses = infer_modules(work)
         if wanted is not None:
             guesses.update(wanted.kinds(work, guesses))
         for path, kind in recipe.module_overrides.items():
@@ -269,14 +271,14 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
         result.modules.update(guesses)
         own: dict[str, PlannedTensor] = {}
         for item in work:
-            guess = guesses.get(module_path(item.name))
+            guess = guesses.get(item.name.rpartition(".")[0])  # module_path, inlined: hot
             kind = guess.kind if guess else "Unknown"
             before = (item.name, item.shape)
             if direction and kind in ad.LAYOUT_KINDS:
                 _apply_layout(item, direction, kind)
             if wanted is not None and item.name not in wanted.shapes and item.name in wanted.variants:
                 item.rename(wanted.variants[item.name], "template enum variant")
-            if not keep.is_empty:
+            if filtering:
                 tensor_facts = facts(item.name, item.dtype, item.shape, kind) if keep.where else None
                 filter_facts.append(tensor_facts or {"name": item.name})
                 reason = keep.verdict(item.name, tensor_facts)
@@ -287,7 +289,8 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
                 if item.dtype.is_float and item.dtype != cast.dtype and (not cast.modules or kind in cast.modules):
                     item.add(Cast(item.dtype, cast.dtype))
                     item.dtype = cast.dtype
-            result.guesses += _guesses(item, guess, before, direction, recipe)
+            if item.kept_variants or (guess is not None and guess.guessed):
+                result.guesses += _guesses(item, guess, before, direction, recipe)
             planned = PlannedTensor(item.name, item.dtype, item.shape, item.inputs, item.ops, label, kind)
             if item.name in own:
                 first = own[item.name]
@@ -314,11 +317,11 @@ def _guesses(item: _Work, guess: ModuleGuess | None, before: tuple[str, tuple[in
     if guess is None or not guess.guessed:
         return found
     name, shape = before
-    float_cast = item.dtype.is_float or any(isinstance(op, Cast) for op in item.ops)
+    floating = item.dtype.is_float  # casts only ever turn floats into floats
 
     def outcome(kind: str) -> tuple[Any, ...]:
         layout = ad.layout_ops(direction, name, shape, kind) if direction else (name, [])
-        casts = tuple(c.to for c in recipe.casts if float_cast and (not c.modules or kind in c.modules))
+        casts = tuple(c.to for c in recipe.casts if floating and (not c.modules or kind in c.modules))
         return layout[0], tuple(type(op) for op in layout[1]), casts
 
     ours = outcome(guess.kind)
@@ -327,13 +330,6 @@ def _guesses(item: _Work, guess: ModuleGuess | None, before: tuple[str, tuple[in
         could_transpose = any(Transpose in other[1] for other in others)
         found.append(kind_guess(item.name, item.source_name, guess, item.ops, could_transpose))
     return found
-
-
-class _Shaped:
-    __slots__ = ("name", "shape")
-
-    def __init__(self, name: str, shape: tuple[int, ...]):
-        self.name, self.shape = name, shape
 
 
 @dataclass(frozen=True)
@@ -429,26 +425,28 @@ def _renumber(work: list[_Work], store: Store, rules: Sequence[Any]) -> None:
         item.rename(mapping[item.name], "contiguous indices")
 
 
-def _skip_enum_variants(work: list[_Work], overrides: dict[str, str], wanted: "_TemplateIndex | None") -> None:
-    """Drop CamelCase segments only on evidence: the template's names, or ``--module PATH=EnumVariant``.
+def _enum_variants(work: list[_Work], overrides: dict[str, str], wanted: "_TemplateIndex | None", skip: bool) -> None:
+    """Drop enum-variant segments only on evidence: ``--module PATH=EnumVariant``, or the template's names.
 
-    A CamelCase segment may as well be a real name (BERT's ``embeddings.LayerNorm``): without
-    evidence it is kept, and the tensor is reported as a guess unless ``--module`` names the path.
+    With ``skip`` (``--skip-enum-variants``) CamelCase segments are candidates; one may as well be a
+    real name (BERT's ``embeddings.LayerNorm``), so without evidence it is kept and the tensor is
+    reported as a guess unless ``--module`` names the path. Paths the user calls variants go either way.
     """
+    told = [path for path, kind in overrides.items() if kind == ENUM_VARIANT]
     for item in work:
-        paths = ad.variant_paths(item.name)
-        if not paths:
-            continue
-        if wanted is not None:  # module paths, not names: the adapters may still rename the leaf
-            if module_path(item.name) in wanted.modules:
+        name = item.name
+        variants = [path for path in told if name.startswith(path + ".")]
+        candidates = ad.variant_paths(name) if skip else []
+        if candidates and wanted is not None:  # module paths, not names: the adapters may still rename the leaf
+            if module_path(name) in wanted.modules:
                 continue  # the model has these segments as written
-            stripped = ad.strip_enum_variants(item.name)
+            stripped = ad.strip_enum_variants(name)
             if module_path(stripped) in wanted.modules:
                 item.rename(stripped, "skip enum variants (the template has this module)")
                 continue
-        variants = [p for p in paths if overrides.get(p) == ENUM_VARIANT]
-        item.kept_variants = [p for p in paths if p not in overrides]
-        item.rename(ad.drop_segments(item.name, variants), "skip enum variants (--module)")
+        item.kept_variants = [path for path in candidates if path not in overrides]
+        if variants:
+            item.rename(ad.drop_segments(name, variants), "enum variant (--module)")
 
 
 def _fuse_weight_norms(work: list[_Work]) -> list[_Work]:
@@ -469,14 +467,13 @@ def _fuse_weight_norms(work: list[_Work]) -> list[_Work]:
 
 
 def _apply_layout(item: _Work, direction: str, kind: str) -> None:
-    new, ops = ad.layout_ops(direction, item.name, item.shape, kind)
-    for op in ops:
-        if isinstance(op, Rename):
-            item.ops.append(Rename(item.name, new, op.why))
-            item.name = new
-        else:
-            item.add(op)
-            item.shape = item.shape[::-1]
+    module, _, leaf = item.name.rpartition(".")
+    new_leaf, transpose = ad.layout(direction, leaf, len(item.shape), kind)
+    if transpose:
+        item.add(Transpose((item.shape[0], item.shape[1])))
+        item.shape = item.shape[::-1]
+    elif new_leaf:
+        item.rename(f"{module}.{new_leaf}" if module else new_leaf, f"{direction}, {kind}")
 
 
 class _TemplateIndex:

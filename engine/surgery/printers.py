@@ -97,7 +97,11 @@ def _rust_store(recipe: Recipe, spec: SourceSpec) -> str:
         lines.append(".skip_enum_variants(true)")
     if recipe.allow_partial:
         lines.append(".allow_partial(true)")
-    return "\n    ".join(lines) + ";\nlet result = model.load_from(&mut store)?;"
+    warning = ""
+    if store == "PytorchStore" and ad.PYTORCH_TO_BURN not in recipe.adapters:
+        warning = ("// differs: PytorchStore always applies PyTorchToBurnAdapter (transposes Linear weights, "
+                   "renames norms); this recipe does not\n")
+    return warning + "\n    ".join(lines) + ";\nlet result = model.load_from(&mut store)?;"
 
 
 def _rust_filter(f: Filter) -> list[str]:

@@ -274,3 +274,12 @@ def test_recipe_as_cli_prints_module_flags_and_replays(net, tmp_path, capsys, mo
                    "--module tokens=Embedding"
     assert main(shlex.split(line)[1:]) == 0
     np.testing.assert_array_equal(load_file(tmp_path / "o.safetensors")["tokens.weight"], w["tokens.weight"])
+
+
+def test_a_module_called_an_enum_variant_loses_its_segment_even_without_the_flag(net, tmp_path, capsys):
+    path, w = net
+    assert convert(path, tmp_path / "o.safetensors", "--include", "^embeddings", "--module",
+                   "embeddings.LayerNorm=EnumVariant") == 0
+    out = load_file(tmp_path / "o.safetensors")
+    assert sorted(out) == ["embeddings.bias", "embeddings.weight"]
+    np.testing.assert_array_equal(out["embeddings.weight"], w["embeddings.LayerNorm.weight"])

@@ -123,3 +123,9 @@ def test_dollar_digits_then_word_characters_is_group_then_text_and_prints_braced
     rust = as_rust(Recipe(remaps=(RemapRule(r"^(\w+)\.(\d+)", "$1_x.$2"),)))
     assert 'r"${1}_x.${2}"' in rust
     assert remap_name("fc.3", compile_rules([RemapRule(r"^(\w+)\.(\d+)", "$1_x.$2")])) == "fc_x.3"
+
+
+def test_a_pytorch_source_without_the_adapter_says_the_chain_differs():
+    plain = as_rust(Recipe.from_json({"version": 1, "sources": ["m.pt"]}))
+    assert plain.startswith("// differs: PytorchStore always applies PyTorchToBurnAdapter")
+    assert not as_rust(Recipe.from_json({"version": 1, "sources": ["m.pt"], "adapters": ["pytorch-to-burn"]})).startswith("//")
