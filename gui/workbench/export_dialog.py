@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QFileDialo
 from engine import humanize
 from engine.export import PRODUCER
 from engine.formats import burnpack, format_for_path, safetensors, writer
-from engine.surgery import Plan, ShapeMismatch, validate
-from engine.surgery.plan import RECIPE_METADATA_KEY, carried_metadata
+from engine.surgery import Plan, ShapeMismatch, carried_metadata, validate
+from engine.surgery.plan import RECIPE_METADATA_KEY
 from gui.dialogs import show_error
 from gui.models.diff_model import TONE_COLOURS
 from gui.workbench.diff_panel import show_diff_dock
