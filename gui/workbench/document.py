@@ -74,7 +74,7 @@ class Mark:
 
     state: str  # TRANSFORMED, DROPPED, CONFLICT, MISMATCH, UNUSED, or "" (kept as it is, applied to the template)
     word: str  # "renamed, transposed", "dropped", "replaced", "conflict", "applied": never colour alone
-    reason: str = ""  # why it is dropped or in conflict
+    reason: str = ""  # why it is dropped or in conflict; how it fits the template, when there is one
     tensor: PlannedTensor | None = None  # what it becomes, when it is kept
 
     @property
