@@ -38,6 +38,8 @@ class Actions:
     start_surgery: QAction
     rerun: QAction
     diff: QAction
+    set_template: QAction
+    clear_template: QAction
     copy_cli: QAction
     copy_rust: QAction
     workbench: QMenu
@@ -88,6 +90,11 @@ def install(window: "MainWindow") -> Actions:
                               "Show the workbench: filters, remaps, adapters, sources and a live preview"),
         rerun=_action(window, "&Re-run Preview", window.rerun_preview, "F5", "Plan the recipe again now"),
         diff=_action(window, "&Diff…", window.show_diff, "Ctrl+D", "Compare the recipe's result with another file"),
+        set_template=_action(window, "Set &Template…", window.choose_template, None,
+                             "Choose a file saved from the target model: the preview and tree show how the result "
+                             "fits it, and Export checks its shapes"),
+        clear_template=_action(window, "C&lear Template", window.clear_template, None,
+                               "Stop comparing the recipe's result with a template"),
         copy_cli=_action(window, "Copy as &Command Line", window.copy_as_cli, None,
                          "Copy the store-studio convert command that replays this recipe", "copy"),
         copy_rust=_action(window, "Copy as R&ust (burn-store)", window.copy_as_rust, None,
@@ -104,7 +111,8 @@ def install(window: "MainWindow") -> Actions:
                   a.close_tab, None, a.quit),
         "&Edit": (a.undo, a.redo, None, a.find, a.copy_path),
         "&View": (a.show_selection, a.show_file, None, a.collapse_all, None, a.workbench),
-        "&Surgery": (a.start_surgery, a.rerun, a.diff, None, a.copy_cli, a.copy_rust),
+        "&Surgery": (a.start_surgery, a.rerun, a.diff, None, a.set_template, a.clear_template, None, a.copy_cli,
+                     a.copy_rust),
         "&Help": (a.about,),
     }
     for title, items in menus.items():

@@ -29,7 +29,8 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--select", metavar="NAME", help="select this tensor or group (full dotted name)")
     root.add_argument("--panel", choices=("selection", "file"), help="show this side panel")
     root.add_argument("--recipe", metavar="JSON", type=Path,
-                      help="apply this recipe to the (first) file and show the surgery workbench")
+                      help="apply this recipe to the (first) file, or with no FILE open the recipe's own "
+                           "sources, and show the surgery workbench")
     root.add_argument("--dock", choices=DOCKS, help="bring this workbench panel to the front (implies the workbench)")
     root.add_argument("--version", action="version", version=f"store-studio {engine.__version__}")
     root.add_argument("--install-desktop", action="store_true", help="add Store Studio to the desktop's menu and "
@@ -63,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     app = create_app([sys.argv[0]])
     window = MainWindow()
-    files = [Path(f) for f in args.files] or [default_sample()]
+    files = [Path(f) for f in args.files] or recipe_home(args.recipe) or [default_sample()]
     if args.screenshot is not None:
         return screenshot(window, files, args.screenshot, args.select, args.panel, args.recipe, args.dock)
     window.show()
@@ -79,6 +80,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         window.file_opened.connect(arrange)
     return app.exec()
+
+
+def recipe_home(recipe: Path | None) -> list[Path]:
+    """The recipe's first source (relative to the recipe's folder): what ``--recipe R.json`` alone opens.
+
+    An unreadable recipe opens nothing here; applying it then reports why.
+    """
+    from engine.errors import RecipeError
+    from engine.surgery import Recipe
+
+    if recipe is None:
+        return []
+    try:
+        sources = Recipe.load(recipe).sources
+    except RecipeError:
+        return []
+    if not sources:
+        return []
+    return [Path(sources[0].path)]  # Recipe.load resolved it from the recipe's folder
 
 
 def _forget_settings() -> None:

@@ -29,6 +29,8 @@ from gui.workbench.panels.filters import FiltersPanel
 from gui.workbench.panels.preview import PreviewPanel
 from gui.workbench.panels.remap import RemapPanel
 from gui.workbench.panels.sources import SourcesPanel
+from gui.workbench.recipe_fit import misfit
+from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
@@ -141,6 +143,7 @@ class MainWindow(QMainWindow):
             self.docks[name] = self._dock(name, titles[name], panel, area)
         for name in ("remap", "adapters", "sources"):
             self.tabifyDockWidget(self.docks["filters"], self.docks[name])
+        self.panels["preview"].settle_requested.connect(self._settle_guess)  # type: ignore[attr-defined]
         self.diff_dock = self._dock("diff", "Diff", QLabel(), Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.docks["preview"], self.diff_dock)
 
@@ -320,6 +323,7 @@ class MainWindow(QMainWindow):
             document = view.start_surgery()
             self.undo_group.addStack(document.undo_stack)
             document.modifiedChanged.connect(lambda _: self._update_title())
+            document.recipeChanged.connect(self._update_template_action)  # a template set or undone
         if not self._workbench_shown:
             self._workbench_shown = True
             for dock in self.docks.values():
@@ -344,9 +348,20 @@ class MainWindow(QMainWindow):
             self.diff_dock.setWidget(diff)
         for action in (self.actions.start_surgery, self.actions.rerun, self.actions.diff, self.actions.copy_cli,
                        self.actions.copy_rust, self.actions.export, self.actions.open_recipe,
-                       self.actions.save_recipe, self.actions.save_recipe_as):
+                       self.actions.save_recipe, self.actions.save_recipe_as, self.actions.set_template):
             action.setEnabled(self.current_view() is not None)
+        self._update_template_action()
         self._update_title()
+
+    def _settle_guess(self, module: str) -> None:
+        """A guessed row was double-clicked in the preview: its module's type, ready to choose, in Adapters."""
+        self.docks["adapters"].show()
+        self.docks["adapters"].raise_()
+        self.panels["adapters"].settle(module)  # type: ignore[attr-defined]
+
+    def _update_template_action(self) -> None:
+        document = self.document()
+        self.actions.clear_template.setEnabled(document is not None and document.template is not None)
 
     def start_surgery(self) -> None:
         self.surgery()
@@ -394,6 +409,17 @@ class MainWindow(QMainWindow):
         self.diff_dock.show()
         self.diff_dock.raise_()
 
+    def choose_template(self) -> None:
+        """Surgery › Set Template…: the file the result must fit (the diff view's Template button does the same)."""
+        document = self.surgery()
+        if document is not None:
+            choose_template(self, document, self.opener)
+
+    def clear_template(self) -> None:
+        document = self.document()
+        if document is not None:
+            document.set_template(None)
+
     def open_recipe_dialog(self) -> None:
         view = self.current_view()
         start = str(view.path.parent) if view is not None else ""
@@ -412,7 +438,21 @@ class MainWindow(QMainWindow):
         def failed(failure: Failure) -> None:
             show_error(self, f"Store Studio could not open the recipe {path.name}.", failure.message, failure.details)
 
-        self.opener.run(lambda cancelled: load_recipe(path), lambda loaded: document.replace(*loaded), failed)
+        def loaded(result: tuple) -> None:
+            document.replace(*result)
+            self._warn_misfit(document, f"Recipe {path.name} on {view.path.name}")
+
+        self.opener.run(lambda cancelled: load_recipe(path), loaded, failed)
+
+    def _warn_misfit(self, document: RecipeDocument, what: str) -> None:
+        """Once the applied recipe is planned, say in the status bar if parts of it find nothing in this file."""
+        def planned(plan: object) -> None:
+            document.planReady.disconnect(planned)
+            unfit = misfit(document.plan) if document.plan is not None else ""
+            if unfit:
+                self.statusBar().showMessage(f"⚠ {what}: {unfit}", 20_000)
+
+        document.planReady.connect(planned)
 
     def save_recipe(self) -> bool:
         document = self.surgery()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QBrush, QColor, QFont
 
-from gui.workbench.document import CONFLICT, DROPPED, TRANSFORMED
+from gui.workbench.document import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, UNUSED
 
 AMBER = QColor("#b26a00")  # transformed: readable on white, distinct from red in grey screenshots
 GREY = QColor("#8a8a8a")  # dropped
@@ -12,7 +12,7 @@ RED = QColor("#c03b3b")  # conflict, missing, invalid
 BLUE = QColor("#2f6fb5")  # unused
 GREEN = QColor("#2e7d32")  # applied
 
-COLOURS = {TRANSFORMED: AMBER, DROPPED: GREY, CONFLICT: RED}
+COLOURS = {TRANSFORMED: AMBER, DROPPED: GREY, CONFLICT: RED, MISMATCH: RED, UNUSED: BLUE}
 INVALID_STYLE = f"QLineEdit {{ border: 2px solid {RED.name()}; border-radius: 3px; }}"
 ERROR_TEXT_STYLE = f"color: {RED.name()};"  # a message that says what is wrong
 

@@ -1,9 +1,10 @@
 """``store-studio convert IN [IN...] OUT``: copy models into Burnpack or SafeTensors, streaming and atomic.
 
-Surgery flags (filters, remaps, adapters, casts) build a recipe; ``--recipe`` loads one and the
-flags extend it; ``--save-recipe`` writes the result; ``--dry-run`` prints the plan and writes
-nothing. With ``--template``, the alignment against the target model is printed and missing
-tensors stop the conversion (exit 3) unless ``--allow-partial``.
+Surgery flags (filters, remaps, adapters, module kinds, casts) build a recipe; ``--recipe`` loads
+one and the flags extend it; ``--save-recipe`` writes the result; ``--dry-run`` prints the plan and
+writes nothing. With ``--template``, the alignment against the target model is printed, and a shape
+mismatch (unless ``--no-validate``) or a missing tensor (unless ``--allow-partial``) stops the
+conversion with exit 3; so do decisions resting on a name alone under ``--strict``.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from .. import humanize
-from ..errors import ExportError, RecipeError
+from ..errors import ExportError, FormatError, RecipeError
 from ..formats import format_for_path, open_store
 from ..store import Store
 from ..surgery import adapters as ad
 from ..surgery.align import align
 from ..surgery.filters import Filter, compile_pattern
-from ..surgery.plan import Plan, plan
+from ..surgery.modules import parse_kind
+from ..surgery.plan import Plan, carried_metadata, plan
 from ..surgery.recipe import CAST_TARGETS, CastRule, Recipe, SourceSpec
 from ..surgery.remap import RemapRule, compile_rules
 from . import exits, progress
@@ -49,8 +51,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--fuse-weight-norm", action="store_true", help="fuse weight_g/weight_v into weight")
     s.add_argument("--top-level-key", metavar="KEY", help="PyTorch: read only this branch of the checkpoint")
     s.add_argument("--cast", action="append", default=[], choices=sorted(CAST_TARGETS), help="cast float tensors")
+    s.add_argument("--module", action="append", default=[], metavar="PATH=TYPE",
+                   help="settle a module's type (Linear, Embedding, LayerNorm, RmsNorm, PRelu, EnumVariant, ...)")
+    s.add_argument("--strict", action="store_true", help="refuse (exit 3) while any decision rests on a name alone")
     s.add_argument("--template", metavar="FILE", help="check the result against a file saved from the target model")
     s.add_argument("--allow-partial", action="store_true", help="with --template: convert even if tensors are missing")
+    s.add_argument("--no-validate", action="store_true",
+                   help="with --template: write even if shapes differ from the template's")
+    s.add_argument("--clear-metadata", action="store_true", help="do not carry the sources' metadata over")
     s.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     s.add_argument("--recipe", metavar="FILE", help="start from a saved recipe (flags add to it)")
     s.add_argument("--save-recipe", metavar="FILE", help="save the recipe these arguments make")
@@ -88,13 +96,27 @@ def check_destination(output: str, fmt: str | None, overwrite: bool) -> None:
         raise ExportError(f"{output} already exists; use --overwrite to replace it")
 
 
-def build_recipe(args: argparse.Namespace, inputs: list[str]) -> Recipe:
+def parse_modules(pairs: list[str]) -> dict[str, str]:
+    """``--module PATH=TYPE`` flags as module overrides; a bad one is a usage error."""
+    result = {}
+    for pair in pairs:
+        path, sep, kind = pair.rpartition("=")
+        if not sep or not kind:
+            raise UsageError(f"--module wants PATH=TYPE (e.g. tokens=Embedding), got {pair!r}")
+        try:
+            result[path] = parse_kind(kind, path)
+        except RecipeError as exc:
+            raise UsageError(str(exc)) from None
+    return result
+
+
+def build_recipe(args: argparse.Namespace, inputs: list[str], modules: dict[str, str] | None = None) -> Recipe:
     """The recipe the arguments describe: ``--recipe``'s, extended by the flags."""
     check_patterns(args)
     base = Recipe.load(args.recipe) if args.recipe else Recipe()
-    known = {s.path: s for s in base.sources}
+    known = {Path(s.path).resolve(): s for s in base.sources}
     key = args.top_level_key or base.top_level_key
-    sources = tuple(known.get(path, SourceSpec(path)) for path in inputs) if inputs else base.sources
+    sources = tuple(known.get(Path(p).resolve(), SourceSpec(p)) for p in inputs) if inputs else base.sources
     adapters = list(base.adapters)
     wanted = [*args.adapter, *([ad.CONTIGUOUS_INDICES] if args.contiguous_indices else []),
               *([ad.SKIP_ENUM_VARIANTS] if args.skip_enum_variants else []),
@@ -107,23 +129,34 @@ def build_recipe(args: argparse.Namespace, inputs: list[str]) -> Recipe:
         remaps=base.remaps + tuple(RemapRule(p, r) for p, r in args.remap),
         adapters=tuple(adapters),
         casts=base.casts + tuple(CastRule(CAST_TARGETS[c]) for c in args.cast),
+        module_overrides={**base.module_overrides, **(modules or {})},
         top_level_key=key,
         metadata={**base.metadata, **parse_metadata(args.metadata)},
         allow_partial=base.allow_partial or args.allow_partial,
+        clear_metadata=base.clear_metadata or args.clear_metadata,
+        template=args.template or base.template,
     )
 
 
 def open_sources(recipe: Recipe, stack: ExitStack) -> list[Store]:
+    """Open every source; a top-level key on a file that is not a PyTorch checkpoint is an error, not ignored."""
     stores = []
     for spec in recipe.sources:
         key = spec.top_level_key or recipe.top_level_key
-        stores.append(stack.enter_context(open_store(spec.path, **({"top_level_key": key} if key else {}))))
+        store = stack.enter_context(open_store(spec.path, **({"top_level_key": key} if key else {})))
+        if key and store.format != "pytorch":
+            raise FormatError(store.path, f"is a {store.format} file: --top-level-key {key!r} only picks a branch of a "
+                                          "PyTorch checkpoint (drop the flag)")
+        stores.append(store)
     return stores
 
 
 def run(args: argparse.Namespace) -> int:
     *inputs, output = args.paths
-    recipe = build_recipe(args, inputs)
+    if len(args.cast) > 1:
+        raise UsageError(f"--cast given {len(args.cast)} times ({', '.join(args.cast)}): give one target")
+    modules = parse_modules(args.module)
+    recipe = build_recipe(args, inputs, modules)
     if not recipe.sources:
         raise UsageError("give at least one input and an output (or a --recipe with sources)")
     fmt = FORMATS[args.format] if args.format else None
@@ -134,29 +167,52 @@ def run(args: argparse.Namespace) -> int:
         print(f"saved recipe {args.save_recipe}", file=sys.stderr)
     with ExitStack() as stack:
         stores = open_sources(recipe, stack)
-        template = stack.enter_context(open_store(args.template)) if args.template else None
+        template = stack.enter_context(open_store(recipe.template)) if recipe.template else None
         result = plan(stores, recipe, template=template)
         if args.dry_run:
             print_plan(result)
-        if template is not None:
-            report = align(result, template)
-            print("\n".join(report.lines()))
-            if report.missing and not recipe.allow_partial:
-                print(f"store-studio: {humanize.plural(len(report.missing), 'tensor')} the template wants "
-                      f"{'is' if len(report.missing) == 1 else 'are'} missing (use --allow-partial to convert anyway)",
-                      file=sys.stderr)
-                return EXIT_MISSING
-        if args.dry_run:
-            return 0
-        only = stores[0] if len(stores) == 1 else None
-        same_format = only is not None and only.format == (fmt or format_for_path(output))
-        base = dict(only.metadata) if same_format else {}
-        base.pop("producer", None)
+        refused = refusal(result, template, args)
+        if refused or args.dry_run:
+            return refused
+        metadata, scalars = carried_metadata(stores, recipe, fmt or format_for_path(output))
         with progress.line(args, f"writing {Path(output).name}") as report:
-            out = result.export(output, fmt, metadata={**base, **recipe.metadata},
-                                scalars=only.scalars if same_format else None, overwrite=args.overwrite,
-                                progress=report)
+            out = result.export(output, fmt, metadata={**metadata, **recipe.metadata}, scalars=scalars,
+                                overwrite=args.overwrite, progress=report)
     print(f"wrote {out}", file=sys.stderr)
+    for guess in result.guesses:
+        print(guess.line(), file=sys.stderr)
+    return 0
+
+
+def refusal(result: Plan, template: Store | None, args: argparse.Namespace) -> int:
+    """The exit code that stops the conversion before a byte is written (0 to go on), with its reason."""
+    empty = result.emptied_by()
+    if empty:
+        print(f"store-studio: nothing to write: {empty}", file=sys.stderr)
+        return 1
+    if template is not None:
+        report = align(result, template)
+        print("\n".join(report.lines()))
+        if report.shape_mismatches and not args.no_validate:
+            count = len(report.shape_mismatches)
+            print(f"store-studio: {humanize.plural(count, 'tensor')} {'has' if count == 1 else 'have'} another shape "
+                  "than the template's (listed above); nothing written (--no-validate writes anyway)", file=sys.stderr)
+            return EXIT_MISSING
+        if report.shape_mismatches and not args.dry_run:
+            print(f"store-studio: --no-validate: writing {humanize.plural(len(report.shape_mismatches), 'tensor')} "
+                  "whose shape differs from the template's", file=sys.stderr)
+        if report.missing and not result.recipe.allow_partial:
+            print(f"store-studio: {humanize.plural(len(report.missing), 'tensor')} the template wants "
+                  f"{'is' if len(report.missing) == 1 else 'are'} missing (use --allow-partial to convert anyway)",
+                  file=sys.stderr)
+            return EXIT_MISSING
+    if args.strict and result.guesses:
+        for guess in [] if args.dry_run else result.guesses:  # a dry run listed them already
+            print(guess.line(), file=sys.stderr)
+        print(f"store-studio: --strict: {humanize.plural(len(result.guesses), 'tensor')} "
+              f"{'rests' if len(result.guesses) == 1 else 'rest'} on a guess (listed above); nothing written",
+              file=sys.stderr)
+        return EXIT_MISSING
     return 0
 
 
@@ -172,7 +228,8 @@ def print_plan(result: Plan) -> None:
         for op in t.operations:
             print(f"    {op}")
     for d in result.dropped:
-        print(f"dropped {d.name} ({d.reason})")
+        seen = f" as {d.matched}" if d.matched and d.matched != d.name else ""
+        print(f"dropped {d.name}{seen} ({d.reason})")
     for o in result.overrides:
         print(f"override {o.name}: {o.kept} replaces {o.replaced}")
     for c in result.conflicts:
@@ -180,4 +237,6 @@ def print_plan(result: Plan) -> None:
     for h in result.rule_hits:
         print(f"rule {h.rule}: {humanize.plural(h.count, 'tensor')}")
     print(f"{humanize.plural(len(result.tensors), 'tensor')} out, {len(result.dropped)} dropped, "
-          f"{humanize.plural(len(result.conflicts), 'conflict')}")
+          f"{humanize.plural(len(result.conflicts), 'conflict')}, {len(result.guesses)} guessed")
+    for guess in result.guesses:
+        print(guess.line())

@@ -4,14 +4,16 @@ A ``Recipe`` says what to do; ``plan(stores, recipe)`` says what would happen, t
 without touching bytes; ``plan.export(dest)`` (or ``engine.export(plan.tensors, dest)``) does it.
 """
 
-from .align import AlignmentReport, align
+from .align import AlignmentReport, ShapeMismatch, align, validate
 from .diff import DiffReport, TensorDiff, diff
 from .filters import Filter, Predicate, PredicateGroup
-from .modules import KINDS, ModuleGuess, infer_modules
-from .plan import Plan, PlannedTensor, plan
+from .guesses import Guess
+from .modules import ENUM_VARIANT, KINDS, ModuleGuess, infer_modules, parse_kind
+from .plan import Dropped, Plan, PlannedTensor, carried_metadata, plan
 from .recipe import CastRule, Recipe, SourceSpec
 from .remap import RemapRule
 
-__all__ = ["AlignmentReport", "CastRule", "DiffReport", "Filter", "KINDS", "ModuleGuess", "Plan", "PlannedTensor",
-           "Predicate", "PredicateGroup", "Recipe", "RemapRule", "SourceSpec", "TensorDiff", "align", "diff",
-           "infer_modules", "plan"]
+__all__ = ["AlignmentReport", "CastRule", "DiffReport", "Dropped", "ENUM_VARIANT", "Filter", "Guess", "KINDS",
+           "ModuleGuess", "Plan", "PlannedTensor", "Predicate", "PredicateGroup", "Recipe", "RemapRule",
+           "ShapeMismatch", "SourceSpec", "TensorDiff", "align", "carried_metadata", "diff", "infer_modules", "parse_kind", "plan",
+           "validate"]

@@ -5,6 +5,7 @@ Each function decides; none touches bytes. The plan turns decisions into ``ops``
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from ..errors import RecipeError
@@ -18,8 +19,11 @@ SKIP_ENUM_VARIANTS = "skip-enum-variants"
 FUSE_WEIGHT_NORM = "fuse-weight-norm"
 ADAPTERS = (PYTORCH_TO_BURN, BURN_TO_PYTORCH, CONTIGUOUS_INDICES, SKIP_ENUM_VARIANTS, FUSE_WEIGHT_NORM)
 
-_TO_BURN = {"weight": "gamma", "bias": "beta"}
-_TO_PYTORCH = {"gamma": "weight", "beta": "bias"}
+# direction -> (norm leaf renames, PReLU leaf renames); Burn's PRelu names its weight alpha, which
+# burn-store's own adapter leaves as weight (a Store Studio addition)
+_LEAVES = {PYTORCH_TO_BURN: ({"weight": "gamma", "bias": "beta"}, {"weight": "alpha"}),
+           BURN_TO_PYTORCH: ({"gamma": "weight", "beta": "bias"}, {"alpha": "weight"})}
+LAYOUT_KINDS = NORM_KINDS | {"Linear", "PRelu"}  # the only kinds layout_ops changes
 
 
 def check_adapters(adapters: Iterable[str]) -> tuple[str, ...]:
@@ -64,6 +68,19 @@ def strip_enum_variants(name: str) -> str:
     return ".".join(kept + parts[-1:])
 
 
+def variant_paths(name: str) -> list[str]:
+    """The module paths of ``name`` whose last segment looks like an enum variant (CamelCase)."""
+    parts = name.split(".")
+    return [".".join(parts[:i + 1]) for i, part in enumerate(parts[:-1]) if is_enum_variant(part)]
+
+
+def drop_segments(name: str, paths: Iterable[str]) -> str:
+    """``name`` without the last segment of each of ``paths`` (module paths that prefix it)."""
+    cut = {path.count(".") for path in paths}
+    parts = name.split(".")
+    return ".".join(p for i, p in enumerate(parts) if i not in cut or i == len(parts) - 1)
+
+
 def weight_norm_pairs(names: Iterable[str]) -> dict[str, tuple[str, str]]:
     """Module path -> (g tensor, v tensor) for every complete weight-norm pair."""
     found: dict[str, dict[str, str]] = {}
@@ -74,20 +91,28 @@ def weight_norm_pairs(names: Iterable[str]) -> dict[str, tuple[str, str]]:
     return {m: (p["weight_g"], p["weight_v"]) for m, p in found.items() if len(p) == 2}
 
 
-def layout_ops(direction: str, name: str, shape: tuple[int, ...], kind: str) -> tuple[str, list[Op]]:
-    """The new name and the operations ``direction`` asks of one tensor of a ``kind`` module.
+@lru_cache(maxsize=1024)
+def layout(direction: str, leaf: str, ndim: int, kind: str) -> tuple[str | None, bool]:
+    """What ``direction`` asks of a ``kind`` module's tensor ``leaf``: ``(new leaf or None, transpose?)``.
 
     Linear weights are transposed both ways (the operation is its own inverse); norm affine
-    parameters are renamed weight/bias <-> gamma/beta. Everything else, buffers included, is kept.
+    parameters are renamed weight/bias <-> gamma/beta, a PReLU's weight <-> alpha. Everything
+    else, buffers included, is kept. Cached: the plan asks it for every tensor on every edit.
     """
+    if kind == "Linear" and leaf == "weight" and ndim == 2:
+        return None, True
+    if kind in NORM_KINDS or kind == "PRelu":
+        norm, prelu = _LEAVES[direction]
+        return (prelu if kind == "PRelu" else norm).get(leaf), False
+    return None, False
+
+
+def layout_ops(direction: str, name: str, shape: tuple[int, ...], kind: str) -> tuple[str, list[Op]]:
+    """The new name and the operations ``direction`` asks of one tensor of a ``kind`` module."""
     module, _, leaf = name.rpartition(".")
-    ops: list[Op] = []
-    if kind == "Linear" and leaf == "weight" and len(shape) == 2:
-        ops.append(Transpose((shape[0], shape[1])))
-    elif kind in NORM_KINDS:
-        new_leaf = (_TO_BURN if direction == PYTORCH_TO_BURN else _TO_PYTORCH).get(leaf)
-        if new_leaf:
-            new = f"{module}.{new_leaf}" if module else new_leaf
-            ops.append(Rename(leaf, new_leaf, f"{direction}, {kind}"))
-            return new, ops
-    return name, ops
+    new_leaf, transpose = layout(direction, leaf, len(shape), kind)
+    if transpose:
+        return name, [Transpose((shape[0], shape[1]))]
+    if new_leaf:
+        return f"{module}.{new_leaf}" if module else new_leaf, [Rename(leaf, new_leaf, f"{direction}, {kind}")]
+    return name, []

@@ -114,6 +114,12 @@ def align(source: Plan | Store, template: Store) -> AlignmentReport:
     return report
 
 
+def validate(source: Plan | Store, template: Store) -> list[ShapeMismatch]:
+    """burn-store's ``validate``: every tensor the template also has (exactly or through enum variants)
+    must have its shape. The CLI and the GUI export both refuse to write while this is not empty."""
+    return align(source, template).shape_mismatches
+
+
 def _compare(report: AlignmentReport, name: str, item: Any, entry: Any) -> None:
     if tuple(item.shape) != tuple(entry.shape):
         report.shape_mismatches.append(ShapeMismatch(name, tuple(item.shape), tuple(entry.shape)))

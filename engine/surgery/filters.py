@@ -119,13 +119,19 @@ class Filter:
     where: tuple[Rule, ...] = ()
     exclude: tuple[str, ...] = ()
     _paths: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    _includes: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False, compare=False)
+    _excludes: tuple[tuple[re.Pattern[str], str], ...] = field(default=(), init=False, repr=False, compare=False)
+    _selects: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # compiled once: the filter now runs on every plan, after renames, for every tensor
         object.__setattr__(self, "_paths", frozenset(self.full_paths))
-        for i, pattern in enumerate(self.include):
-            compile_pattern(pattern, f"include rule {i + 1}")
-        for i, pattern in enumerate(self.exclude):
-            compile_pattern(pattern, f"exclude rule {i + 1}")
+        object.__setattr__(self, "_includes", tuple(compile_pattern(p, f"include rule {i + 1}")
+                                                    for i, p in enumerate(self.include)))
+        object.__setattr__(self, "_excludes", tuple((compile_pattern(p, f"exclude rule {i + 1}"),
+                                                     f"excluded by rule {i + 1} ({quoted(p)})")
+                                                    for i, p in enumerate(self.exclude)))
+        object.__setattr__(self, "_selects", bool(self.include or self.full_paths or self.where))
 
     @property
     def is_empty(self) -> bool:
@@ -137,26 +143,23 @@ class Filter:
 
     def verdict(self, name: str, tensor_facts: Mapping[str, Any] | None = None) -> str | None:
         """None when the tensor is kept, else why it is dropped (naming the rule)."""
-        if self.include or self.full_paths or self.where:
-            if not (name in self._paths
-                    or any(compile_pattern(p, f"include rule {i + 1}").search(name) for i, p in enumerate(self.include))
+        if self._selects:
+            if not (name in self._paths or any(regex.search(name) for regex in self._includes)
                     or any(rule.accepts(tensor_facts or {}) for rule in self.where)):
                 return "matched no include rule"
-        for i, pattern in enumerate(self.exclude):
-            if compile_pattern(pattern, f"exclude rule {i + 1}").search(name):
-                return f"excluded by rule {i + 1} ({quoted(pattern)})"
+        for regex, reason in self._excludes:
+            if regex.search(name):
+                return reason
         return None
 
     def rule_hits(self, tensors: Sequence[Mapping[str, Any]]) -> list[RuleHits]:
         """Each rule's match count over tensor facts, in rule order (includes, paths, predicates, excludes)."""
         names = [t["name"] for t in tensors]
-        hits = [RuleHits(f"include {quoted(p)}", sum(1 for n in names if compile_pattern(p, f"include rule {i + 1}").search(n)))
-                for i, p in enumerate(self.include)]
+        hits = [RuleHits(f"include {quoted(r.pattern)}", sum(1 for n in names if r.search(n))) for r in self._includes]
         present = set(names)
         hits += [RuleHits(f"path {quoted(p)}", int(p in present)) for p in self.full_paths]
         hits += [RuleHits(f"where {rule.label}", sum(1 for t in tensors if rule.accepts(t))) for rule in self.where]
-        hits += [RuleHits(f"exclude {quoted(p)}", sum(1 for n in names if compile_pattern(p, f"exclude rule {i + 1}").search(n)))
-                 for i, p in enumerate(self.exclude)]
+        hits += [RuleHits(f"exclude {quoted(r.pattern)}", sum(1 for n in names if r.search(n))) for r, _ in self._excludes]
         return hits
 
     # --- JSON -----------------------------------------------------------------------------

@@ -1,21 +1,27 @@
-"""What kind of layer each module path holds, guessed from tensor names, shapes and siblings.
+"""What kind of layer each module path holds, from tensor shapes and siblings first, names last.
 
 A weights file carries no module types, yet PyTorch-to-Burn conversion depends on them (a 2-D
-Linear weight is transposed, a 2-D Embedding weight is not; norm weights become gamma). So the
-engine guesses, says why, and lets the user override any guess per module path.
+Linear weight is transposed, a 2-D Embedding weight is not; norm weights become gamma, a PReLU
+weight alpha). Evidence decides where there is some: running stats make a BatchNorm, a bias
+beside a 2-D weight makes a Linear (an Embedding has none), a bias beside a 1-D weight a norm.
+Where only the name is left to go by, the kind is marked ``guessed``: the plan reports every
+tensor such a guess changes, and the user settles it by overriding the module path's kind.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Mapping, Protocol, Sequence
 
 from ..errors import RecipeError
 
+ENUM_VARIANT = "EnumVariant"  # an override kind only: the path's last segment is a Burn enum variant, not a module
 KINDS = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose", "Embedding",
-         "BatchNorm", "LayerNorm", "GroupNorm", "RmsNorm", "Unknown")
+         "BatchNorm", "LayerNorm", "GroupNorm", "RmsNorm", "PRelu", ENUM_VARIANT, "Unknown")
 NORM_KINDS = frozenset({"BatchNorm", "LayerNorm", "GroupNorm", "RmsNorm"})
+_ALIASES = {kind.lower(): kind for kind in KINDS} | {"prelu": "PRelu"}
 
 _EMBEDDING_NAME = re.compile(r"embed|(^|_)(emb|wte|wpe|tok_embeddings|shared|lookup)(_|$|\d)", re.I)
 _TRANSPOSED_NAME = re.compile(r"deconv|conv_?transpose|transposed?_?conv|(^|_)up(conv|sample|_|\d|$)", re.I)
@@ -23,6 +29,8 @@ _GROUP_NAME = re.compile(r"group|(^|_)gn(_|\d|$)", re.I)
 _RMS_NAME = re.compile(r"rms", re.I)
 _BATCH_NAME = re.compile(r"batch|(^|_)bn(_|\d|$)", re.I)
 _LAYER_NAME = re.compile(r"layer_?norm|(^|_)ln(_|\d|$)", re.I)
+_NORM_NAME = re.compile(r"norm", re.I)
+_PRELU_NAME = re.compile(r"prelu|(^|_)(act|activation)(_|\d|$)", re.I)
 
 
 class ShapedTensor(Protocol):
@@ -32,12 +40,18 @@ class ShapedTensor(Protocol):
 
 @dataclass(frozen=True)
 class ModuleGuess:
-    """One module path's kind and the evidence for it; ``overridden`` when the user set it."""
+    """One module path's kind and the evidence for it.
+
+    ``overridden`` when the user set it; ``guessed`` when only the name spoke for it, and then
+    ``alternatives`` are the kinds it could as well be (what the user chooses among to settle it).
+    """
 
     path: str
     kind: str
     reason: str
     overridden: bool = False
+    guessed: bool = False
+    alternatives: tuple[str, ...] = ()
 
 
 def module_path(name: str) -> str:
@@ -64,25 +78,37 @@ def check_kind(kind: str, path: str) -> str:
     return kind
 
 
+def parse_kind(text: str, path: str) -> str:
+    """A kind as a user types it (any case, ``PReLU`` too) in its canonical spelling."""
+    return check_kind(_ALIASES.get(text.strip().lower(), text), path)
+
+
 def infer_modules(entries: Iterable[ShapedTensor], overrides: Mapping[str, str] | None = None) -> dict[str, ModuleGuess]:
     """Every module path of ``entries`` with its guessed kind, in order of first appearance.
 
     ``overrides`` (path -> kind) win over guesses; paths the entries do not hold are ignored.
     """
     leaves: dict[str, dict[str, tuple[int, ...]]] = {}
-    for entry in entries:
-        module, leaf = logical_leaf(entry.name)
-        leaves.setdefault(module, {})[leaf] = tuple(entry.shape)
+    for entry in entries:  # hot: runs on every plan, for every tensor
+        module, _, leaf = entry.name.rpartition(".")
+        if leaf in ("original0", "original1"):
+            module, leaf = logical_leaf(entry.name)
+        shape = entry.shape
+        siblings = leaves.get(module)
+        if siblings is None:
+            siblings = leaves[module] = {}
+        siblings[leaf] = shape if type(shape) is tuple else tuple(shape)
     guesses = {}
     for path, siblings in leaves.items():
         if overrides and path in overrides:
             guesses[path] = ModuleGuess(path, check_kind(overrides[path], path), "set by user", True)
         else:
-            kind, reason = _guess(path, siblings)
-            guesses[path] = ModuleGuess(path, kind, reason)
+            g = _guess(_label(path), tuple(siblings.items()))
+            guesses[path] = ModuleGuess(path, g.kind, g.reason, False, g.guessed, g.alternatives)
     return guesses
 
 
+@lru_cache(maxsize=65536)
 def _label(path: str) -> str:
     """The segment that names a module: the last non-numeric one (``fc.0`` in a Sequential is ``fc``)."""
     for segment in reversed(path.split(".")):
@@ -91,27 +117,57 @@ def _label(path: str) -> str:
     return ""
 
 
-def _guess(path: str, siblings: dict[str, tuple[int, ...]]) -> tuple[str, str]:
-    label = _label(path)
+@lru_cache(maxsize=4096)
+def _guess(label: str, leaves: tuple[tuple[str, tuple[int, ...]], ...]) -> ModuleGuess:
+    """The kind for a module named ``label`` holding ``leaves`` (path left empty: the caller fills it).
+
+    Cached: a model repeats the same few layers (same label, same shapes) thousands of times,
+    and the workbench re-plans on every edit.
+    """
+    siblings = dict(leaves)
     if "running_mean" in siblings or "running_var" in siblings:
-        return "BatchNorm", "has running_mean/running_var"
+        return ModuleGuess("", "BatchNorm", "has running_mean/running_var")
+    if "alpha" in siblings and len(siblings["alpha"]) == 1 and "weight" not in siblings:
+        return ModuleGuess("", "PRelu", "Burn names a PReLU's weight alpha")
     weight = siblings.get("weight", siblings.get("weight_v", siblings.get("gamma")))
     if weight is None:
-        return "Unknown", "no weight tensor"
+        return ModuleGuess("", "Unknown", "no weight tensor")
     ndim = len(weight)
+    bias = siblings.get("bias", siblings.get("beta"))
     if "gamma" in siblings and ndim == 1:
-        return _norm_kind(label, "beta" in siblings, "Burn names gamma/beta")
+        return ModuleGuess("", *_norm_kind(label, "beta" in siblings, "Burn names gamma/beta"))
     if ndim == 1:
-        return _norm_kind(label, "bias" in siblings, "1-D weight")
+        if bias is not None and bias == weight:
+            return ModuleGuess("", *_norm_kind(label, True, "1-D weight"))
+        return _lone_1d_weight(label)
     if ndim == 2:
+        if bias is not None and len(bias) == 1 and bias[0] in weight:
+            return ModuleGuess("", "Linear", f"2-D weight and a bias of {bias[0]} (an Embedding has no bias)")
         if _EMBEDDING_NAME.search(label):
-            return "Embedding", f"2-D weight, and the name {label!r} says embedding"
-        return "Linear", "2-D weight" + (" and bias" if "bias" in siblings else "")
+            return ModuleGuess("", "Embedding", f"2-D weight without bias, and the name {label!r} says embedding",
+                               guessed=True, alternatives=("Embedding", "Linear"))
+        return ModuleGuess("", "Linear", f"2-D weight without bias, and the name {label!r} says nothing",
+                           guessed=True, alternatives=("Linear", "Embedding"))
     if 3 <= ndim <= 5:
         if _TRANSPOSED_NAME.search(label):
-            return "ConvTranspose", f"{ndim}-D weight, and the name {label!r} says transposed"
-        return f"Conv{ndim - 2}d", f"{ndim}-D weight"
-    return "Unknown", f"{ndim}-D weight fits no known layer"
+            return ModuleGuess("", "ConvTranspose", f"{ndim}-D weight, and the name {label!r} says transposed")
+        return ModuleGuess("", f"Conv{ndim - 2}d", f"{ndim}-D weight")
+    return ModuleGuess("", "Unknown", f"{ndim}-D weight fits no known layer")
+
+
+def _lone_1d_weight(label: str) -> ModuleGuess:
+    """A 1-D weight with no bias or stats: an RmsNorm (Burn: gamma) and a PReLU (Burn: alpha) look alike."""
+    evidence = "1-D weight without bias or running stats"
+    options = ("RmsNorm", "PRelu", "Unknown")
+    if _PRELU_NAME.search(label):
+        return ModuleGuess("", "PRelu", f"{evidence}, and the name {label!r} says PReLU", guessed=True,
+                           alternatives=("PRelu", "RmsNorm", "Unknown"))
+    if _NORM_NAME.search(label) or any(p.search(label) for p in (_GROUP_NAME, _BATCH_NAME, _LAYER_NAME)):
+        kind, reason = _norm_kind(label, False, evidence)
+        return ModuleGuess("", kind, reason if "says" in reason else f"{evidence}, and the name {label!r} says norm",
+                           guessed=True, alternatives=(kind, *(o for o in options if o != kind)))
+    return ModuleGuess("", "Unknown", f"{evidence}, and the name {label!r} says nothing: kept as it is",
+                       guessed=True, alternatives=options)
 
 
 def _norm_kind(label: str, has_bias: bool, evidence: str) -> tuple[str, str]:

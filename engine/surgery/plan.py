@@ -1,8 +1,10 @@
 """What a recipe would do to some stores, tensor by tensor, before a byte is read.
 
-``plan(stores, recipe)`` runs, per source: its own filter and the recipe's (on the names in the
-file), remaps, contiguous indices, enum-variant skipping, weight-norm fusion, module inference,
-the PyTorch/Burn adapter, casts and, with a template, enum variants the template's names carry.
+``plan(stores, recipe)`` runs burn-store's order of operations, per source: its own filter (on the
+names in the file), remaps, contiguous indices over all the source's names, enum-variant skipping,
+weight-norm fusion, module inference, the PyTorch/Burn adapter, enum variants a template's names
+carry, then the recipe's filter (on the names all that produced, as burn-store's filters match the
+model's own paths), then casts. Every decision resting on a name alone is listed in ``guesses``.
 Sources merge like successive burn-store ``load_from`` calls: a later source overrides an
 earlier one (an override, reported); two tensors of one source landing on one name are a conflict.
 Every ``PlannedTensor`` is a ``TensorSource``: ``engine.export(plan.tensors, dest)`` streams it.
@@ -27,14 +29,14 @@ from ..humanize import quoted
 from ..store import CHUNK, Store, TensorEntry
 from . import adapters as ad
 from .filters import Filter, RuleHits, facts
-from .modules import NORM_KINDS, ModuleGuess, infer_modules, module_path
-from .ops import Cast, FuseWeightNorm, Op, Rename, run
+from .guesses import Guess, kind_guess, variant_guess
+from .modules import ENUM_VARIANT, NORM_KINDS, ModuleGuess, infer_modules, module_path
+from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose, run
 from .recipe import Recipe, SourceSpec
 from .remap import compile_rules, remap_name
 
 RECIPE_METADATA_KEY = "store_studio.recipe"
 _NO_SPEC = SourceSpec("")
-_LAYOUT_KINDS = NORM_KINDS | {"Linear"}  # the only kinds adapters.layout_ops changes; skipping the rest is a hot-path saving
 
 
 class PlannedTensor:
@@ -93,9 +95,12 @@ class PlannedTensor:
 
 @dataclass(frozen=True)
 class Dropped:
+    """A source tensor left out: ``name`` as the file writes it, ``matched`` the name the filter saw."""
+
     source: str
     name: str
     reason: str
+    matched: str = ""
 
 
 @dataclass(frozen=True)
@@ -128,10 +133,20 @@ class Plan:
     modules: dict[str, ModuleGuess] = field(default_factory=dict)
     rule_hits: list[RuleHits] = field(default_factory=list)
     recipe: Recipe = field(default_factory=Recipe)
+    guesses: list[Guess] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
         return [t.name for t in self.tensors]
+
+    def emptied_by(self) -> str | None:
+        """Why the filters left no tensor at all (naming them), or None when some are left (or none came in)."""
+        if self.tensors or not self.dropped:
+            return None
+        filters = [*(f"source filter of {s.path}" for s in self.recipe.sources if not s.filter.is_empty),
+                   *([f"filter ({_filter_rules(self.recipe.filter)})"] if not self.recipe.filter.is_empty else [])]
+        return (f"{' and '.join(filters) or 'the filters'} left none of {len(self.dropped)} tensor(s) "
+                f"(the recipe's filter matches names after remaps and adapters, e.g. {self.dropped[0].matched or self.dropped[0].name!r})")
 
     def export(self, dest: str | os.PathLike, format: str | None = None, *, metadata: dict[str, str] | None = None,
                scalars: dict[str, Any] | None = None, overwrite: bool = False, progress: Progress | None = None,
@@ -152,15 +167,44 @@ class Plan:
             "dropped": [vars(d) for d in self.dropped],
             "conflicts": [vars(c) for c in self.conflicts],
             "overrides": [vars(o) for o in self.overrides],
-            "modules": {p: {"kind": g.kind, "reason": g.reason, "overridden": g.overridden} for p, g in self.modules.items()},
+            "modules": {p: {"kind": g.kind, "reason": g.reason, "overridden": g.overridden, "guessed": g.guessed}
+                        for p, g in self.modules.items()},
             "rule_hits": [vars(h) for h in self.rule_hits],
+            "guesses": [g.to_json() for g in self.guesses],
         }
+
+
+def carried_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str | None) -> tuple[dict[str, str], dict[str, Any] | None]:
+    """The metadata (and Burnpack scalars) an export of ``stores`` keeps: the sources', merged in order.
+
+    Metadata travels across formats; what only described the old file (its producer, the recipe
+    that made it, its ``format`` unless the output has the same) does not. ``recipe.clear_metadata`` drops it all (burn-store's
+    ``clear_metadata``); ``recipe.metadata`` is added by ``Plan.export``. Scalars only survive
+    Burnpack to Burnpack from a single source.
+    """
+    metadata: dict[str, str] = {}
+    if not recipe.clear_metadata:
+        for store in stores:
+            own = dict(store.metadata)
+            if store.format != fmt:
+                own.pop("format", None)  # SafeTensors' "pt" is not Burnpack's "burnpack"
+            metadata.update(own)
+        for key in ("producer", RECIPE_METADATA_KEY):
+            metadata.pop(key, None)
+    only = stores[0] if len(stores) == 1 else None
+    scalars = only.scalars if only is not None and only.format == "burnpack" and fmt == "burnpack" else None
+    return metadata, scalars
+
+
+def _filter_rules(f: Filter) -> str:
+    return ", ".join([*(f"include {p!r}" for p in f.include), *(f"path {p!r}" for p in f.full_paths),
+                      *(f"where {r.label}" for r in f.where), *(f"exclude {p!r}" for p in f.exclude)])
 
 
 class _Work:
     """A tensor being planned: mutable while the stages run, frozen into a PlannedTensor after."""
 
-    __slots__ = ("inputs", "name", "dtype", "shape", "ops")
+    __slots__ = ("inputs", "name", "dtype", "shape", "ops", "kept_variants")
 
     def __init__(self, entry: TensorEntry):
         self.inputs = [entry]
@@ -168,6 +212,11 @@ class _Work:
         self.dtype = entry.dtype
         self.shape = entry.shape
         self.ops: list[Op] = []
+        self.kept_variants: list[str] = []  # CamelCase module paths kept for want of evidence (guesses)
+
+    @property
+    def source_name(self) -> str:
+        return self.inputs[0].name if len(self.inputs) == 1 else ", ".join(e.name for e in self.inputs)
 
     def rename(self, new: str, why: str) -> None:
         if new != self.name:
@@ -182,15 +231,24 @@ class _Work:
 
 
 def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Store | None = None) -> Plan:
-    """Plan ``recipe`` over ``stores`` (merged in order); ``template`` lends module kinds and enum variants."""
+    """Plan ``recipe`` over ``stores`` (merged in order); ``template`` lends module kinds and enum variants.
+
+    burn-store's order, per source: (its own filter, on the file's names), remaps, contiguous
+    indices over all the source's names, enum variants, adapters (weight-norm fusion, module
+    kinds, PyTorch/Burn layout), the template's enum variants, then the recipe's filter on the
+    resulting names, then casts.
+    """
     recipe = recipe or Recipe()
     rules = compile_rules(recipe.remaps)
     remap_hits = [0] * len(rules)
     direction = next((a for a in recipe.adapters if a in (ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH)), None)
     wanted = _TemplateIndex(template) if template is not None else None
+    keep = recipe.filter
+    filtering = not keep.is_empty
     result = Plan([], recipe=recipe)
     merged: dict[str, PlannedTensor] = {}
     duplicates: list[PlannedTensor] = []
+    filter_facts: list[dict[str, Any]] = []
     selection = _SELECTIONS.get(stores, recipe)
     result.dropped += selection.dropped
     for index, store in enumerate(stores):
@@ -198,10 +256,14 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
         work = [_Work(entry) for entry in selection.kept[index]]
         for item in work:
             item.rename(remap_name(item.name, rules, remap_hits), "remap")
-        _name_adapters(work, recipe.adapters)
+        if ad.CONTIGUOUS_INDICES in recipe.adapters:
+            _renumber(work, store, rules)
+        skip = ad.SKIP_ENUM_VARIANTS in recipe.adapters
+        if skip or ENUM_VARIANT in recipe.module_overrides.values():
+            _enum_variants(work, recipe.module_overrides, wanted, skip)
         if ad.FUSE_WEIGHT_NORM in recipe.adapters:
             work = _fuse_weight_norms(work)
-        guesses = infer_modules(_Shaped(w.name, w.shape) for w in work)
+        guesses = infer_modules(work)
         if wanted is not None:
             guesses.update(wanted.kinds(work, guesses))
         for path, kind in recipe.module_overrides.items():
@@ -210,16 +272,26 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
         result.modules.update(guesses)
         own: dict[str, PlannedTensor] = {}
         for item in work:
-            guess = guesses.get(module_path(item.name))
+            guess = guesses.get(item.name.rpartition(".")[0])  # module_path, inlined: hot
             kind = guess.kind if guess else "Unknown"
-            if direction and kind in _LAYOUT_KINDS:
+            before = (item.name, item.shape)
+            if direction and kind in ad.LAYOUT_KINDS:
                 _apply_layout(item, direction, kind)
+            if wanted is not None and item.name not in wanted.shapes and item.name in wanted.variants:
+                item.rename(wanted.variants[item.name], "template enum variant")
+            if filtering:
+                tensor_facts = facts(item.name, item.dtype, item.shape, kind) if keep.where else None
+                filter_facts.append(tensor_facts or {"name": item.name})
+                reason = keep.verdict(item.name, tensor_facts)
+                if reason:
+                    result.dropped.append(Dropped(label, item.source_name, f"filter: {reason}", item.name))
+                    continue
             for cast in recipe.casts:
                 if item.dtype.is_float and item.dtype != cast.dtype and (not cast.modules or kind in cast.modules):
                     item.add(Cast(item.dtype, cast.dtype))
                     item.dtype = cast.dtype
-            if wanted is not None and item.name not in wanted.shapes and item.name in wanted.variants:
-                item.rename(wanted.variants[item.name], "template enum variant")
+            if item.kept_variants or (guess is not None and guess.guessed):
+                result.guesses += _guesses(item, guess, before, direction, recipe)
             planned = PlannedTensor(item.name, item.dtype, item.shape, item.inputs, item.ops, label, kind)
             if item.name in own:
                 first = own[item.name]
@@ -233,32 +305,48 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
                                                  f"{old.source}:{old.source_name}"))
             merged[item.name] = planned
     result.tensors = list(merged.values()) + duplicates
-    result.rule_hits += selection.hits
+    result.rule_hits += keep.rule_hits(filter_facts) if filter_facts else []
     result.rule_hits += [RuleHits(f"remap {quoted(r.pattern)} -> {quoted(r.replacement)}", n) for r, n in zip(recipe.remaps, remap_hits)]
     return result
 
 
-class _Shaped:
-    __slots__ = ("name", "shape")
+def _guesses(item: _Work, guess: ModuleGuess | None, before: tuple[str, tuple[int, ...]], direction: str | None,
+             recipe: Recipe) -> list[Guess]:
+    """The guesses this tensor's outcome rests on: enum-variant segments kept, a kind taken from its name."""
+    found = [variant_guess(item.name, item.source_name, path, guess.kind if guess and guess.path == path else None)
+             for path in item.kept_variants]
+    if guess is None or not guess.guessed:
+        return found
+    name, shape = before
+    floating = item.dtype.is_float  # casts only ever turn floats into floats
 
-    def __init__(self, name: str, shape: tuple[int, ...]):
-        self.name, self.shape = name, shape
+    def outcome(kind: str) -> tuple[Any, ...]:
+        layout = ad.layout_ops(direction, name, shape, kind) if direction else (name, [])
+        casts = tuple(c.to for c in recipe.casts if floating and (not c.modules or kind in c.modules))
+        return layout[0], tuple(type(op) for op in layout[1]), casts
+
+    ours = outcome(guess.kind)
+    others = [outcome(kind) for kind in guess.alternatives if kind != guess.kind]
+    if any(other != ours for other in others):
+        could_transpose = any(Transpose in other[1] for other in others)
+        found.append(kind_guess(item.name, item.source_name, guess, item.ops, could_transpose))
+    return found
 
 
 @dataclass(frozen=True)
 class _Selection:
-    """What the filters keep of each source, what they drop, and each filter rule's hit count."""
+    """What the per-source filters keep of each source, and what they drop."""
 
     kept: list[list[TensorEntry]]
     dropped: list[Dropped]
-    hits: list[RuleHits]
 
 
 class _SelectionCache:
-    """The last few filter results, so editing remaps, adapters or casts does not re-run the filters.
+    """The last few per-source filter results, so editing the rest of a recipe does not re-run them.
 
-    Keyed by the sources (by identity: a store's entries never change) and every filter; a filter
-    holding an unhashable predicate value is simply not cached. Stores are held weakly.
+    Keyed by the sources (by identity: a store's entries never change) and their filters; a filter
+    holding an unhashable predicate value is simply not cached. Stores are held weakly. The
+    recipe's own filter runs after renames, in ``plan``, on every plan: a regex search per name.
     """
 
     SIZE = 4
@@ -269,9 +357,9 @@ class _SelectionCache:
 
     def get(self, stores: Sequence[Store], recipe: Recipe) -> _Selection:
         owns = tuple((recipe.source_spec(i) or _NO_SPEC).filter for i in range(len(stores)))
-        modules = any(f.needs_modules() for f in (*owns, recipe.filter))
+        modules = any(f.needs_modules() for f in owns)
         try:
-            key: Any = (tuple(id(s) for s in stores), owns, recipe.filter,
+            key: Any = (tuple(id(s) for s in stores), owns,
                         tuple(sorted(recipe.module_overrides.items())) if modules else None)
             hash(key)
         except TypeError:
@@ -294,56 +382,72 @@ _SELECTIONS = _SelectionCache()
 
 def _select_all(stores: Sequence[Store], owns: Sequence[Filter], recipe: Recipe) -> _Selection:
     dropped: list[Dropped] = []
-    filter_facts: list[dict[str, Any]] = []
-    kept = [_select(store, own, recipe, str(store.path), dropped, filter_facts) for store, own in zip(stores, owns)]
-    hits = recipe.filter.rule_hits(filter_facts) if filter_facts else []
-    return _Selection(kept, dropped, hits)
+    kept = [_select(store, own, recipe, str(store.path), dropped) for store, own in zip(stores, owns)]
+    return _Selection(kept, dropped)
 
 
-def _select(store: Store, own: Filter, recipe: Recipe, label: str, dropped: list[Dropped],
-            filter_facts: list[dict[str, Any]]) -> list[TensorEntry]:
-    """Apply the source's filter, then the recipe's, to the names as the file writes them.
+def _select(store: Store, own: Filter, recipe: Recipe, label: str, dropped: list[Dropped]) -> list[TensorEntry]:
+    """Apply the source's own filter to the names as the file writes them (the Sources dock's promise).
 
-    Hot for large files (it runs on every edit in the workbench): empty filters cost nothing, and
-    tensor facts are built only when a predicate asks for more than the name.
+    Hot for large files: an empty filter costs nothing, and tensor facts are built only when a
+    predicate asks for more than the name.
     """
-    keep = recipe.filter
-    if own.is_empty and keep.is_empty:
+    if own.is_empty:
         return list(store.entries)
-    wants_facts = bool(own.where or keep.where)
     kinds: dict[str, ModuleGuess] = {}
-    if own.needs_modules() or keep.needs_modules():
+    if own.needs_modules():
         kinds = infer_modules(store.entries, recipe.module_overrides)
     kept = []
     for entry in store.entries:
         name = entry.name
         tensor_facts = None
-        if wants_facts:
+        if own.where:
             guess = kinds.get(module_path(name))
             tensor_facts = facts(name, entry.dtype, entry.shape, guess.kind if guess else "Unknown")
-        if not own.is_empty:
-            reason = own.verdict(name, tensor_facts)
-            if reason:
-                dropped.append(Dropped(label, name, f"source filter: {reason}"))
-                continue
-        if not keep.is_empty:
-            filter_facts.append(tensor_facts if tensor_facts is not None else {"name": name})
-            reason = keep.verdict(name, tensor_facts)
-            if reason:
-                dropped.append(Dropped(label, name, f"filter: {reason}"))
-                continue
+        reason = own.verdict(name, tensor_facts)
+        if reason:
+            dropped.append(Dropped(label, name, f"source filter: {reason}", name))
+            continue
         kept.append(entry)
     return kept
 
 
-def _name_adapters(work: list[_Work], adapters: Sequence[str]) -> None:
-    if ad.CONTIGUOUS_INDICES in adapters:
-        mapping = ad.contiguous_indices([w.name for w in work])
-        for item in work:
-            item.rename(mapping[item.name], "contiguous indices")
-    if ad.SKIP_ENUM_VARIANTS in adapters:
-        for item in work:
-            item.rename(ad.strip_enum_variants(item.name), "skip enum variants")
+def _renumber(work: list[_Work], store: Store, rules: Sequence[Any]) -> None:
+    """burn-store's contiguous indices, over every name of the source (after remaps), before any filter.
+
+    A per-source filter decides what the source contributes, not how it counts: the renumbering
+    sees the names it dropped too, so a filter never shifts another tensor's index.
+    """
+    names = [w.name for w in work]
+    if len(work) != len(store.entries):
+        names = [remap_name(e.name, rules) for e in store.entries]
+    mapping = ad.contiguous_indices(names)
+    for item in work:
+        item.rename(mapping[item.name], "contiguous indices")
+
+
+def _enum_variants(work: list[_Work], overrides: dict[str, str], wanted: "_TemplateIndex | None", skip: bool) -> None:
+    """Drop enum-variant segments only on evidence: ``--module PATH=EnumVariant``, or the template's names.
+
+    With ``skip`` (``--skip-enum-variants``) CamelCase segments are candidates; one may as well be a
+    real name (BERT's ``embeddings.LayerNorm``), so without evidence it is kept and the tensor is
+    reported as a guess unless ``--module`` names the path. Paths the user calls variants go either way.
+    """
+    told = [path for path, kind in overrides.items() if kind == ENUM_VARIANT]
+    for item in work:
+        name = item.name
+        variants = [path for path in told if name.startswith(path + ".")]
+        candidates = ad.variant_paths(name) if skip else []
+        if candidates and wanted is not None:  # module paths, not names: the adapters may still rename the leaf
+            if module_path(name) in wanted.modules:
+                continue  # the model has these segments as written
+            stripped = ad.strip_enum_variants(name)
+            if module_path(stripped) in wanted.modules:
+                item.rename(stripped, "skip enum variants (the template has this module)")
+                continue
+        item.kept_variants = [path for path in candidates if path not in overrides]
+        if variants:
+            item.rename(ad.drop_segments(name, variants), "enum variant (--module)")
 
 
 def _fuse_weight_norms(work: list[_Work]) -> list[_Work]:
@@ -364,14 +468,13 @@ def _fuse_weight_norms(work: list[_Work]) -> list[_Work]:
 
 
 def _apply_layout(item: _Work, direction: str, kind: str) -> None:
-    new, ops = ad.layout_ops(direction, item.name, item.shape, kind)
-    for op in ops:
-        if isinstance(op, Rename):
-            item.ops.append(Rename(item.name, new, op.why))
-            item.name = new
-        else:
-            item.add(op)
-            item.shape = item.shape[::-1]
+    module, _, leaf = item.name.rpartition(".")
+    new_leaf, transpose = ad.layout(direction, leaf, len(item.shape), kind)
+    if transpose:
+        item.add(Transpose((item.shape[0], item.shape[1])))
+        item.shape = item.shape[::-1]
+    elif new_leaf:
+        item.rename(f"{module}.{new_leaf}" if module else new_leaf, f"{direction}, {kind}")
 
 
 class _TemplateIndex:
@@ -379,6 +482,7 @@ class _TemplateIndex:
 
     def __init__(self, template: Store):
         self.shapes = {e.name: e.shape for e in template.entries}
+        self.modules = {module_path(name) for name in self.shapes}
         self.variants: dict[str, str] = {}
         for name in self.shapes:
             stripped = ad.strip_enum_variants(name)

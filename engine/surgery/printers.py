@@ -7,6 +7,7 @@ comments so nothing a recipe does is silently lost.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -34,13 +35,19 @@ def as_cli(recipe: Recipe, output: str = "OUT") -> str:
         args += [_ADAPTER_FLAGS[adapter]] if adapter in _ADAPTER_FLAGS else ["--adapter", adapter]
     for cast in recipe.casts:
         args += ["--cast", _CAST_FLAGS[cast.to]]
+    for path, kind in recipe.module_overrides.items():
+        args += ["--module", f"{path}={kind}"]
     for key, value in recipe.metadata.items():
         args += ["--metadata", f"{key}={value}"]
+    if recipe.clear_metadata:
+        args.append("--clear-metadata")
+    if recipe.template:
+        args += ["--template", recipe.template]
     if recipe.allow_partial:
         args.append("--allow-partial")
     line = " ".join(shlex.quote(a) for a in args)
     if _needs_recipe_file(recipe):
-        line += "  # predicates, casts by module, per-source filters or module overrides need --recipe FILE"
+        line += "  # predicates, casts by module or per-source filters need --recipe FILE"
     return line
 
 
@@ -56,7 +63,7 @@ def _filter_args(f: Filter) -> list[str]:
 
 
 def _needs_recipe_file(recipe: Recipe) -> bool:
-    return bool(recipe.filter.where or recipe.module_overrides or any(c.modules for c in recipe.casts)
+    return bool(recipe.filter.where or any(c.modules for c in recipe.casts) or len(recipe.casts) > 1
                 or any(not s.filter.is_empty for s in recipe.sources)
                 or len({s.top_level_key or recipe.top_level_key for s in recipe.sources}) > 1)
 
@@ -76,8 +83,7 @@ def _rust_store(recipe: Recipe, spec: SourceSpec) -> str:
     key = spec.top_level_key or recipe.top_level_key
     if key and store == "PytorchStore":
         lines.append(f".with_top_level_key({_rust_str(key)})")
-    for f in (spec.filter, recipe.filter):
-        lines += _rust_filter(f)
+    lines += _rust_filter(recipe.filter)
     for rule in recipe.remaps:
         lines.append(f".with_key_remapping({_rust_str(rule.pattern)}, {_rust_str(rust_replacement(rule.replacement))})")
     if ad.PYTORCH_TO_BURN in recipe.adapters and store != "PytorchStore":
@@ -91,7 +97,11 @@ def _rust_store(recipe: Recipe, spec: SourceSpec) -> str:
         lines.append(".skip_enum_variants(true)")
     if recipe.allow_partial:
         lines.append(".allow_partial(true)")
-    return "\n    ".join(lines) + ";\nlet result = model.load_from(&mut store)?;"
+    warning = ""
+    if store == "PytorchStore" and ad.PYTORCH_TO_BURN not in recipe.adapters:
+        warning = ("// differs: PytorchStore always applies PyTorchToBurnAdapter (transposes Linear weights, "
+                   "renames norms); this recipe does not\n")
+    return warning + "\n    ".join(lines) + ";\nlet result = model.load_from(&mut store)?;"
 
 
 def _rust_filter(f: Filter) -> list[str]:
@@ -106,14 +116,18 @@ def _rust_filter(f: Filter) -> list[str]:
 
 
 def _rust_notes(recipe: Recipe) -> list[str]:
-    notes = []
-    for f in [recipe.filter, *(s.filter for s in recipe.sources)]:
-        notes += [f"// Store Studio only: keep where {rule.label}" for rule in f.where]
+    notes = [f"// Store Studio only: keep where {rule.label}" for rule in recipe.filter.where]
+    for spec in recipe.sources:
+        if not spec.filter.is_empty:  # burn-store filters see the model's paths, never a file's own names
+            notes.append(f"// Store Studio only: {spec.path} contributes only its own names matching "
+                         f"{json.dumps(spec.filter.to_json())}")
     notes += [f"// Store Studio only: cast {'all floats' if not c.modules else ', '.join(c.modules)} to {c.to}"
               for c in recipe.casts]
     if ad.FUSE_WEIGHT_NORM in recipe.adapters:
         notes.append("// Store Studio only: weight_g/weight_v fused into weight (Burn has no weight norm)")
     notes += [f"// Store Studio only: module {path!r} treated as {kind}" for path, kind in recipe.module_overrides.items()]
+    if any(kind == "PRelu" for kind in recipe.module_overrides.values()):
+        notes.append("// Store Studio only: a PRelu's weight renamed alpha (burn-store's adapter keeps weight)")
     return notes
 
 

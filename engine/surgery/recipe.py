@@ -1,8 +1,10 @@
 """A recipe: everything a conversion does, as a versioned JSON document that can be saved and replayed.
 
 ``{"version": 1, "sources": [...], "filter": {...}, "remaps": [[pattern, replacement]...],
-"adapters": [...], "casts": [...], "module_overrides": {...}, "top_level_key": ..., "metadata": {...}}``.
-Every field is optional but ``version``; a bad document is a RecipeError naming the field.
+"adapters": [...], "casts": [...], "module_overrides": {...}, "top_level_key": ..., "metadata": {...},
+"clear_metadata": bool, "template": path}``. Every field is optional but ``version``; a bad document
+is a RecipeError naming the field. Relative source and template paths are relative to the recipe
+file's folder, so a recipe travels with the files it names.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import dtypes
 from ..errors import RecipeError
@@ -24,7 +26,7 @@ from .remap import RemapRule, rules_from_json
 VERSION = 1
 CAST_TARGETS = {"f16": "F16", "bf16": "BF16", "f32": "F32"}
 _FIELDS = {"version", "sources", "filter", "remaps", "adapters", "casts", "module_overrides", "top_level_key",
-           "metadata", "allow_partial"}
+           "metadata", "allow_partial", "clear_metadata", "template"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class Recipe:
     top_level_key: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     allow_partial: bool = False
+    clear_metadata: bool = False  # burn-store's clear_metadata: the sources' metadata is not carried over
+    template: str | None = None  # a file saved from the target model: names, shapes, module kinds, enum variants
 
     def __post_init__(self) -> None:
         check_adapters(self.adapters)
@@ -112,6 +116,10 @@ class Recipe:
             doc["metadata"] = dict(self.metadata)
         if self.allow_partial:
             doc["allow_partial"] = True
+        if self.clear_metadata:
+            doc["clear_metadata"] = True
+        if self.template:
+            doc["template"] = self.template
         return doc
 
     def canonical_json(self) -> str:
@@ -141,12 +149,22 @@ class Recipe:
                    module_overrides=_str_map(doc, "module_overrides"),
                    top_level_key=_typed(doc, "top_level_key", str, None),
                    metadata=_str_map(doc, "metadata"),
-                   allow_partial=_typed(doc, "allow_partial", bool, False))
+                   allow_partial=_typed(doc, "allow_partial", bool, False),
+                   clear_metadata=_typed(doc, "clear_metadata", bool, False),
+                   template=_typed(doc, "template", str, None))
+
+    def with_paths(self, convert: Callable[[str], str]) -> "Recipe":
+        """The same recipe with every source and template path passed through ``convert``."""
+        return replace(self, sources=tuple(replace(s, path=convert(s.path)) for s in self.sources),
+                       template=convert(self.template) if self.template else self.template)
 
     def save(self, path: str | os.PathLike) -> Path:
+        """Write the recipe; paths under its folder are stored relative to it, others absolute."""
         path = Path(path)
+        folder = path.parent.resolve()
+        doc = self.with_paths(lambda p: _relative_to(p, folder)).to_json()
         try:
-            path.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         except OSError as exc:
             raise RecipeError(f"{path}: cannot save the recipe there: {exc.strerror or exc}") from None
         return path
@@ -161,9 +179,15 @@ class Recipe:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise RecipeError(f"{path.name}: not a JSON recipe: {exc}") from None
         try:
-            return cls.from_json(doc)
+            recipe = cls.from_json(doc)
         except RecipeError as exc:
             raise RecipeError(f"{path.name}: {exc}") from None
+        return recipe.with_paths(lambda p: os.path.normpath(path.parent / p))
+
+
+def _relative_to(path: str, folder: Path) -> str:
+    resolved = Path(path).resolve()
+    return resolved.relative_to(folder).as_posix() if resolved.is_relative_to(folder) else str(resolved)
 
 
 def _typed(doc: dict[str, Any], key: str, kind: type, default: Any) -> Any:

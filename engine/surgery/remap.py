@@ -2,7 +2,12 @@
 
 A rule whose pattern matches anywhere replaces every match (``replace_all``). Replacements may be
 written Rust-style (``$1``, ``${name}``, ``$$``) as in a burn-store builder chain, or Python-style
-(``\\1``, ``\\g<name>``); both mean the same here.
+(``\\1``, ``\\g<name>``); both mean the same here. Everything else is literal text.
+
+One spelling differs from Rust's ``regex``: there ``$1_x`` is the group *named* ``1_x`` (which
+does not exist, so it expands to nothing). Here a ``$`` followed by digits is that numbered group,
+so ``$1_x`` is group 1 then ``_x`` -- and the printed Rust chain writes every reference braced
+(``${1}_x``), so the chain does exactly what the CLI did.
 """
 
 from __future__ import annotations
@@ -15,8 +20,7 @@ from ..errors import RecipeError
 from ..humanize import quoted
 from .filters import compile_pattern
 
-_RUST_REF = re.compile(r"\$\$|\$\{(\w+)\}|\$(\d+|[A-Za-z_]\w*)")
-_PY_REF = re.compile(r"\\g<(\w+)>|\\(\d+)")
+_REFERENCE = re.compile(r"\$\$|\$\{(\w+)\}|\$(\d+|[A-Za-z_]\w*)|\\g<(\w+)>|\\(\d+)")
 
 
 @dataclass(frozen=True)
@@ -28,18 +32,32 @@ class RemapRule:
         return [self.pattern, self.replacement]
 
 
+def parse_replacement(replacement: str) -> list[tuple[bool, str]]:
+    """The replacement as ``(is_group, text)`` pieces: group references and literal text."""
+    pieces: list[tuple[bool, str]] = []
+    at = 0
+    for match in _REFERENCE.finditer(replacement):
+        literal = replacement[at:match.start()] + ("$" if match.group(0) == "$$" else "")
+        if literal:
+            pieces.append((False, literal))
+        ref = next((g for g in match.groups() if g is not None), None)
+        if ref is not None:
+            pieces.append((True, ref))
+        at = match.end()
+    if at < len(replacement):
+        pieces.append((False, replacement[at:]))
+    return pieces
+
+
 def python_template(replacement: str) -> str:
-    """A Python ``re.sub`` template for a Rust- or Python-style replacement."""
-    def convert(match: re.Match[str]) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        return f"\\g<{match.group(1) or match.group(2)}>"
-    return _RUST_REF.sub(convert, replacement)
+    """A Python ``re.sub`` template doing what ``replacement`` says (literal backslashes escaped)."""
+    return "".join(f"\\g<{text}>" if group else text.replace("\\", "\\\\")
+                   for group, text in parse_replacement(replacement))
 
 
 def rust_replacement(replacement: str) -> str:
-    """The same replacement spelled for Rust's ``regex`` (for the printed builder chain)."""
-    return _PY_REF.sub(lambda m: "${" + (m.group(1) or m.group(2)) + "}", replacement)
+    """The same replacement spelled for Rust's ``regex``: every reference braced, every literal ``$`` doubled."""
+    return "".join("${" + text + "}" if group else text.replace("$", "$$") for group, text in parse_replacement(replacement))
 
 
 @dataclass(frozen=True)
@@ -55,13 +73,11 @@ def compile_rules(rules: Sequence[RemapRule]) -> list[CompiledRule]:
     for i, rule in enumerate(rules):
         where = f"remap rule {i + 1} ({quoted(rule.pattern)} -> {quoted(rule.replacement)})"
         regex = compile_pattern(rule.pattern, where)
-        template = python_template(rule.replacement)
-        for match in _PY_REF.finditer(template):
-            ref = match.group(1) or match.group(2)
-            known = int(ref) <= regex.groups if ref.isdigit() else ref in regex.groupindex
+        for group, ref in parse_replacement(rule.replacement):
+            known = not group or (int(ref) <= regex.groups if ref.isdigit() else ref in regex.groupindex)
             if not known:
                 raise RecipeError(f"{where}: the replacement refers to group {ref!r}, which the pattern does not have")
-        compiled.append(CompiledRule(i, regex, template))
+        compiled.append(CompiledRule(i, regex, python_template(rule.replacement)))
     return compiled
 
 

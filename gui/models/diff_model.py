@@ -30,7 +30,7 @@ from engine.surgery import AlignmentReport, DiffReport, Plan
 from engine.surgery.ops import Rename
 from engine.tree import natural_key
 from gui.resources import monospace
-from gui.visual import AMBER, BLUE, GREEN, RED
+from gui.visual import AMBER, BLUE, GREEN, GREY, RED
 
 Index = QModelIndex | QPersistentModelIndex
 ROW_ROLE = Qt.ItemDataRole.UserRole  # data(index, ROW_ROLE) is the DiffRow behind a row
@@ -57,8 +57,32 @@ STATUSES: dict[str, Status] = {s.key: s for s in (
     Status("shape_mismatch", "shape mismatch", "problem", "cross", "the shapes differ"),
     Status("missing", "missing", "problem", "minus", "the other file has it; the recipe's result does not"),
     Status("unused", "unused", "unused", "plus", "the recipe's result has it; the other file does not"),
+    Status("dropped", "dropped", "dropped", "slash", "the recipe drops it from its source, for the reason shown"),
 )}
-TONE_COLOURS = {"ok": GREEN.name(), "transformed": AMBER.name(), "problem": RED.name(), "unused": BLUE.name()}
+TONE_COLOURS = {"ok": GREEN.name(), "transformed": AMBER.name(), "problem": RED.name(), "unused": BLUE.name(),
+                "dropped": GREY.name()}
+
+
+@dataclass(frozen=True)
+class DroppedTensor:
+    """The left side of a ``dropped`` row: a source tensor the recipe leaves out (shape unknown if not found)."""
+
+    name: str
+    shape: tuple[int, ...] | None
+    dtype: str
+    reason: str
+
+
+def dropped_tensors(plan: Plan, sources: Sequence[Store]) -> list[DroppedTensor]:
+    """The plan's dropped tensors with their shapes and dtypes read from ``sources`` (the stores as planned)."""
+    by_path = {str(store.path): store for store in sources}
+    out = []
+    for dropped in plan.dropped:
+        store = by_path.get(dropped.source)
+        entry = store.entry(dropped.name) if store is not None and dropped.name in store else None
+        out.append(DroppedTensor(dropped.name, tuple(entry.shape) if entry else None,
+                                 str(entry.dtype) if entry else "", dropped.reason))
+    return out
 
 
 @dataclass(frozen=True)
@@ -81,8 +105,9 @@ class DiffRow:
         return any(text in item.name.lower() for item in (self.source, self.other) if item is not None)
 
 
-def build_rows(plan: Plan, other: Store, report: AlignmentReport, values: DiffReport | None = None) -> list[DiffRow]:
-    """Rows in natural order of name: pairs the alignment matched, then what each side lacks."""
+def build_rows(plan: Plan, other: Store, report: AlignmentReport, values: DiffReport | None = None,
+               dropped: Sequence[DroppedTensor] = ()) -> list[DiffRow]:
+    """Rows in natural order of name: pairs the alignment matched, what each side lacks, what the recipe dropped."""
     ours = {t.name: t for t in plan.tensors}
     theirs = {e.name: e for e in other.entries}
     compared = {t.name: t for t in values.tensors} if values is not None else {}
@@ -113,11 +138,15 @@ def build_rows(plan: Plan, other: Store, report: AlignmentReport, values: DiffRe
         status = "transposed" if mismatch.matches_if_transposed else "shape_mismatch"
         note = f"matches if transposed: {shapes}" if mismatch.matches_if_transposed else f"shapes differ: {shapes}"
         rows.append(DiffRow(status, ours[source_name], theirs[mismatch.name], note))
+    dropped_by_name = {item.name: item for item in dropped}
     for name in report.missing:
         close = tuple(report.suggestions.get(name, ()))
         note = "closest in the source: " + ", ".join(close) if close else "nothing in the source is close"
+        if name in dropped_by_name:  # the likeliest cause first: the recipe itself left it out
+            note = f"the recipe drops {name} ({dropped_by_name[name].reason}); {note}"
         rows.append(DiffRow("missing", None, theirs[name], note, close))
     rows += [DiffRow("unused", ours[name], None, STATUSES["unused"].meaning) for name in report.unused]
+    rows += [DiffRow("dropped", item, None, item.reason) for item in dropped]
     return sorted(rows, key=lambda row: natural_key(row.name))
 
 
@@ -190,6 +219,8 @@ def _glyph(name: str) -> QPainterPath:
         line((19, 8), (23, 12), (19, 16))
         line((23, 20), (9, 20))
         line((13, 16), (9, 20), (13, 24))
+    elif name == "slash":
+        line((10, 22), (22, 10))
     elif name == "approx":
         for y in (12.5, 19.5):
             path.moveTo(8.5, y)
@@ -261,7 +292,7 @@ class DiffModel(QAbstractTableModel):
         if column in (Column.SOURCE_NAME, Column.OTHER_NAME):
             return item.name
         if column in (Column.SOURCE_SHAPE, Column.OTHER_SHAPE):
-            return humanize.shape(tuple(item.shape))
+            return humanize.shape(tuple(item.shape)) if item.shape is not None else ""
         return str(item.dtype)
 
 

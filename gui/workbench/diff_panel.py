@@ -24,10 +24,11 @@ from engine.surgery.ops import Rename
 from engine.surgery.plan import PlannedTensor
 from gui.dialogs import show_error
 from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
-                                   status_icon)
+                                   dropped_tensors, status_icon)
 from gui.panels.histogram import HistogramWidget, format_number
 from gui.resources import icon, monospace
 from gui.workbench.document import RecipeDocument
+from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, ProgressRelay, Task, TaskRunner
 
 DIFF_DOCK = "diffDock"
@@ -77,8 +78,8 @@ class DiffPanel(QWidget):
         self.against.setObjectName("diffAgainst")
         self.against.setProperty("role", "heading")
         self.template_button = QPushButton("Template")
-        self.template_button.setToolTip("Compare with the recipe's template (what the target model expects)")
-        self.template_button.clicked.connect(self.use_template)
+        self.template_button.setObjectName("diffTemplate")
+        self.template_button.clicked.connect(self._template_clicked)
         self.open_button = QPushButton(icon("open"), "Compare with…")
         self.open_button.setToolTip("Open another model file and compare the recipe's result with it")
         self.open_button.clicked.connect(self._choose_file)
@@ -196,6 +197,13 @@ class DiffPanel(QWidget):
         self._follow_template = True
         self._set_other(self.document.template, "template", owned=False, values=False)
 
+    def _template_clicked(self) -> None:
+        """Compare with the template; with none yet, choose one first (it then stays the recipe's template)."""
+        if self.document.template is not None:
+            self.use_template()
+        elif choose_template(self, self.document, self._runner):
+            self._follow_template = True  # the next plan comes with the template: compare with it then
+
     def compare_with(self, store: Store, *, role: str = "file", values: bool = True, owned: bool = False) -> None:
         """Compare with ``store`` (the panel closes it later when ``owned``)."""
         self._follow_template = False
@@ -254,11 +262,12 @@ class DiffPanel(QWidget):
             self._compare_task.cancel()
         self._generation += 1
         generation, other, values, reporter = self._generation, self.other, self.values_box.isChecked(), self._relay
+        sources = self.document.planned_stores()
 
         def work(cancelled: Callable[[], bool]) -> list[DiffRow]:
             report = align(plan, other)
             compared = diff(plan, other, values=True, progress=reporter.reporter(cancelled)) if values else None
-            return build_rows(plan, other, report, compared)
+            return build_rows(plan, other, report, compared, dropped_tensors(plan, sources))
 
         self._show_message(f"Comparing with {other.path.name}…")
         self._set_busy(True, determinate=values)
@@ -300,12 +309,12 @@ class DiffPanel(QWidget):
             self._show_message("Comparison cancelled; the rows shown are from the last comparison.")
 
     def _plan_ready(self, _plan: Plan) -> None:
-        if self._follow_template and self.document.template is not self.other:
-            if self.document.template is None:
-                self._follow_template = False
-            else:
-                self.use_template()
-                return
+        template = self.document.template
+        if template is not None and template is not self.other and (self._follow_template or self.other is None):
+            self.use_template()  # a new template, or the first thing to compare with
+            return
+        if template is None:
+            self._follow_template = False
         self._update_controls()
         self.refresh()
 
@@ -325,7 +334,11 @@ class DiffPanel(QWidget):
             self.progress.setValue(0)
 
     def _update_controls(self) -> None:
-        self.template_button.setEnabled(self.document.template is not None)
+        has = self.document.template is not None
+        self.template_button.setText("Template" if has else "Template…")
+        self.template_button.setToolTip("Compare with the recipe's template (what the target model expects)" if has
+                                        else "Choose a template: a file saved from the target model; the recipe "
+                                             "remembers it")
         self.values_box.setEnabled(self.other is not None)
 
     def _update_counts(self) -> None:

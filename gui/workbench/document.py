@@ -18,7 +18,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from engine import Store, open_store
 from engine.formats.pytorch import NAME as PYTORCH
-from engine.surgery import Plan, PlannedTensor, Recipe, RemapRule, SourceSpec, plan
+from engine.surgery import AlignmentReport, Plan, PlannedTensor, Recipe, RemapRule, SourceSpec, align, plan
 from engine.surgery.ops import Cast, FuseWeightNorm, Rename, Transpose
 from gui.workers import Failure, Task, TaskRunner
 
@@ -28,10 +28,11 @@ _MERGE_ID = 6061  # QUndoCommand id shared by edits that may merge (typing into 
 
 @dataclass(frozen=True)
 class _State:
-    """What an undo step restores: the sources (in precedence order) and the recipe over them."""
+    """What an undo step restores: the sources (in precedence order), the recipe over them, and its template."""
 
     stores: tuple[Store, ...]
     recipe: Recipe
+    template: Store | None = None
 
 
 class _Edit(QUndoCommand):
@@ -63,6 +64,7 @@ class _Edit(QUndoCommand):
 
 
 TRANSFORMED, DROPPED, CONFLICT = "transformed", "dropped", "conflict"
+MISMATCH, UNUSED = "mismatch", "unused"  # against the template: the shape differs / the template has no such name
 _OP_WORDS = ((Rename, "renamed"), (Transpose, "transposed"), (Cast, "cast"), (FuseWeightNorm, "fused"))
 
 
@@ -70,9 +72,9 @@ _OP_WORDS = ((Rename, "renamed"), (Transpose, "transposed"), (Cast, "cast"), (Fu
 class Mark:
     """What the recipe does to one tensor of the tab's file: a state of the visual language and its word."""
 
-    state: str  # TRANSFORMED, DROPPED or CONFLICT
-    word: str  # "renamed, transposed", "dropped", "replaced", "conflict": never colour alone
-    reason: str = ""  # why it is dropped or in conflict
+    state: str  # TRANSFORMED, DROPPED, CONFLICT, MISMATCH, UNUSED, or "" (kept as it is, applied to the template)
+    word: str  # "renamed, transposed", "dropped", "replaced", "conflict", "applied": never colour alone
+    reason: str = ""  # why it is dropped or in conflict; how it fits the template, when there is one
     tensor: PlannedTensor | None = None  # what it becomes, when it is kept
 
     @property
@@ -80,7 +82,8 @@ class Mark:
         """A sentence for tooltips, made on demand (10,000 of them on every plan would be slow)."""
         if self.tensor is None or self.state == CONFLICT:
             return self.reason
-        return f"→ {self.tensor.name}: " + "; ".join(self.tensor.operations)
+        text = f"→ {self.tensor.name}: " + ("; ".join(self.tensor.operations) or "as it is")
+        return f"{text}\n{self.reason}" if self.reason else text
 
 
 @lru_cache(maxsize=64)
@@ -93,8 +96,29 @@ def op_words(tensor: PlannedTensor) -> str:
     return _words(tuple(type(op) for op in tensor.ops))
 
 
-def plan_marks(result: Plan, store: Store, prefix: str = "") -> dict[str, Mark]:
-    """Marks for ``store``'s tensors by their names in the file (``prefix``: the top-level key's, when one is set)."""
+def template_fit(report: AlignmentReport) -> dict[str, tuple[str, str, str]]:
+    """Planned name -> (state, word, sentence): how each tensor of the result fits the template (engine ``align``)."""
+    fit: dict[str, tuple[str, str, str]] = {}
+    variants = report.through_variants
+    for name in report.applied:
+        source = variants.get(name, name)
+        how = f"the template wants it as {name} (enum variant)" if source != name else "the template wants it as it is"
+        fit[source] = ("", "applied", how)
+    for mismatch in report.shape_mismatches:
+        hint = " (matches if transposed)" if mismatch.matches_if_transposed else ""
+        fit[variants.get(mismatch.name, mismatch.name)] = (
+            MISMATCH, "shape mismatch", f"shape mismatch: here {list(mismatch.source_shape)}, template "
+                                        f"{list(mismatch.template_shape)}{hint}")
+    for name in report.unused:
+        fit[name] = (UNUSED, "unused", f"the template has no tensor named {name}")
+    return fit
+
+
+def plan_marks(result: Plan, store: Store, prefix: str = "", report: AlignmentReport | None = None) -> dict[str, Mark]:
+    """Marks for ``store``'s tensors by their names in the file (``prefix``: the top-level key's, when one is set).
+
+    With a template ``report``, every kept tensor also says how it fits the template (applied, unused, mismatch).
+    """
     label = str(store.path)
     marks: dict[str, Mark] = {}
     if prefix:
@@ -117,7 +141,25 @@ def plan_marks(result: Plan, store: Store, prefix: str = "") -> dict[str, Mark]:
             mark = Mark(TRANSFORMED, op_words(tensor), "", tensor)
         for entry in tensor.inputs:
             marks[prefix + entry.name] = mark
+    if report is not None:
+        _mark_fit(marks, result, label, prefix, template_fit(report))
     return marks
+
+
+def _mark_fit(marks: dict[str, Mark], result: Plan, label: str, prefix: str,
+              fit: dict[str, tuple[str, str, str]]) -> None:
+    """Add the template's verdict to each kept tensor's mark: a mismatch or an unused name outranks a transform."""
+    for tensor in result.tensors:
+        found = fit.get(tensor.name)
+        if tensor.source != label or found is None:
+            continue
+        state, word, sentence = found
+        for entry in tensor.inputs:
+            old = marks.get(prefix + entry.name)
+            if old is not None and old.state == CONFLICT:
+                continue
+            words = f"{old.word} · {word}" if old is not None else word
+            marks[prefix + entry.name] = Mark(state or (old.state if old is not None else ""), words, sentence, tensor)
 
 
 def synced(recipe: Recipe, stores: Sequence[Store]) -> Recipe:
@@ -183,8 +225,8 @@ class RecipeDocument(QObject):
         self._state = _State((store,), synced(Recipe(), (store,)))
         self._owned: set[Store] = set()  # sources this document opened (the tab owns stores[0])
         self._keyed = _KeyedStores()
-        self.template: Store | None = None
         self.plan: Plan | None = None
+        self.alignment: AlignmentReport | None = None  # the latest plan against the template, when there is one
         self.marks: dict[str, Mark] = {}  # the tab's tensors (by name in the file) the latest plan touches
         self.error: str | None = None
         self.path: Path | None = None  # where the recipe was last saved or opened from
@@ -214,9 +256,18 @@ class RecipeDocument(QObject):
         return self._state.recipe
 
     @property
+    def template(self) -> Store | None:
+        """A file saved from the target model: lends module kinds and enum variants, and is what the result must fit."""
+        return self._state.template
+
+    @property
     def is_modified(self) -> bool:
         """Unsaved edits: the stack left its clean point (an untouched, unsaved recipe is not modified)."""
         return not self.undo_stack.isClean()
+
+    def planned_stores(self) -> list[Store]:
+        """The sources as the plan reads them: PyTorch files opened at their top-level key (what dropped names name)."""
+        return self._keyed.resolve(self._state.stores, self.recipe)
 
     @property
     def busy(self) -> bool:
@@ -242,7 +293,8 @@ class RecipeDocument(QObject):
 
         Pushes sharing ``merge_key`` back to back (keystrokes in one field) merge into one step.
         """
-        return self._push(_State(self._state.stores, synced(new_recipe, self._state.stores)), text, merge_key)
+        return self._push(_State(self._state.stores, synced(new_recipe, self._state.stores), self.template), text,
+                          merge_key)
 
     def add_remap(self, pattern: str, replacement: str) -> bool:
         return self.push(self.recipe.with_changes(remaps=self.recipe.remaps + (RemapRule(pattern, replacement),)),
@@ -253,7 +305,7 @@ class RecipeDocument(QObject):
         self._owned.add(store)
         stores = self._state.stores + (store,)
         recipe = self.recipe.with_changes(sources=self.recipe.sources + (SourceSpec(str(store.path)),))
-        return self._push(_State(stores, recipe), f"Add source {store.path.name}")
+        return self._push(_State(stores, recipe, self.template), f"Add source {store.path.name}")
 
     def remove_source(self, index: int) -> bool:
         """Drop a merged source; the tab's own store stays."""
@@ -263,7 +315,7 @@ class RecipeDocument(QObject):
         sources = list(self.recipe.sources)
         removed = stores.pop(index)
         sources.pop(index)
-        return self._push(_State(tuple(stores), self.recipe.with_changes(sources=tuple(sources))),
+        return self._push(_State(tuple(stores), self.recipe.with_changes(sources=tuple(sources)), self.template),
                           f"Remove source {removed.path.name}")
 
     def move_source(self, index: int, new_index: int) -> bool:
@@ -275,21 +327,27 @@ class RecipeDocument(QObject):
         sources = list(self.recipe.sources)
         stores.insert(new_index, stores.pop(index))
         sources.insert(new_index, sources.pop(index))
-        return self._push(_State(tuple(stores), self.recipe.with_changes(sources=tuple(sources))),
+        return self._push(_State(tuple(stores), self.recipe.with_changes(sources=tuple(sources)), self.template),
                           f"Move source {stores[new_index].path.name}")
 
-    # --- not undoable: what the recipe is compared with, and where it lives ------------------------------
-    def set_template(self, store: Store | None) -> None:
-        """Lend module kinds and enum variants from a target file (or stop); re-plans."""
-        self.template = store
-        self.request_plan()
+    def set_template(self, store: Store | None) -> bool:
+        """Compare with a target file (or stop), as one undo step; the document closes a template it was given."""
+        if store is not None:
+            self._owned.add(store)
+        text = f"Set template {store.path.name}" if store is not None else "Clear template"
+        recipe = self.recipe.with_changes(template=str(store.path) if store is not None else None)
+        return self._push(_State(self._state.stores, recipe, store), text)
 
-    def replace(self, recipe: Recipe, extra_stores: Sequence[Store] = (), path: Path | None = None) -> None:
+    # --- not undoable: where the recipe lives -----------------------------------------------------------
+    def replace(self, recipe: Recipe, extra_stores: Sequence[Store] = (), path: Path | None = None,
+                template: Store | None = None) -> None:
         """Start over from an opened recipe: sources are the tab's store plus ``extra_stores``; history is cleared."""
         self._owned.update(extra_stores)
+        if template is not None:
+            self._owned.add(template)
         stores = (self._home, *extra_stores)
         self.undo_stack.clear()
-        self._apply(_State(stores, synced(recipe, stores)))
+        self._apply(_State(stores, synced(recipe, stores), template))
         self.path = path
         self.undo_stack.setClean()
         self.modifiedChanged.emit(False)
@@ -323,10 +381,11 @@ class RecipeDocument(QObject):
         generation = self._generation
         stores, recipe, template, keyed, home = self._state.stores, self.recipe, self.template, self._keyed, self._home
 
-        def work(cancelled: Callable[[], bool]) -> tuple[Plan, dict[str, Mark]]:
+        def work(cancelled: Callable[[], bool]) -> tuple[Plan, dict[str, Mark], AlignmentReport | None]:
             result = plan(keyed.resolve(stores, recipe), recipe, template=template)
+            report = align(result, template) if template is not None else None
             key = keys(stores, recipe)[stores.index(home)]
-            return result, plan_marks(result, home, f"{key}." if key else "")
+            return result, plan_marks(result, home, f"{key}." if key else "", report), report
 
         self._task = self._runner.run(work, lambda result: self._planned(generation, result),
                                       lambda failure: self._plan_failed(generation, failure),
@@ -334,11 +393,11 @@ class RecipeDocument(QObject):
         if not was_busy:
             self.busyChanged.emit(True)
 
-    def _planned(self, generation: int, outcome: tuple[Plan, dict[str, Mark]]) -> None:
+    def _planned(self, generation: int, outcome: tuple[Plan, dict[str, Mark], AlignmentReport | None]) -> None:
         if generation != self._generation:
             return
         self._task = None
-        (self.plan, self.marks), self.error = outcome, None
+        (self.plan, self.marks, self.alignment), self.error = outcome, None
         self.planReady.emit(self.plan)
         self._settle()
 
@@ -366,19 +425,20 @@ class RecipeDocument(QObject):
         self._keyed.close()
 
 
-def load_recipe(path: Path) -> tuple[Recipe, list[Store], Path]:
-    """A recipe file, its sources after the first opened (relative paths from the recipe's folder), its path.
+def load_recipe(path: Path) -> tuple[Recipe, list[Store], Path, Store | None]:
+    """A recipe file, its sources after the first opened (relative paths from the recipe's folder), its path,
+    and its template opened (or None).
 
     The first source is always the tab's own file, so a recipe made on one file applies to another.
     """
     recipe = Recipe.load(path)
-    extra = []
+    opened: list[Store] = []
     try:
-        for spec in recipe.sources[1:]:
-            source = Path(spec.path)
-            extra.append(open_store(source if source.is_absolute() else path.parent / source))
+        for spec in recipe.sources[1:]:  # Recipe.load resolved relative paths from the recipe's folder
+            opened.append(open_store(Path(spec.path)))
+        template = open_store(Path(recipe.template)) if recipe.template else None
     except BaseException:
-        for store in extra:
+        for store in opened:
             store.close()
         raise
-    return recipe, extra, path.absolute()
+    return recipe, opened, path.absolute(), template

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QFileDialo
 from engine import humanize
 from engine.export import PRODUCER
 from engine.formats import burnpack, format_for_path, safetensors, writer
-from engine.surgery import Plan
+from engine.surgery import Plan, ShapeMismatch, carried_metadata, validate
 from engine.surgery.plan import RECIPE_METADATA_KEY
 from gui.dialogs import show_error
 from gui.models.diff_model import TONE_COLOURS
@@ -34,6 +34,14 @@ SOURCE_FILES_KEY = "source_files"
 PROGRESS_STEPS = 1000  # QProgressDialog counts in int; bytes of a large file do not fit
 OVERWRITE_QUESTION = "overwriteQuestion"  # object names, so tests and scripts can find the dialogs
 EXPORT_PROGRESS = "exportProgress"
+MISMATCH_QUESTION = "mismatchQuestion"
+MISMATCHES_NAMED = 12  # the confirmation lists this many mismatches, then counts the rest
+
+
+def mismatch_text(mismatch: ShapeMismatch) -> str:
+    """``fc.weight: here [2, 4], template [5, 4]``: one line of the mismatch list, as the CLI words it."""
+    hint = " (matches if transposed)" if mismatch.matches_if_transposed else ""
+    return f"{mismatch.name}: here {list(mismatch.source_shape)}, template {list(mismatch.template_shape)}{hint}"
 
 
 class ExportDialog(QDialog):
@@ -155,9 +163,12 @@ class ExportDialog(QDialog):
         return path.with_name(f"{source.stem}-export{ext}") if path == source else path
 
     def _default_metadata(self) -> dict[str, str]:
+        """The sources' own metadata (as ``convert`` carries it, unless the recipe clears it), then ours."""
         recipe = self.document.recipe
-        return {"producer": PRODUCER, SOURCE_FILES_KEY: ", ".join(s.path.name for s in self.document.stores),
-                RECIPE_METADATA_KEY: recipe.digest(), **recipe.metadata}
+        carried, _ = carried_metadata(self.document.planned_stores(), recipe, None)
+        ours = {"producer": PRODUCER, SOURCE_FILES_KEY: ", ".join(s.path.name for s in self.document.stores),
+                RECIPE_METADATA_KEY: recipe.digest()}
+        return {**ours, **{k: v for k, v in carried.items() if k not in ours}, **recipe.metadata}
 
     # --- choices ----------------------------------------------------------------------------------------
     def destination(self) -> Path | None:
@@ -230,9 +241,14 @@ class ExportDialog(QDialog):
         self.summary.setText(f"{len(plan.tensors):,} tensors · {humanize.size(total)} from {sources} · "
                              f"{changed:,} changed by recipe {self.document.recipe.digest()}")
         self.summary.setToolTip(f"{total:,} bytes of tensor data")
+        mismatches = self._mismatches()
         if plan.conflicts:
             self._set_problem(f"⚠ {len(plan.conflicts):,} name conflict(s): the export will be refused until the "
                               f"recipe is fixed ({plan.conflicts[0]}).")
+        elif mismatches:
+            self._set_problem(f"⚠ {len(mismatches):,} tensor shape(s) differ from the template "
+                              f"{self.document.template.path.name} ({mismatch_text(mismatches[0])}): the model "
+                              f"cannot load them. Export asks before writing anyway.")
         elif self.document.error:
             self._set_problem(f"⚠ The latest recipe edit cannot be planned ({self.document.error}); the export "
                               f"writes the last good plan.")
@@ -243,15 +259,46 @@ class ExportDialog(QDialog):
         self.problem.setText(text)
         self.problem.setVisible(bool(text))
 
+    def _mismatches(self) -> list[ShapeMismatch]:
+        """The shapes the template wants otherwise: the CLI's validation; none without a template."""
+        plan, template = self.document.plan, self.document.template
+        return validate(plan, template) if plan is not None and template is not None else []
+
     # --- exporting --------------------------------------------------------------------------------------
     def start_export(self) -> None:
-        """Ask before replacing an existing file, then export in a worker."""
+        """Refuse shape mismatches unless confirmed, ask before replacing a file, then export in a worker."""
         plan, dest = self.document.plan, self.destination()
         if plan is None or self._task is not None:
             return
         if dest is None:
             self._show_result("Choose where to save the file first.", problem=True)
             return
+        mismatches = self._mismatches()
+        if mismatches:
+            self._confirm_mismatches(mismatches, lambda: self._replace_or_run(plan, dest))
+            return
+        self._replace_or_run(plan, dest)
+
+    def _confirm_mismatches(self, mismatches: list[ShapeMismatch], proceed: Callable[[], None]) -> None:
+        """Burn-store's ``validate``: shapes the model cannot load stop the export unless the user says otherwise."""
+        template = self.document.template
+        assert template is not None
+        box = QMessageBox(QMessageBox.Icon.Warning, "Shapes differ from the template",
+                          f"{len(mismatches):,} tensor(s) do not have the shape {template.path.name} wants; "
+                          "the model cannot load them.", QMessageBox.StandardButton.Cancel, self)
+        box.setObjectName(MISMATCH_QUESTION)
+        named = [mismatch_text(m) for m in mismatches[:MISMATCHES_NAMED]]
+        more = len(mismatches) - len(named)
+        box.setInformativeText("\n".join(named + ([f"… and {more:,} more"] if more > 0 else []))
+                               + "\n\nFix the recipe (see the diff view), or write the file anyway.")
+        anyway = box.addButton("Export Anyway", QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.finished.connect(lambda _: proceed() if box.clickedButton() is anyway else
+                             self._show_result("Nothing exported: the shapes differ from the template."))
+        box.open()
+
+    def _replace_or_run(self, plan: Plan, dest: Path) -> None:
         if not dest.exists():
             self._run(plan, dest, overwrite=False)
             return
@@ -270,10 +317,11 @@ class ExportDialog(QDialog):
 
     def _run(self, plan: Plan, dest: Path, *, overwrite: bool) -> None:
         fmt, metadata, relay = self.format(), self.metadata(), self.progress_relay
+        _, scalars = carried_metadata(self.document.planned_stores(), self.document.recipe, fmt)  # as convert does
 
         def work(cancelled: Callable[[], bool]) -> Path:
-            return plan.export(dest, fmt, metadata=metadata, overwrite=overwrite, progress=relay.reporter(cancelled),
-                               cancel=cancelled)
+            return plan.export(dest, fmt, metadata=metadata, scalars=scalars, overwrite=overwrite,
+                               progress=relay.reporter(cancelled), cancel=cancelled)
 
         self._show_result("")
         self._started = time.monotonic()
@@ -331,8 +379,11 @@ class ExportDialog(QDialog):
         seconds = time.monotonic() - self._started
         took = f"{seconds:.1f} s" if seconds >= 1 else "under a second"
         total = sum(t.nbytes for t in plan.tensors)
+        mismatches = self._mismatches() if self.document.plan is plan else []
+        anyway = (f" Written anyway with {len(mismatches):,} shape mismatch(es) against the template."
+                  if mismatches else "")
         self._show_result(f"<span style='color:{TONE_COLOURS['ok']}'>✓</span> Exported {len(plan.tensors):,} tensors "
-                          f"({humanize.size(total)}) to {html.escape(path.name)} in {took}.")
+                          f"({humanize.size(total)}) to {html.escape(path.name)} in {took}.{anyway}")
         self.diff_button.setEnabled(True)
         self.exported.emit(path)
 

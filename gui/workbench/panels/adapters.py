@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from engine import Store
 from engine.formats.pytorch import NAME as PYTORCH
-from engine.surgery import KINDS, CastRule, ModuleGuess, Plan
+from engine.surgery import ENUM_VARIANT, KINDS, CastRule, ModuleGuess, Plan
 from engine.surgery import adapters as ad
 from engine.tree import natural_key
 from gui.models.tree_model import Index
@@ -68,14 +68,19 @@ class ModulesModel(QAbstractTableModel):
         super().__init__(parent)
         self._panel = panel
         self.guesses: list[ModuleGuess] = []
+        self.unsettled: set[str] = set()  # module paths whose name-only kind changes some tensor (Plan.guesses)
         self._font = monospace()
         self._bold = QFont(self._font)
         self._bold.setBold(True)
 
-    def reset(self, guesses: list[ModuleGuess]) -> None:
+    def reset(self, guesses: list[ModuleGuess], unsettled: set[str] | None = None) -> None:
         self.beginResetModel()
         self.guesses = guesses
+        self.unsettled = unsettled or set()
         self.endResetModel()
+
+    def row_of(self, path: str) -> int:
+        return next((i for i, guess in enumerate(self.guesses) if guess.path == path), -1)
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.guesses)
@@ -95,14 +100,21 @@ class ModulesModel(QAbstractTableModel):
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
             if column == PATH:
                 return guess.path or "(top level)"
+            if column == KIND and role == Qt.ItemDataRole.DisplayRole:
+                return f"{guess.kind} ✎" if guess.overridden else \
+                    f"{guess.kind} ? guessed" if guess.path in self.unsettled else guess.kind
             if column == KIND:
-                return f"{guess.kind} ✎" if guess.overridden and role == Qt.ItemDataRole.DisplayRole else guess.kind
+                return guess.kind
             return guess.reason
         if role == Qt.ItemDataRole.FontRole:
             return self._bold if guess.overridden and column == KIND else self._font if column == PATH else None
-        if role == Qt.ItemDataRole.ForegroundRole and guess.overridden and column == KIND:
+        if role == Qt.ItemDataRole.ForegroundRole and column == KIND and (guess.overridden or
+                                                                         guess.path in self.unsettled):
             return AMBER
         if role == Qt.ItemDataRole.ToolTipRole:
+            if guess.path in self.unsettled:
+                return (f"{guess.path}: {guess.kind} is a guess ({guess.reason}). Double-click the type and pick "
+                        f"{' or '.join(guess.alternatives) or 'one'} to settle it.")
             return f"{guess.path}: {guess.kind} ({guess.reason}). Double-click the type to change it."
         return None
 
@@ -114,7 +126,8 @@ class ModulesModel(QAbstractTableModel):
         if role != Qt.ItemDataRole.EditRole or index.column() != KIND:
             return False
         guess = self.guesses[index.row()]
-        return guess.kind != value and self._panel.override(guess.path, str(value))
+        confirms = guess.path in self.unsettled and not guess.overridden  # picking the guessed kind settles it too
+        return (guess.kind != value or confirms) and self._panel.override(guess.path, str(value))
 
 
 class KindDelegate(QStyledItemDelegate):
@@ -170,7 +183,7 @@ class AdaptersPanel(DocumentPanel):
         self.scope.setToolTip("Cast every float tensor, or only those in modules of the checked types")
         self.scope_menu = QMenu(self.scope)
         self.scope_actions: dict[str, QAction] = {}
-        for kind in KINDS:
+        for kind in (k for k in KINDS if k != ENUM_VARIANT):  # an enum variant holds no tensors to cast
             action = self.scope_menu.addAction(kind)
             action.setCheckable(True)
             action.toggled.connect(lambda _: self._cast_changed())
@@ -270,8 +283,21 @@ class AdaptersPanel(DocumentPanel):
 
     def plan_ready(self, plan: Plan) -> None:
         guesses = sorted(plan.modules.values(), key=lambda g: natural_key(g.path))
-        self.modules.reset(guesses)
+        unsettled = {g.module for g in plan.guesses}
+        self.modules.reset(guesses, unsettled)
         overridden = sum(1 for g in guesses if g.overridden)
         self.modules_title.setText(f"Module types: {len(guesses):,} inferred"
+                                   + (f", {len(unsettled):,} guessed from a name alone" if unsettled else "")
                                    + (f", {overridden} set by you" if overridden else "")
                                    + " (double-click a type to change it)")
+
+    def settle(self, path: str) -> bool:
+        """Select ``path``'s row and open its type for editing (the preview's way to settle a guess)."""
+        row = self.modules.row_of(path)
+        if row < 0:
+            return False
+        index = self.modules.index(row, KIND)
+        self.table.setCurrentIndex(index)
+        self.table.scrollTo(index)
+        self.table.edit(index)
+        return True

@@ -36,7 +36,24 @@ INCLUDE, PATH, WHERE, EXCLUDE = "include", "path", "where", "exclude"
 KIND_ORDER = (INCLUDE, PATH, WHERE, EXCLUDE)  # the order Filter.rule_hits counts them in
 PLACEHOLDERS = {INCLUDE: "regex, e.g. ^encoder\\.", PATH: "exact name, e.g. fc.weight",
                 EXCLUDE: "regex, e.g. num_batches_tracked$"}
+EXAMPLES = 3  # matched names shown per rule (the tooltip lists more)
+TOOLTIP_EXAMPLES = 20
 _ids = itertools.count()
+
+
+def filtered_names(plan: Plan) -> list[str]:
+    """The names the recipe's filter saw: what it kept, and what it dropped (not the sources' own filters)."""
+    return plan.names + [d.matched or d.name for d in plan.dropped if d.reason.startswith("filter")]
+
+
+def matched_names(kind: str, rule: str | Rule, names: list[str]) -> list[str] | None:
+    """The names a name rule matches (None for predicates, which match facts, not names)."""
+    if kind in (INCLUDE, EXCLUDE) and isinstance(rule, str):
+        search = compile_pattern(rule, f"{kind} rule").search
+        return [name for name in names if search(name)]
+    if kind == PATH and isinstance(rule, str):
+        return [rule] if rule in names else []
+    return None
 
 
 def parse_value(text: str, op: str) -> Any:
@@ -129,7 +146,10 @@ class FiltersPanel(DocumentPanel):
         super().__init__(parent)
         self.rows: list[RuleRow] = []
         hint = QLabel("A tensor is kept when an include rule, path or predicate accepts it (or there are none) "
-                      "and no exclude rule matches it.")
+                      "and no exclude rule matches it. Rules match the names after remap, renumbering and "
+                      "adapters (the Preview's names), as burn-store's filters match the model's own paths; a "
+                      "source's own filter (Sources) matches that file's names.")
+        hint.setObjectName("filterHint")
         hint.setWordWrap(True)
         hint.setProperty("role", "hint")
         self.table = QTableWidget(0, 4)
@@ -144,6 +164,12 @@ class FiltersPanel(DocumentPanel):
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Fixed)
         header.resizeSection(2, self.fontMetrics().horizontalAdvance("99,999 tensors") + 16)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
+        self.examples = QLabel()
+        self.examples.setObjectName("filterExamples")
+        self.examples.setFont(monospace())
+        self.examples.setWordWrap(True)
+        self.examples.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.examples.hide()
         self.message = QLabel()
         self.message.setObjectName("filterMessage")
         self.message.setWordWrap(True)
@@ -165,6 +191,7 @@ class FiltersPanel(DocumentPanel):
         layout.addWidget(hint)
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.examples)
         layout.addWidget(self.message)
         self.setEnabled(False)
 
@@ -236,6 +263,8 @@ class FiltersPanel(DocumentPanel):
 
     def plan_ready(self, plan: Plan) -> None:
         hits = iter([h for h in plan.rule_hits if not h.rule.startswith("remap ")])
+        names = filtered_names(plan)
+        lines = []
         for row in self.rows:
             if row.error or row.is_empty:
                 if not row.error:
@@ -244,4 +273,15 @@ class FiltersPanel(DocumentPanel):
             found = next(hits, None)
             count = found.count if found is not None else 0
             row.hits.setText(f"{count:,} tensor{'s' if count != 1 else ''}")
-            row.hits.setToolTip(f"{found.rule} matches {count:,} tensors" if found else "")
+            matched = matched_names(row.kind, row.rule(), names)
+            tip = f"{found.rule} matches {count:,} tensors" if found else ""
+            if matched:
+                shown = matched[:TOOLTIP_EXAMPLES]
+                tip += ":\n" + "\n".join(shown) + (f"\n… and {len(matched) - len(shown):,} more"
+                                                    if len(matched) > len(shown) else "")
+                more = f"  (+{len(matched) - EXAMPLES:,} more)" if len(matched) > EXAMPLES else ""
+                lines.append(f"{row.kind} {row.edit.text()}  →  {', '.join(matched[:EXAMPLES])}{more}")
+            row.hits.setToolTip(tip)
+        self.examples.setText("Matched (names after remap, renumbering and adapters):\n" + "\n".join(lines)
+                              if lines else "")
+        self.examples.setVisible(bool(lines))

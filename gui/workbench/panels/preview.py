@@ -6,6 +6,7 @@ the plan lazily: 10,000 rows cost only the rows on screen.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,14 @@ from PySide6.QtCore import (
     QObject,
     QSortFilterProxyModel,
     Qt,
+    Signal,
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -28,17 +31,18 @@ from PySide6.QtWidgets import (
 )
 
 from engine import Store, humanize
-from engine.surgery import Plan
+from engine.surgery import AlignmentReport, Guess, Plan
 from engine.surgery.plan import Dropped, PlannedTensor
 from engine.tree import natural_key
 from gui.models.tree_model import Index
-from gui.resources import monospace
+from gui.resources import icon, monospace
 from gui.visual import ERROR_TEXT_STYLE, brush, struck
-from gui.workbench.document import CONFLICT, DROPPED, TRANSFORMED, op_words
+from gui.workbench.document import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, op_words, template_fit
 from gui.workbench.panels.base import DocumentPanel
+from gui.workbench.recipe_fit import misfit
 
-STATUS, NAME, SHAPE, DTYPE, SOURCE, OPERATIONS = range(6)
-HEADERS = ("Status", "Name", "Shape", "DType", "Source", "Operations")
+STATUS, NAME, SHAPE, DTYPE, SOURCE, OPERATIONS, TEMPLATE = range(7)
+HEADERS = ("Status", "Name", "Shape", "DType", "Source", "Operations", "Template")
 SORT_ROLE = Qt.ItemDataRole.UserRole + 10
 
 
@@ -53,26 +57,71 @@ def count_line(plan: Plan) -> str:
     return " · ".join(parts)
 
 
+def template_line(report: AlignmentReport, template: Store) -> str:
+    """``Template target.bpk: 10 applied · 1 shape mismatch · 2 missing · 3 unused``: the CLI's alignment counts."""
+    mismatches = len(report.shape_mismatches)
+    return (f"Template {template.path.name}: {len(report.applied):,} applied · {mismatches:,} shape "
+            f"mismatch{'es' if mismatches != 1 else ''} · {len(report.missing):,} missing · "
+            f"{len(report.unused):,} unused")
+
+
+GUESSED = "? guessed"  # the word a row rests on a guess with (never colour alone)
+
+
+def guesses_line(plan: Plan) -> str:
+    """``? 2 tensors rest on a guess ...``: the header's count of what the plan decided from names alone."""
+    count = len({g.name for g in plan.guesses})
+    if not count:
+        return ""
+    return (f"? {count:,} tensor{'s' if count != 1 else ''} rest{'s' if count == 1 else ''} on a guess from a name "
+            f"alone: double-click a guessed row to settle its module type in Adapters")
+
+
+def guess_tip(guess: Guess) -> str:
+    """A guess in sentences: what was decided, why, and how to settle it here and on the command line."""
+    kinds = " or ".join(guess.alternatives) if guess.alternatives else guess.kind
+    return (f"Guessed {guess.decision} ({guess.reason}).\nSettle it: Adapters › Module types, set "
+            f"{guess.module or '(top level)'} to {kinds}; on the command line {guess.settle}.")
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A row for a tensor the template wants and the recipe's result lacks."""
+
+    name: str
+
+
 class PreviewModel(QAbstractTableModel):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.plan: Plan | None = None
         self._conflicted: set[str] = set()
         self._stores: dict[str, Store] = {}
+        self._template: Store | None = None
+        self._fit: dict[str, tuple[str, str, str]] = {}
+        self._missing: list[Missing] = []
+        self.guesses: dict[str, list[Guess]] = {}  # output name -> what its outcome rests on
         self._font = monospace()
         self._struck = struck(self._font)
 
-    def show(self, plan: Plan | None, stores: list[Store]) -> None:
+    def show(self, plan: Plan | None, stores: list[Store], report: AlignmentReport | None = None,
+             template: Store | None = None) -> None:
         self.beginResetModel()
         self.plan = plan
         self._conflicted = {c.name for c in plan.conflicts} if plan is not None else set()
         self._stores = {str(s.path): s for s in stores}
+        self._template = template if report is not None else None
+        self._fit = template_fit(report) if report is not None else {}
+        self._missing = [Missing(name) for name in report.missing] if report is not None else []
+        self.guesses = {}
+        for guess in plan.guesses if plan is not None else ():
+            self.guesses.setdefault(guess.name, []).append(guess)
         self.endResetModel()
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:
         if parent.isValid() or self.plan is None:
             return 0
-        return len(self.plan.tensors) + len(self.plan.dropped)
+        return len(self.plan.tensors) + len(self.plan.dropped) + len(self._missing)
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:
         return len(HEADERS)
@@ -82,16 +131,24 @@ class PreviewModel(QAbstractTableModel):
             return HEADERS[section]
         return None
 
-    def row(self, row: int) -> PlannedTensor | Dropped:
+    def row(self, row: int) -> PlannedTensor | Dropped | Missing:
         assert self.plan is not None
-        kept = self.plan.tensors
-        return kept[row] if row < len(kept) else self.plan.dropped[row - len(kept)]
+        kept, dropped = self.plan.tensors, self.plan.dropped
+        if row < len(kept):
+            return kept[row]
+        row -= len(kept)
+        return dropped[row] if row < len(dropped) else self._missing[row - len(dropped)]
 
-    def state(self, item: PlannedTensor | Dropped) -> str:
+    def state(self, item: PlannedTensor | Dropped | Missing) -> str:
         if isinstance(item, Dropped):
             return DROPPED
+        if isinstance(item, Missing):
+            return MISMATCH  # red: the model will not get it
         if item.name in self._conflicted:
             return CONFLICT
+        fit = self._fit.get(item.name)
+        if fit is not None and fit[0]:
+            return fit[0]  # a shape mismatch or an unused name outranks a transform
         return TRANSFORMED if item.ops else ""
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -109,19 +166,38 @@ class PreviewModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.FontRole and column != STATUS:
             return self._struck if state == DROPPED else self._font
         if role == Qt.ItemDataRole.ToolTipRole:
+            if isinstance(item, Missing):
+                return f"{item.name}: the template wants it, and no source tensor becomes it"
             if isinstance(item, Dropped):
                 return f"{item.name}: {item.reason}"
+            fit = self._fit.get(item.name)
+            if column == TEMPLATE and fit is not None:
+                return fit[2]
+            if column == STATUS and item.name in self.guesses:
+                return "\n\n".join(guess_tip(g) for g in self.guesses[item.name])
             return "\n".join([item.name, *item.operations]) if item.ops else item.name
         return None
 
-    def _text(self, item: PlannedTensor | Dropped, state: str, column: int) -> str:
+    def _text(self, item: PlannedTensor | Dropped | Missing, state: str, column: int) -> str:
+        if isinstance(item, Missing):
+            entry = self._template.entry(item.name) if self._template is not None else None
+            return {STATUS: "✕ missing", NAME: item.name, SHAPE: humanize.shape(entry.shape) if entry else "",
+                    DTYPE: str(entry.dtype) if entry else "", TEMPLATE: "missing",
+                    SOURCE: f"{self._template.path.name} (template)" if self._template is not None else "",
+                    OPERATIONS: "the template wants it; no source tensor becomes it"}[column]
+        if column == TEMPLATE:
+            fit = self._fit.get(item.name) if not isinstance(item, Dropped) else None
+            return fit[1] if fit is not None else ""
         if isinstance(item, Dropped):
             entry = self._entry(item)
             return {STATUS: "✕ dropped", NAME: item.name, OPERATIONS: item.reason,
                     SHAPE: humanize.shape(entry.shape) if entry else "", DTYPE: str(entry.dtype) if entry else "",
                     SOURCE: Path(item.source).name}[column]
         if column == STATUS:
-            return {CONFLICT: "⚠ conflict", TRANSFORMED: f"◆ {op_words(item)}"}.get(state, "✓ kept")
+            if state not in (CONFLICT, TRANSFORMED, ""):
+                state = TRANSFORMED if item.ops else ""  # the template's verdict has its own column
+            word = {CONFLICT: "⚠ conflict", TRANSFORMED: f"◆ {op_words(item)}"}.get(state, "✓ kept")
+            return f"{word} · {GUESSED}" if item.name in self.guesses else word
         if column == NAME:
             return item.name
         if column == SHAPE:
@@ -138,6 +214,10 @@ class PreviewModel(QAbstractTableModel):
 
 
 class PreviewPanel(DocumentPanel):
+    """``settle_requested(module path)`` when the user double-clicks a guessed row."""
+
+    settle_requested = Signal(str)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.counts = QLabel("Planning…")
@@ -146,13 +226,31 @@ class PreviewPanel(DocumentPanel):
         self.rerun = QPushButton("Re-run (F5)")
         self.rerun.setToolTip("Plan the recipe again now")
         self.rerun.clicked.connect(lambda: self.document.replan() if self.document is not None else None)
+        self.name_filter = QLineEdit()
+        self.name_filter.setObjectName("previewFilter")
+        self.name_filter.setPlaceholderText("Filter rows by name")
+        self.name_filter.setToolTip("Show only rows whose name contains this text (case-insensitive)")
+        self.name_filter.setClearButtonEnabled(True)
+        self.name_filter.addAction(icon("search"), QLineEdit.ActionPosition.LeadingPosition)
+        self.name_filter.setMinimumWidth(180)
+        self.name_filter.textChanged.connect(self._filter_names)
+        self.shown = QLabel()
+        self.shown.setObjectName("previewShown")
+        self.shown.setProperty("role", "hint")
         top = QHBoxLayout()
         top.addWidget(self.counts, 1)
+        top.addWidget(self.shown)
+        top.addWidget(self.name_filter)
         top.addWidget(self.rerun)
         self.model = PreviewModel(self)
         self.sorted = QSortFilterProxyModel(self)
         self.sorted.setSourceModel(self.model)
         self.sorted.setSortRole(SORT_ROLE)
+        self.sorted.setFilterKeyColumn(NAME)
+        self.sorted.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.sorted.rowsInserted.connect(self._show_shown)
+        self.sorted.modelReset.connect(self._show_shown)
+        self.sorted.layoutChanged.connect(self._show_shown)
         self.table = QTableView()
         self.table.setObjectName("preview")
         self.table.setModel(self.sorted)
@@ -162,15 +260,33 @@ class PreviewPanel(DocumentPanel):
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
+        self.table.doubleClicked.connect(self._double_clicked)
         header = self.table.horizontalHeader()
-        for column, width in ((STATUS, 170), (NAME, 240), (SHAPE, 120), (DTYPE, 60), (SOURCE, 260)):
+        for column, width in ((STATUS, 190), (NAME, 240), (SHAPE, 120), (DTYPE, 60), (SOURCE, 260), (TEMPLATE, 110)):
             header.resizeSection(column, width)
         header.setSectionResizeMode(OPERATIONS, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
+        header.moveSection(header.visualIndex(TEMPLATE), STATUS + 1)  # the template's verdict beside the status
+        self.table.setColumnHidden(TEMPLATE, True)
+        self.notes = QLabel()
+        self.notes.setObjectName("previewNotes")
+        self.notes.setWordWrap(True)
+        self.notes.hide()
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addWidget(self.notes)
         layout.addWidget(self.table, 1)
         self.setEnabled(False)
+
+    def _filter_names(self, text: str) -> None:
+        """Narrow the rows as the user types: the proxy re-filters, the plan's model stays as it is."""
+        self.sorted.setFilterFixedString(text)
+        self._show_shown()
+
+    def _show_shown(self, *_: object) -> None:
+        total, shown = self.model.rowCount(), self.sorted.rowCount()
+        self.shown.setText(f"{shown:,} of {total:,} rows" if self.name_filter.text() else "")
+        self.shown.setVisible(bool(self.name_filter.text()))
 
     def recipe_changed(self) -> None:
         if self.document is not None and self.document.busy:
@@ -180,9 +296,32 @@ class PreviewPanel(DocumentPanel):
             self.counts.setText("")
 
     def plan_ready(self, plan: Plan) -> None:
-        self.model.show(plan, self.document.stores if self.document is not None else [])
+        document = self.document
+        report, template = (document.alignment, document.template) if document is not None else (None, None)
+        self.model.show(plan, document.planned_stores() if document is not None else [], report, template)
         self.counts.setText(count_line(plan))
         self.counts.setStyleSheet(ERROR_TEXT_STYLE if plan.conflicts else "")
+        self.table.setColumnHidden(TEMPLATE, report is None)
+        notes = [template_line(report, template)] if report is not None and template is not None else []
+        guessed = guesses_line(plan)
+        if guessed:
+            notes.append(guessed)
+        unfit = misfit(plan)
+        if unfit:
+            notes.append(f"⚠ Parts of the recipe find nothing here: {unfit}")
+        self._show_notes(notes, problem=bool(unfit) or (report is not None and not report.ok))
+
+    def _double_clicked(self, index: QModelIndex) -> None:
+        item = self.model.row(self.sorted.mapToSource(index).row())
+        guesses = self.model.guesses.get(item.name, []) if isinstance(item, PlannedTensor) else []
+        if guesses:
+            self.settle_requested.emit(guesses[0].module)
+
+    def _show_notes(self, lines: list[str], problem: bool) -> None:
+        """The lines under the counts: how the result fits the template (more join later)."""
+        self.notes.setText("\n".join(lines))
+        self.notes.setStyleSheet(ERROR_TEXT_STYLE if problem else "")
+        self.notes.setVisible(bool(lines))
 
     def plan_failed(self, message: str) -> None:
         self.counts.setText(f"⚠ {message}")

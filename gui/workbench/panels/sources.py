@@ -11,6 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
+    QComboBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
@@ -30,6 +31,7 @@ from engine.surgery.filters import compile_pattern
 from gui.dialogs import show_error
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
+from gui.workbench.panels.adapters import WHOLE_FILE, top_level_keys
 from gui.workbench.panels.base import DocumentPanel
 from gui.workers import Failure, TaskRunner
 
@@ -73,8 +75,14 @@ class SourcesPanel(DocumentPanel):
             edit.setFont(monospace())
             edit.setPlaceholderText(what)
             edit.textEdited.connect(lambda _, e=edit: self._filter_edited(e))
-        self.filter_box = QGroupBox("Filter of the selected source (applied before the recipe's)")
+        self.key = QComboBox()
+        self.key.setObjectName("sourceTopLevelKey")
+        self.key.setToolTip("Read only this branch of the selected PyTorch checkpoint (e.g. its state_dict), "
+                            "without its prefix; this source's own key wins over the recipe's (Adapters)")
+        self.key.activated.connect(lambda _: self._key_chosen())
+        self.filter_box = QGroupBox("The selected source: key and filter on this file's own names, before the recipe")
         form = QFormLayout(self.filter_box)
+        form.addRow("Top-level key", self.key)
         form.addRow("Include", self.include)
         form.addRow("Exclude", self.exclude)
         self.message = QLabel()
@@ -145,10 +153,40 @@ class SourcesPanel(DocumentPanel):
         self.document.push(self.document.recipe.with_changes(sources=tuple(sources)),
                            f"Filter source {row + 1}", f"source-filter-{row}-{'inc' if edit is self.include else 'exc'}")
 
+    def _key_chosen(self) -> None:
+        row = self.list.currentRow()
+        if self.document is None or row < 0:
+            return
+        key = self.key.currentData()
+        sources = list(self.document.recipe.sources)
+        sources[row] = replace(sources[row], top_level_key=key)
+        self.document.push(self.document.recipe.with_changes(sources=tuple(sources)),
+                           f"Top-level key of source {row + 1}: {key or 'none'}")
+
+    def _show_key(self, row: int) -> None:
+        """The selected source's key choices: its own, or (first item) none of its own, the recipe's then."""
+        self.key.clear()
+        document = self.document
+        if document is None or not 0 <= row < len(document.stores):
+            self.key.setEnabled(False)
+            return
+        spec = document.recipe.source_spec(row)
+        inherited = document.recipe.top_level_key
+        self.key.addItem(f"(as the recipe: {inherited})" if inherited else WHOLE_FILE, None)
+        found = top_level_keys(document.stores[row])
+        own = spec.top_level_key if spec is not None else None
+        for key in found + ([own] if own and own not in found else []):
+            self.key.addItem(key, key)
+        self.key.setCurrentIndex(max(self.key.findData(own), 0) if own else 0)
+        self.key.setEnabled(bool(found) or own is not None)
+        if not self.key.isEnabled():
+            self.key.setItemText(0, "(only PyTorch checkpoints have keys)")
+
     def _show_filter(self) -> None:
         row = self.list.currentRow()
         spec = self.document.recipe.source_spec(row) if self.document is not None and row >= 0 else None
         self.filter_box.setEnabled(spec is not None)
+        self._show_key(row)
         own = spec.filter if spec is not None else Filter()
         for edit, values in ((self.include, own.include), (self.exclude, own.exclude)):
             if not edit.hasFocus():
@@ -170,6 +208,8 @@ class SourcesPanel(DocumentPanel):
                 spec = self.document.recipe.source_spec(i)
                 role = "this tab's file" if store is self.document.store else "overrides the sources above"
                 text = f"{i + 1}. {Path(store.path).name}  ·  {len(store.entries):,} tensors  ·  {role}"
+                if spec is not None and spec.top_level_key:
+                    text += f"  ·  key {spec.top_level_key}"
                 if spec is not None and not spec.filter.is_empty:
                     text += "  ·  filtered"
                 self.list.addItem(text)

@@ -33,7 +33,7 @@ def test_remap_rules_print_as_typed_without_doubled_backslashes(capsys):
     assert main(["convert", str(SAMPLES / "sample_cnn.pt"), "o.bpk", "--dry-run",
                  "--remap", r"^fc(\d)\.", "dense$1.", "--exclude", r"\.bias$"]) == 0
     out = capsys.readouterr().out
-    assert "rule remap '^fc(\\d)\\.' -> 'dense$1.': 2 tensors\n" in out
+    assert "rule remap '^fc(\\d)\\.' -> 'dense$1.': 4 tensors\n" in out
     assert "rule exclude '\\.bias$': 6 tensors" in out
     assert "\\\\" not in out
 

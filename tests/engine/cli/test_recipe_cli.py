@@ -9,9 +9,10 @@ RECIPE = Recipe(sources=(SourceSpec("model.pt"),), top_level_key="state_dict", f
                 allow_partial=True)
 
 
-def test_rust_prints_the_builder_chain(tmp_path, capsys):
-    RECIPE.save(tmp_path / "r.json")
-    assert main(["recipe", str(tmp_path / "r.json"), "--as", "rust"]) == 0
+def test_rust_prints_the_builder_chain(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    RECIPE.save("r.json")
+    assert main(["recipe", "r.json", "--as", "rust"]) == 0
     assert capsys.readouterr().out == (
         'let mut store = PytorchStore::from_file(r"model.pt")\n'
         '    .with_top_level_key(r"state_dict")\n'
@@ -21,9 +22,10 @@ def test_rust_prints_the_builder_chain(tmp_path, capsys):
         'let result = model.load_from(&mut store)?;\n')
 
 
-def test_cli_prints_a_convert_line_that_replays_the_recipe(tmp_path, capsys):
-    RECIPE.save(tmp_path / "r.json")
-    assert main(["recipe", str(tmp_path / "r.json"), "--as", "cli", "--output", "model.bpk"]) == 0
+def test_cli_prints_a_convert_line_that_replays_the_recipe(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    RECIPE.save("r.json")
+    assert main(["recipe", "r.json", "--as", "cli", "--output", "model.bpk"]) == 0
     assert capsys.readouterr().out.strip() == (
         r"store-studio convert model.pt model.bpk --top-level-key state_dict --include '^encoder\.' "
         r"--remap '^encoder\.' enc. --adapter pytorch-to-burn --contiguous-indices --allow-partial")

@@ -144,7 +144,11 @@ def test_enum_model_exported_for_burn_and_read_back_gives_burns_output(tmp_path)
     burn_file = plan([load_pt("enum_module/enum_depthwise_true.pt")], Recipe(adapters=("pytorch-to-burn",)),
                      template=template).export(tmp_path / "net.bpk")
     with open_store(burn_file) as burn:
-        back = plan([burn], Recipe(adapters=("skip-enum-variants", "burn-to-pytorch")))
+        unsettled = plan([burn], Recipe(adapters=("skip-enum-variants", "burn-to-pytorch")))
+        assert [g.module for g in unsettled.guesses] == ["conv.DwsConv"] * 4  # kept: nothing says it is a variant
+        back = plan([burn], Recipe(adapters=("skip-enum-variants", "burn-to-pytorch"),
+                                   module_overrides={"conv.DwsConv": "EnumVariant"}))
+        assert not back.guesses
         assert sorted(back.names) == ["conv.dconv.bias", "conv.dconv.weight", "conv.pconv.bias", "conv.pconv.weight"]
         net = nn.Module()
         net.conv = nn.Module()

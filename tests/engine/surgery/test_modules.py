@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from engine import ArrayStore, RecipeError
-from engine.surgery.modules import KINDS, ModuleGuess, infer_modules, logical_leaf
+from engine.surgery.modules import KINDS, ModuleGuess, infer_modules, logical_leaf, parse_kind
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "burn-pytorch-tests"
 
@@ -121,3 +121,43 @@ def test_a_real_torch_model_is_guessed_right():
     assert kinds(*entries) == {"embed": "Embedding", "fc.0": "Linear", "fc.2": "Linear", "conv": "Conv2d",
                                "bn": "BatchNorm", "ln": "LayerNorm", "gn": "GroupNorm"}
     assert set(kinds(*entries).values()) <= set(KINDS)
+
+
+# --- evidence first, guesses marked (issue 11) ------------------------------------------------------
+
+def test_a_bias_beside_a_2d_weight_makes_a_linear_whatever_the_name():
+    guesses = infer_modules([T("time_embed.0.weight", 8, 8), T("time_embed.0.bias", 8),
+                             T("embed_proj.weight", 6, 4), T("embed_proj.bias", 6)])
+    assert {p: (g.kind, g.guessed) for p, g in guesses.items()} == {"time_embed.0": ("Linear", False),
+                                                                   "embed_proj": ("Linear", False)}
+
+
+@pytest.mark.parametrize("path,kind", [("tokens", "Linear"), ("embed_out", "Embedding")])
+def test_a_2d_weight_without_bias_is_a_guess_either_way(path, kind):
+    guess = infer_modules([T(f"{path}.weight", 10, 4)])[path]
+    assert (guess.kind, guess.guessed) == (kind, True)
+    assert set(guess.alternatives) == {"Linear", "Embedding"} and guess.alternatives[0] == kind
+
+
+def test_a_lone_1d_weight_is_a_guess_between_rms_norm_and_prelu():
+    guesses = infer_modules([T("act.weight", 4), T("scale.weight", 4), T("final_norm.weight", 4)])
+    assert {p: (g.kind, g.guessed) for p, g in guesses.items()} == {
+        "act": ("PRelu", True), "scale": ("Unknown", True), "final_norm": ("RmsNorm", True)}
+    assert set(guesses["scale"].alternatives) == {"RmsNorm", "PRelu", "Unknown"}
+
+
+def test_burn_alpha_is_a_prelu_and_1d_weight_with_bias_is_a_norm_not_a_guess():
+    guesses = infer_modules([T("act.alpha", 4), T("ln.weight", 4), T("ln.bias", 4)])
+    assert (guesses["act"].kind, guesses["act"].guessed) == ("PRelu", False)
+    assert (guesses["ln"].kind, guesses["ln"].guessed) == ("LayerNorm", False)
+
+
+@pytest.mark.parametrize("typed,kind", [("prelu", "PRelu"), ("PReLU", "PRelu"), ("embedding", "Embedding"),
+                                        ("enumvariant", "EnumVariant"), ("RmsNorm", "RmsNorm")])
+def test_module_types_are_read_in_any_case(typed, kind):
+    assert parse_kind(typed, "x") == kind
+
+
+def test_an_unknown_module_type_names_the_path():
+    with pytest.raises(RecipeError, match="'tokens'.*'Embeding'"):
+        parse_kind("Embeding", "tokens")

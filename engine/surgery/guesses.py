@@ -1,0 +1,82 @@
+"""Decisions a plan took on a tensor's name alone: what was guessed, why, and how to settle it.
+
+A plan changes bytes or names by module kind (transpose a Linear weight, rename a norm's weight
+gamma, a PReLU's alpha) and by enum-variant segments. Where the kind rests on shapes and siblings
+(or a template, or the user's ``--module``), the decision is evidence. Where only a name spoke
+for it, the tensor is listed as a ``Guess`` -- ``--strict`` refuses to write while any is left.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .modules import ENUM_VARIANT, ModuleGuess
+from .ops import Op, Rename, Transpose
+
+
+@dataclass(frozen=True)
+class Guess:
+    """One output tensor whose bytes or name depend on a guess.
+
+    ``module`` is the module path the guess is about, ``kind`` what was guessed, ``decision`` what
+    that did to this tensor, ``reason`` why, ``settle`` the flag(s) that make it a decision.
+    """
+
+    name: str
+    source_name: str
+    module: str
+    kind: str
+    decision: str
+    reason: str
+    settle: str
+    alternatives: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        """One line for a terminal: ``guessed NAME: DECISION (REASON); settle with ...``."""
+        return f"guessed {self.name}: {self.decision} ({self.reason}); settle with {self.settle}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "source_name": self.source_name, "module": self.module, "kind": self.kind,
+                "decision": self.decision, "reason": self.reason, "settle": self.settle,
+                "alternatives": list(self.alternatives)}
+
+
+def module_flag(path: str, kind: str) -> str:
+    return "--module " + shlex.quote(f"{path}={kind}")
+
+
+def kind_guess(name: str, source_name: str, guess: ModuleGuess, ops: Sequence[Op], could_transpose: bool) -> Guess:
+    """The guess behind a tensor whose outcome would differ had its module been another kind."""
+    settle = " or ".join(module_flag(guess.path, kind) for kind in guess.alternatives or (guess.kind,))
+    done = describe(ops)
+    if could_transpose and "transposed" not in done:
+        done = "not transposed" if done == "left as it is" else f"{done}, not transposed"
+    return Guess(name, source_name, guess.path, guess.kind, f"{guess.kind}: {done}", guess.reason, settle,
+                 guess.alternatives)
+
+
+def variant_guess(name: str, source_name: str, path: str, kind: str | None) -> Guess:
+    """A CamelCase segment ``--skip-enum-variants`` kept because nothing says it is an enum variant.
+
+    ``kind`` is the module kind guessed for ``path`` when it holds tensors itself (what keeping it means).
+    """
+    segment = path.rpartition(".")[2]
+    return Guess(name, source_name, path, kind or "module", f"kept segment {segment!r}",
+                 "CamelCase like a Burn enum variant, but no template or --module says it is one",
+                 f"{module_flag(path, ENUM_VARIANT)} to drop it, or {module_flag(path, kind or 'TYPE')} to keep it",
+                 (kind or "module", ENUM_VARIANT))
+
+
+def describe(ops: Sequence[Op]) -> str:
+    """What the adapter and casts did, in a few words (``transposed``, ``renamed weight -> alpha``)."""
+    words = []
+    for op in ops:
+        if isinstance(op, Transpose):
+            words.append("transposed")
+        elif isinstance(op, Rename) and not op.why.startswith(("remap", "contiguous", "skip enum", "template")):
+            words.append(f"renamed {op.old.rpartition('.')[2]} -> {op.new.rpartition('.')[2]}")
+        elif not isinstance(op, Rename):
+            words.append(op.describe())
+    return ", ".join(words) or "left as it is"

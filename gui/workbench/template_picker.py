@@ -1,0 +1,37 @@
+"""Choosing the recipe's template: a file saved from the target model, opened in a worker, set as one undo step.
+
+The Surgery menu and the diff view's "Template" button both come here, so they behave alike.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog, QWidget
+
+from engine import open_store
+from gui.dialogs import show_error
+from gui.workbench.document import RecipeDocument
+from gui.workbench.panels.sources import FILE_FILTER
+from gui.workers import Failure, Task, TaskRunner
+
+TEMPLATE_TITLE = "Choose a template: a file saved from the target model"
+
+
+def choose_template(parent: QWidget, document: RecipeDocument, runner: TaskRunner) -> bool:
+    """Ask for a template file and open it; False when the user cancelled."""
+    start = str((document.template or document.store).path.parent)
+    path, _ = QFileDialog.getOpenFileName(parent, TEMPLATE_TITLE, start, FILE_FILTER)
+    if not path:
+        return False
+    open_template(parent, document, runner, Path(path))
+    return True
+
+
+def open_template(parent: QWidget, document: RecipeDocument, runner: TaskRunner, path: Path) -> Task:
+    """Open ``path`` in a worker and make it the document's template (Edit › Undo takes it back)."""
+
+    def failed(failure: Failure) -> None:
+        show_error(parent, f"Store Studio could not open the template {path.name}.", failure.message, failure.details)
+
+    return runner.run(lambda cancelled: open_store(path), document.set_template, failed)

@@ -1,0 +1,79 @@
+"""Plan.guesses: every tensor whose bytes or name rest on a name alone, with how to settle it; validate()."""
+
+import numpy as np
+import torch
+from torch import nn
+
+from engine import ArrayStore, open_store
+from engine.surgery import Guess, Recipe, plan, validate
+
+
+def saved(tmp_path, model: nn.Module):
+    torch.manual_seed(5)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn_like(p))
+    torch.save(model.state_dict(), tmp_path / "m.pt")
+    return open_store(tmp_path / "m.pt"), {k: v.numpy() for k, v in model.state_dict().items()}
+
+
+def gpt_like() -> nn.Module:
+    model = nn.Module()
+    model.tokens = nn.Embedding(12, 4)
+    model.embed_out = nn.Linear(4, 12, bias=False)
+    model.ln = nn.LayerNorm(4)
+    return model
+
+
+def test_guesses_name_the_tensor_the_decision_the_reason_and_the_flag(tmp_path):
+    store, w = saved(tmp_path, gpt_like())
+    with store:
+        result = plan([store], Recipe(adapters=("pytorch-to-burn",)))
+        by_name = {g.name: g for g in result.guesses}
+        assert set(by_name) == {"tokens.weight", "embed_out.weight"}  # ln has a bias: evidence
+        tokens = by_name["tokens.weight"]
+        assert tokens == Guess("tokens.weight", "tokens.weight", "tokens", "Linear", "Linear: transposed",
+                               "2-D weight without bias, and the name 'tokens' says nothing",
+                               "--module tokens=Linear or --module tokens=Embedding", ("Linear", "Embedding"))
+        assert by_name["embed_out.weight"].decision == "Embedding: not transposed"
+        assert result.to_json()["guesses"][0]["settle"].startswith("--module")
+        written = {t.name: t.read() for t in result.tensors}
+        np.testing.assert_array_equal(written["tokens.weight"], w["tokens.weight"].T)
+
+
+def test_without_an_adapter_nothing_rests_on_the_kind(tmp_path):
+    store, _ = saved(tmp_path, gpt_like())
+    with store:
+        assert plan([store], Recipe()).guesses == []
+
+
+def test_a_cast_limited_to_some_kinds_makes_the_kind_matter(tmp_path):
+    store, _ = saved(tmp_path, gpt_like())
+    with store:
+        result = plan([store], Recipe.from_json({"version": 1, "casts": [{"to": "F16", "modules": ["Linear"]}]}))
+        assert {g.name: g.decision for g in result.guesses} == {"tokens.weight": "Linear: cast F32 -> F16",
+                                                                "embed_out.weight": "Embedding: left as it is"}
+
+
+def test_overrides_and_templates_settle_guesses(tmp_path):
+    store, w = saved(tmp_path, gpt_like())
+    with store:
+        settled = plan([store], Recipe(adapters=("pytorch-to-burn",), module_overrides={"tokens": "Embedding"}))
+        assert [g.name for g in settled.guesses] == ["embed_out.weight"]
+        template = ArrayStore({"embed_out.weight": np.zeros((4, 12), np.float32)})  # it wants the head transposed
+        taught = plan([store], Recipe(adapters=("pytorch-to-burn",), module_overrides={"tokens": "Embedding"}),
+                      template=template)
+        assert taught.guesses == []
+        np.testing.assert_array_equal({t.name: t.read() for t in taught.tensors}["embed_out.weight"],
+                                      w["embed_out.weight"].T)
+
+
+def test_validate_lists_every_shape_the_template_does_not_share(tmp_path):
+    store, _ = saved(tmp_path, gpt_like())
+    with store:
+        result = plan([store], Recipe(adapters=("pytorch-to-burn",)))
+        template = ArrayStore({"tokens.weight": np.zeros((12, 4), np.float32), "ln.gamma": np.zeros(4, np.float32),
+                               "absent": np.zeros(1, np.float32)})
+        mismatches = validate(result, template)
+        assert [(m.name, m.source_shape, m.template_shape) for m in mismatches] == [("tokens.weight", (4, 12), (12, 4))]
+        assert mismatches[0].matches_if_transposed
