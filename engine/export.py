@@ -113,10 +113,15 @@ def _copy(item: TensorSource, out: Any, cancel: Cancel | None, copier: _RangeCop
         out.flush()
         fd, offset, length = source
         dst = out.fileno()
+        verify = getattr(item, "verify", None)  # the source file may change under a long copy
         while written < length:
             if cancel and cancel():
                 raise ExportCancelled("export cancelled; the destination was left as it was")
-            n = copier.copy(fd, offset + written, dst, min(COPY_STEP, length - written))
+            try:
+                n = copier.copy(fd, offset + written, dst, min(COPY_STEP, length - written))
+            finally:
+                if verify:
+                    verify()  # a changed source says so, rather than "ended early"
             written += n
             yield n
         out.seek(0, os.SEEK_END)

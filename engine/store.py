@@ -35,6 +35,9 @@ class TensorSource(Protocol):
     def iter_bytes(self, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
         """The tensor's little-endian, row-major bytes, a chunk at a time."""
 
+    def verify(self) -> None:
+        """Raise ``FormatError`` if the file behind ``byte_range`` changed since it was opened."""
+
 
 @dataclass(frozen=True)
 class TensorEntry:
@@ -64,6 +67,9 @@ class TensorEntry:
     def release(self) -> None:
         """Give back the memory pages reading this tensor touched (they count as resident)."""
         self._store().release(self.name)
+
+    def verify(self) -> None:
+        self._store().verify(self.name)
 
     def _store(self) -> "Store":
         if self.store is None:
@@ -158,6 +164,9 @@ class Store:
 
     def release(self, name: str) -> None:
         """Drop mapped pages of one tensor from this process; a no-op where nothing is mapped."""
+
+    def verify(self, name: str) -> None:
+        """Raise ``FormatError`` if the file holding ``name`` changed on disk since it was opened."""
 
     def _read(self, entry: TensorEntry) -> np.ndarray:
         raise NotImplementedError

@@ -1,8 +1,15 @@
 """Shared machinery for formats whose tensors are plain byte ranges in files.
 
-Headers are read with positioned reads (so opening touches only the header); values are
-memory-mapped on first use; streaming uses positioned reads so that a conversion's resident
-memory stays small however large the file is.
+Headers are read with positioned reads (so opening touches only the header); values are read
+with positioned reads into private memory (a mapped page past a file's end kills the process
+with SIGBUS when the file shrinks under it); streaming reads a chunk at a time so that a
+conversion's resident memory stays small however large the file is.
+
+A file can change while it is open (a training job saving in place). Every data read checks,
+after reading, that the open file's size and modification time are still those seen at open,
+so a change gives a ``FormatError`` ("changed on disk"), never the other file's bytes. A file
+*replaced* by a new one (a rename over it, as atomic savers do) is another inode: the open one
+keeps its old, consistent bytes, which the store goes on reading (the window marks it stale).
 """
 
 from __future__ import annotations
@@ -20,8 +27,17 @@ from ..errors import FormatError
 from ..store import CHUNK, Store, TensorEntry
 
 
+# Tensors up to this size are read into private memory; a larger one is memory-mapped (after a
+# check that the file is unchanged) so that viewing a slice of it does not copy it whole.
+MAP_ABOVE = 1 << 30
+
+
+def changed_on_disk(path: str | os.PathLike) -> FormatError:
+    return FormatError(path, "changed on disk since it was opened; reload it to read the new contents")
+
+
 class MappedFile:
-    """A read-only file: positioned reads always, one lazy memory map for values."""
+    """A read-only file: positioned reads, a lazy memory map for very large values, change checks."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -31,8 +47,16 @@ class MappedFile:
             raise FormatError(path, "is a folder, not a model file") from None
         except OSError as exc:
             raise FormatError(path, f"cannot open: {exc.strerror or exc}") from None
-        self.size = os.fstat(self.fd).st_size
+        info = os.fstat(self.fd)
+        self.size = info.st_size
+        self._seen = (info.st_size, info.st_mtime_ns)
         self._map: mmap.mmap | None = None
+
+    def verify(self) -> None:
+        """Raise ``FormatError`` if the open file was written or resized since it was opened."""
+        info = os.fstat(self.fd)
+        if (info.st_size, info.st_mtime_ns) != self._seen:
+            raise changed_on_disk(self.path)
 
     def pread(self, offset: int, length: int, what: str = "data") -> bytes:
         """Exactly ``length`` bytes at ``offset``, or a FormatError saying the file is truncated."""
@@ -40,21 +64,41 @@ class MappedFile:
             raise FormatError(self.path, f"file is truncated: {what} needs bytes {offset}..{offset + length} "
                                          f"but the file has {self.size}")
         data = os.pread(self.fd, length, offset)
-        if len(data) != length:
-            raise FormatError(self.path, f"file is truncated while reading {what}")
+        if len(data) != length:  # it had them when opened
+            raise changed_on_disk(self.path)
         return data
 
     def array(self, offset: int, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-        """A read-only view of the bytes at ``offset``; copied only when misaligned."""
+        """A read-only array of the bytes at ``offset``, read now, from the file as it was opened."""
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         if count == 0:
             return np.zeros(shape, dtype)
-        if self._map is None:
-            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
-        array = np.frombuffer(self._map, dtype=dtype, count=count, offset=offset)
-        if offset % dtype.alignment:
-            array = array.copy()
-        return array.reshape(shape)
+        nbytes = count * dtype.itemsize
+        if offset < 0 or offset + nbytes > self.size:
+            raise FormatError(self.path, f"file is truncated: a tensor needs bytes {offset}..{offset + nbytes} "
+                                         f"but the file has {self.size}")
+        if nbytes > MAP_ABOVE:
+            self.verify()
+            if self._map is None:
+                self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
+            array = np.frombuffer(self._map, dtype=dtype, count=count, offset=offset)
+            if offset % dtype.alignment:
+                array = array.copy()
+            return array.reshape(shape)
+        raw = np.empty(nbytes, np.uint8)
+        self._read_into(memoryview(raw), offset)
+        self.verify()  # after reading: the bytes are from the file as opened, or this raises
+        array = raw.view(dtype).reshape(shape)
+        array.flags.writeable = False
+        return array
+
+    def _read_into(self, view: memoryview, offset: int) -> None:
+        done = 0
+        while done < len(view):
+            n = os.preadv(self.fd, [view[done:]], offset + done)
+            if n <= 0:
+                raise changed_on_disk(self.path)
+            done += n
 
     def release(self, offset: int, length: int) -> None:
         if self._map is None or length <= 0:
@@ -71,7 +115,9 @@ class MappedFile:
         end = offset + length
         while offset < end:
             n = min(chunk_size, end - offset)
-            yield self.pread(offset, n)
+            chunk = self.pread(offset, n)
+            self.verify()
+            yield chunk
             offset += n
 
     def close(self) -> None:
@@ -113,7 +159,13 @@ class RangeStore(Store):
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
         self._check_open()
         entry = self.entry(name)
-        return self._file(name).fd, entry.offset or 0, entry.nbytes
+        mapped = self._file(name)
+        mapped.verify()
+        return mapped.fd, entry.offset or 0, entry.nbytes
+
+    def verify(self, name: str) -> None:
+        self._check_open()
+        self._file(name).verify()
 
     def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
         self._check_open()

@@ -50,7 +50,14 @@ class PyTorchStore(Store):
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
         self._check_open()
         where = self._file_range(self._tensors[self.entry(name).name])
-        return (self._mapped.fd, *where) if where else None
+        if where is None:
+            return None
+        self._mapped.verify()
+        return self._mapped.fd, *where
+
+    def verify(self, name: str) -> None:
+        self._check_open()
+        self._mapped.verify()
 
     def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
         """Plain ranges stream from the file; other views a block of rows at a time."""
