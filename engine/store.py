@@ -105,6 +105,12 @@ class Store:
             seen: set[str] = set()
             dup = next(e.name for e in self.entries if e.name in seen or seen.add(e.name))
             raise FormatError(path, f"tensor name {dup!r} appears twice")
+        try:
+            "".join(self._by_name).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800"): no file can be written with it
+            bad = next(n for n in self._by_name if not _is_text(n))
+            raise FormatError(path, f"tensor name {ascii(bad)[:80]} holds a lone surrogate, which is not text "
+                                    "(the official SafeTensors reader refuses it too)") from None
         self.closed = False
 
     # --- lookup ---------------------------------------------------------------------------
@@ -187,6 +193,14 @@ class Store:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path.name}: {len(self.entries)} tensors>"
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class ArrayStore(Store):

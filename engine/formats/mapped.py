@@ -23,7 +23,7 @@ from typing import Iterator
 import numpy as np
 
 from .. import humanize
-from ..errors import FormatError
+from ..errors import FormatError, shown
 from ..store import CHUNK, Store, TensorEntry
 
 
@@ -202,13 +202,13 @@ def build_entries(path: str | os.PathLike, rows: list[Row], data_start: int, buf
     if dims is None or not {type(d) for d in dims} <= {int} or min(dims, default=0) < 0:
         bad = next(r for r in rows if not isinstance(r[2], (list, tuple))
                    or not all(type(d) is int and d >= 0 for d in r[2]))
-        raise FormatError(path, f"tensor {bad[0]!r} has an invalid shape {bad[2]!r}")
+        raise FormatError(path, f"tensor {bad[0]!r} has an invalid shape {shown(bad[2])}")
     if max(map(len, shapes), default=0) > MAX_NDIM or max(dims, default=0) >= MAX_DIM:
         _refuse_shape(path, next(r for r in rows if len(r[2]) > MAX_NDIM or max(r[2], default=0) >= MAX_DIM))
     starts, ends = [r[3] for r in rows], [r[4] for r in rows]
     if not {type(o) for o in starts} | {type(o) for o in ends} <= {int} or min(starts + ends, default=0) < 0:
         bad = next(r for r in rows if not all(type(o) is int and o >= 0 for o in r[3:5]))
-        raise FormatError(path, f"tensor {bad[0]!r} has invalid data_offsets {list(bad[3:5])!r}")
+        raise FormatError(path, f"tensor {bad[0]!r} has invalid data_offsets {shown(list(bad[3:5]))}")
     names = [r[0] for r in rows]
     kinds = [r[1] for r in rows]
     shapes = list(map(tuple, shapes))
