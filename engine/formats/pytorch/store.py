@@ -14,7 +14,7 @@ import numpy as np
 from ...errors import FormatError
 from ...store import CHUNK, Store, TensorEntry
 from ..mapped import MappedFile
-from .tensors import StorageRef, TensorRef
+from .tensors import StorageRef, TensorRef, check_total
 
 NAME = "pytorch"
 
@@ -31,6 +31,7 @@ class PyTorchStore(Store):
             ref.check(path, name)
             where = self._file_range(ref)
             entries.append(TensorEntry(name, ref.dtype, ref.shape, ref.nbytes, None, where[0] if where else None))
+        check_total(path, sum(entry.nbytes for entry in entries), mapped.size)
         super().__init__(path, entries, **kwargs)
 
     # --- data -----------------------------------------------------------------------------

@@ -21,6 +21,20 @@ MAX_DIMS = 64
 # A view whose strides repeat elements (a saved expand()) holds more values than its storage;
 # materializing it may not exceed its storage by more than this.
 MAX_BROADCAST_BYTES = 256 << 20
+# All tensors together may claim at most this many times the file's bytes, plus this much:
+# 1,000 names sharing one stride-0 view of one element would otherwise claim 250 GiB, and
+# converting them would write until the disk is full.
+MAX_LOGICAL_RATIO = 64
+MAX_LOGICAL_EXTRA = 1 << 30
+
+
+def check_total(path: str | os.PathLike, total: int, file_size: int) -> None:
+    """The tensors' logical bytes (what converting writes) against what the file can hold."""
+    limit = MAX_LOGICAL_RATIO * file_size + MAX_LOGICAL_EXTRA
+    if total > limit:
+        raise FormatError(path, f"the tensors claim {total} bytes in all, over the limit of {limit} "
+                                f"({MAX_LOGICAL_RATIO} times the file's {file_size} bytes, plus 1 GiB): "
+                                "views that repeat their storage's values")
 
 # Element types torch has but the app's dtype model does not decode: listed, never read.
 C32 = DType("C32", 32, "complex")
