@@ -14,7 +14,7 @@ from typing import Any
 
 from ... import dtypes
 from ...dtypes import DType
-from ...errors import FormatError
+from ...errors import FormatError, shown
 from ..mapped import MAX_ELEMENTS
 
 MAX_DIMS = 64
@@ -132,11 +132,11 @@ def storage_from_pid(path: str | os.PathLike, pid: Any, *, legacy: bool) -> tupl
     its view metadata (legacy only; None elsewhere)."""
     size = 6 if legacy else 5
     if not isinstance(pid, tuple) or len(pid) != size or pid[0] != "storage":
-        raise FormatError(path, f"persistent id {pid!r:.120} is not a storage reference")
+        raise FormatError(path, f"persistent id {shown(pid, 120)} is not a storage reference")
     _, kind, key, location, numel = pid[:5]
     dtype = storage_dtype(path, kind)
     if not isinstance(key, (str, int)) or isinstance(key, bool) or not isinstance(location, str):
-        raise FormatError(path, f"storage reference {pid!r:.120} has an invalid key or location")
+        raise FormatError(path, f"storage reference {shown(pid, 120)} has an invalid key or location")
     nbytes = _count(path, numel, f"storage {key} size") * (dtype.itemsize or 0)
     return StorageRef(str(key), dtype, nbytes), (pid[5] if legacy else None)
 

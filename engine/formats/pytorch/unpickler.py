@@ -14,7 +14,7 @@ import pickletools
 import struct
 from typing import Any, Callable
 
-from ...errors import FormatError
+from ...errors import FormatError, shown
 from .allowlist import Buildable, Global, resolve
 
 MAX_PROTOCOL = 5
@@ -249,7 +249,7 @@ class _Machine:
 
     def persistent(self, pid: Any) -> Any:
         if self.persistent_load is None:
-            raise FormatError(self.path, f"{self.stream.what} refers to outside data (persistent id {pid!r:.80}), "
+            raise FormatError(self.path, f"{self.stream.what} refers to outside data (persistent id {shown(pid)}), "
                                          "which this layout does not have")
         return self.persistent_load(pid)
 
