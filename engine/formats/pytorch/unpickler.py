@@ -183,6 +183,8 @@ class _Machine:
 
     def built(self, container: Any, items: Any) -> Any:
         """Record a new container's depth from its items; refuse it past ``MAX_DEPTH``."""
+        if _NESTED.isdisjoint(map(type, items)):  # the common case (sizes, strides, ids): one C-level pass
+            return container
         deepest = 0
         for item in items:
             if type(item) in _NESTED:
