@@ -36,3 +36,27 @@ def test_hostile_file_converts_or_is_refused_in_one_line_within_limits(build, re
         assert re.search(refuses, lines[0]), run.describe()
         assert not out.exists() and not list(tmp_path.glob(".*.partial"))
     assert run.within_limits(), run.describe()
+
+
+STATS_OF_EVERY_TENSOR = """
+import sys
+from engine import open_store
+from engine.stats import stats_for
+with open_store(sys.argv[1]) as store:
+    for entry in store.entries:
+        s = stats_for(entry)
+        print(entry.name, s.count, s.mean, s.std, s.zeros, sum(s.histogram))
+"""
+
+
+def test_statistics_of_a_broadcast_view_read_each_value_once(tmp_path: Path) -> None:
+    """A 256 MiB stride-0 view (a saved expand()) of 3 values: right statistics, without copying it."""
+    import torch
+    path = tmp_path / "expand.pt"
+    torch.save({"rows": torch.tensor([[0.0], [1.0], [2.0]]).expand(3, 1 << 24)}, path)
+    run = child.snippet(STATS_OF_EVERY_TENSOR, path)
+    assert run.status == 0, run.describe()
+    name, count, mean, std, zeros, binned = run.output.split()
+    assert (name, int(count), float(mean), int(zeros), int(binned)) == ("rows", 3 << 24, 1.0, 1 << 24, 3 << 24)
+    assert abs(float(std) - (2 / 3) ** 0.5) < 1e-9
+    assert run.peak_rss < 100 << 20 and run.within_limits(), run.describe()
