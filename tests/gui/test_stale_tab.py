@@ -35,6 +35,9 @@ def test_a_file_rewritten_in_place_marks_its_tab_stale_and_reload_shows_the_new_
     assert window.tabs.tabText(index) == "live.safetensors" + STALE_SUFFIX
     bar = view.findChild(QFrame, STALE_BAR)
     assert bar.isVisible() and "changed on disk" in bar.findChild(QLabel).text()
+    assert view.select("fc.weight")  # the old header is still listed; its values are refused, in the panel
+    qtbot.waitUntil(lambda: "changed on disk since it was opened" in view.values.message.text(), timeout=10_000)
+    assert window.isVisible() and view.values.message.isVisible()
     SHOTS.mkdir(exist_ok=True)
     window.resize(1024, 640)
     window.grab().save(str(SHOTS / "stale-tab.png"))
