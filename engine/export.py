@@ -13,8 +13,12 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import signal
+import stat
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from . import dtypes
 from .errors import ExportCancelled, ExportError
@@ -27,6 +31,7 @@ COPY_STEP = 64 << 20  # bytes per kernel copy between progress reports and cance
 BUFFER = 1 << 20  # bytes per step when the kernel cannot copy
 PARTIAL = ".partial"
 PRODUCER = "store-studio"
+CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str | None = None, *,
@@ -50,33 +55,89 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
     if fmt == "burnpack":
         from . import __version__
         meta.setdefault("version", __version__)
-    replacing = dest.exists()
+    replacing = os.path.lexists(dest)
+    mode = stat.S_IMODE(os.stat(dest).st_mode) if dest.exists() else None
     _clean_stale_partials(dest)
-    partial = dest.with_name(f".{dest.name}.{os.getpid()}-{secrets.token_hex(4)}{PARTIAL}")
+    partial = dest.with_name(f"{_partial_prefix(dest)}{os.getpid()}-{secrets.token_hex(4)}{PARTIAL}")
     total = sum(item.nbytes for item in items)
     try:
-        with partial.open("xb") as out:
-            offsets = module.write_header(out, items, meta, (scalars or {}) if fmt == "burnpack" else {})
-            done, copier = 0, _RangeCopier()
-            for item, offset in zip(items, offsets):
-                _pad_to(out, offset)
-                for n in _copy(item, out, cancel, copier):
-                    done += n
-                    if progress:
-                        progress(done, total)
-                if getattr(item, "release", None):
-                    item.release()
-            out.flush()
-            if replacing:  # only an old file can be lost to a power cut; flush before it is replaced
-                os.fsync(out.fileno())
-        os.replace(partial, dest)
+        with _signals_clean_up():
+            with partial.open("xb") as out:
+                offsets = module.write_header(out, items, meta, (scalars or {}) if fmt == "burnpack" else {})
+                done, copier = 0, _RangeCopier()
+                for item, offset in zip(items, offsets):
+                    _pad_to(out, offset)
+                    for n in _copy(item, out, cancel, copier):
+                        done += n
+                        if progress:
+                            progress(done, total)
+                    if getattr(item, "release", None):
+                        item.release()
+                out.flush()
+                if mode is not None:  # a replaced file keeps its permissions (a private model stays private)
+                    os.fchmod(out.fileno(), mode)
+                if replacing:  # only an old file can be lost to a power cut; flush before it is replaced
+                    os.fsync(out.fileno())
+            os.replace(partial, dest)
     except BaseException as exc:
-        partial.unlink(missing_ok=True)
+        try:
+            partial.unlink(missing_ok=True)
+        except OSError:
+            pass  # the real error matters more than a leftover (the next export here removes it)
+        if isinstance(exc, _Terminated):
+            exc.deliver()
         if isinstance(exc, OSError):
             raise ExportError(_os_message(dest, exc)) from exc
         raise
     _fsync_dir(dest.parent)
     return dest
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived during an export: clean up like Ctrl+C, then let the signal act."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+    def deliver(self) -> None:
+        signal.raise_signal(self.signum)  # the previous handler is back: by default, the process ends
+        raise ExportCancelled(f"export stopped by signal {self.signum}; the destination was left as it was")
+
+
+@contextmanager
+def _signals_clean_up() -> Iterator[None]:
+    """While writing, SIGTERM and SIGHUP raise (so the partial file is removed) instead of killing at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread can take signals; a window's worker is cleaned up by the next export
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise _Terminated(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in CLEANUP_SIGNALS
+                if signal.getsignal(sig) in (signal.SIG_DFL, None)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _partial_prefix(dest: Path) -> str:
+    """``.NAME.`` of the partial files beside ``dest``, NAME shortened when a partial name would be too long."""
+    room = _name_max(dest.parent) - len(f"..{2**22}-{'0' * 8}{PARTIAL}")
+    name = dest.name.encode("utf-8", "surrogateescape")
+    if len(name) > room:
+        name = name[:room].decode("utf-8", "ignore").encode("utf-8")
+    return f".{name.decode('utf-8', 'surrogateescape')}."
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
 
 
 def _check(items: Sequence[TensorSource], fmt: str, dest: Path, overwrite: bool) -> None:
@@ -91,10 +152,18 @@ def _check(items: Sequence[TensorSource], fmt: str, dest: Path, overwrite: bool)
             raise ExportError(f"{dest.name}: tensor {item.name!r}: {reason}")
     if dest.is_dir():
         raise ExportError(f"{dest}: is a folder")
-    if dest.exists() and not overwrite:
+    if os.path.lexists(dest) and not overwrite:  # a dangling symlink is a name that exists too
         raise ExportError(f"{dest.name} already exists in {dest.absolute().parent}; nothing was written")
+    if dest.exists() and not dest.is_file():
+        raise ExportError(f"{dest.name} is a {_kind(dest)}, not a file: choose a file name to export to")
     if not dest.parent.is_dir():
         raise ExportError(f"{dest.name}: the folder {dest.absolute().parent} does not exist; create it first")
+
+
+def _kind(path: Path) -> str:
+    mode = os.stat(path).st_mode
+    return ("FIFO" if stat.S_ISFIFO(mode) else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "socket" if stat.S_ISSOCK(mode) else "special file")
 
 
 def _pad_to(out: Any, offset: int) -> None:
@@ -114,10 +183,15 @@ def _copy(item: TensorSource, out: Any, cancel: Cancel | None, copier: _RangeCop
         out.flush()
         fd, offset, length = source
         dst = out.fileno()
+        verify = getattr(item, "verify", None)  # the source file may change under a long copy
         while written < length:
             if cancel and cancel():
                 raise ExportCancelled("export cancelled; the destination was left as it was")
-            n = copier.copy(fd, offset + written, dst, min(COPY_STEP, length - written))
+            try:
+                n = copier.copy(fd, offset + written, dst, min(COPY_STEP, length - written))
+            finally:
+                if verify:
+                    verify()  # a changed source says so, rather than "ended early"
             written += n
             yield n
         out.seek(0, os.SEEK_END)
@@ -169,7 +243,7 @@ class _RangeCopier:
 
 def _clean_stale_partials(dest: Path) -> None:
     """Remove partial files a killed export of the same destination left behind."""
-    prefix = f".{dest.name}."
+    prefix = _partial_prefix(dest)
     try:
         candidates = [p for p in dest.parent.iterdir() if p.name.startswith(prefix) and p.name.endswith(PARTIAL)]
     except OSError:
@@ -177,7 +251,10 @@ def _clean_stale_partials(dest: Path) -> None:
     for path in candidates:
         pid = path.name[len(prefix):-len(PARTIAL)].split("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass  # not ours to fail an export over
 
 
 def _alive(pid: int) -> bool:

@@ -73,6 +73,7 @@ def compute_stats(array: np.ndarray, *, bins: int = BINS, cancel: Callable[[], b
     """Statistics of any real or bool array, in two chunked passes (moments, then the histogram)."""
     if np.iscomplexobj(array):
         raise StatsUnavailable("statistics are not computed for complex values")
+    array, repeats = _distinct(array)
     flat = np.ravel(array, order="K")  # a view for any memory layout numpy can flatten; order does not matter
     kind = flat.dtype.kind
     if kind not in "fiub" and flat.dtype.name not in _NARROW:
@@ -108,9 +109,22 @@ def compute_stats(array: np.ndarray, *, bins: int = BINS, cancel: Callable[[], b
         m2 += m2_b + delta * delta * finite * n_b / n
         finite = n
     if not finite:
-        return TensorStats(count, 0, nan, inf, zeros, None, None, None, None, (), ())
+        return TensorStats(count * repeats, 0, nan * repeats, inf * repeats, zeros * repeats, None, None, None, None,
+                           (), ())
     histogram, edges = _histogram(flat, low, high, bins, is_float, kind == "b", chunk_elements, cancel)
-    return TensorStats(count, finite, nan, inf, zeros, low, high, mean, math.sqrt(m2 / finite), histogram, edges)
+    # Repeating every value the same number of times changes counts, not the mean or the spread.
+    return TensorStats(count * repeats, finite * repeats, nan * repeats, inf * repeats, zeros * repeats, low, high,
+                       mean, math.sqrt(m2 / finite), tuple(c * repeats for c in histogram), edges)
+
+
+def _distinct(array: np.ndarray) -> tuple[np.ndarray, int]:
+    """A broadcast view (stride 0 along some axes: a saved ``expand()``) as its distinct values and
+    how often each repeats, so that its statistics never copy it whole (ravel would)."""
+    repeated = [axis for axis, (dim, stride) in enumerate(zip(array.shape, array.strides)) if stride == 0 and dim > 1]
+    if not repeated or array.size == 0:
+        return array, 1
+    index = tuple(slice(0, 1) if axis in repeated else slice(None) for axis in range(array.ndim))
+    return array[index], math.prod(array.shape[axis] for axis in repeated)
 
 
 _NARROW = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16"}

@@ -35,6 +35,9 @@ class TensorSource(Protocol):
     def iter_bytes(self, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
         """The tensor's little-endian, row-major bytes, a chunk at a time."""
 
+    def verify(self) -> None:
+        """Raise ``FormatError`` if the file behind ``byte_range`` changed since it was opened."""
+
 
 @dataclass(frozen=True)
 class TensorEntry:
@@ -64,6 +67,9 @@ class TensorEntry:
     def release(self) -> None:
         """Give back the memory pages reading this tensor touched (they count as resident)."""
         self._store().release(self.name)
+
+    def verify(self) -> None:
+        self._store().verify(self.name)
 
     def _store(self) -> "Store":
         if self.store is None:
@@ -99,6 +105,12 @@ class Store:
             seen: set[str] = set()
             dup = next(e.name for e in self.entries if e.name in seen or seen.add(e.name))
             raise FormatError(path, f"tensor name {dup!r} appears twice")
+        try:
+            "".join(self._by_name).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800"): no file can be written with it
+            bad = next(n for n in self._by_name if not _is_text(n))
+            raise FormatError(path, f"tensor name {ascii(bad)[:80]} holds a lone surrogate, which is not text "
+                                    "(the official SafeTensors reader refuses it too)") from None
         self.closed = False
 
     # --- lookup ---------------------------------------------------------------------------
@@ -159,6 +171,9 @@ class Store:
     def release(self, name: str) -> None:
         """Drop mapped pages of one tensor from this process; a no-op where nothing is mapped."""
 
+    def verify(self, name: str) -> None:
+        """Raise ``FormatError`` if the file holding ``name`` changed on disk since it was opened."""
+
     def _read(self, entry: TensorEntry) -> np.ndarray:
         raise NotImplementedError
 
@@ -178,6 +193,14 @@ class Store:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path.name}: {len(self.entries)} tensors>"
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class ArrayStore(Store):

@@ -21,6 +21,7 @@ from gui import settings
 from gui.actions import install
 from gui.dialogs import show_error
 from gui.resources import icon
+from gui.stale_watch import StaleWatch
 from gui.store_view import LoadedStore, StoreView, load_store
 from gui.workbench.document import RecipeDocument, load_recipe
 from gui.workbench.panels.adapters import AdaptersPanel
@@ -65,6 +66,8 @@ class MainWindow(QMainWindow):
         self.tabs.setDocumentMode(True)
         self.tabs.tabCloseRequested.connect(self.close_tab)
         self.tabs.currentChanged.connect(self._tab_changed)
+        self.stale = StaleWatch(self.tabs, self.reload_view)  # a file changed on disk: "(changed)" and Reload
+        self.tabs.currentChanged.connect(lambda *_: self.stale.check())
         self.empty = QLabel("Open a model file with File › Open (Ctrl+O), or drop one here.\n"
                             "Burnpack, SafeTensors and PyTorch files are read without running any code.")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -190,6 +193,7 @@ class MainWindow(QMainWindow):
         index = self.tabs.addTab(view, icon("tensor"), path.name)
         self.tabs.setTabToolTip(index, str(path))
         self.tabs.setCurrentIndex(index)
+        self.stale.watch(view)
         settings.remember_recent(str(path))
         self._refresh_recent()
         self.file_opened.emit(view)
@@ -242,6 +246,14 @@ class MainWindow(QMainWindow):
         self.tabs.removeTab(index)
         view.close_store()
         view.deleteLater()
+
+    def reload_view(self, view: StoreView) -> None:
+        """Open a file that changed on disk again, in place of its tab."""
+        index = self.tabs.indexOf(view)
+        if index >= 0:
+            self.close_tab(index)
+            if self.tabs.indexOf(view) < 0:  # closed (the user may keep unsaved recipe edits instead)
+                self.open_file(view.path)
 
     def _tab_changed(self, *_: object) -> None:
         view = self.current_view()

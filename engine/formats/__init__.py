@@ -39,7 +39,10 @@ def open_store(path: str | os.PathLike, **options: Any) -> Store:
         raise FormatError(path, "file is empty")
     for fmt in READERS:
         if fmt.sniff(head):
-            return fmt.open(path, **options)
+            try:
+                return fmt.open(path, **options)
+            except RecursionError:  # the last line of defence: every reader caps nesting before this
+                raise FormatError(path, "is nested too deeply to read") from None
     raise FormatError(path, "not a Burnpack, SafeTensors or PyTorch file (its first bytes match none of them)")
 
 

@@ -11,7 +11,7 @@ import struct
 from typing import Any, BinaryIO, Sequence
 
 from .. import dtypes
-from ..errors import FormatError
+from ..errors import FormatError, shown
 from ..store import TensorSource
 from . import cbor
 from .mapped import MappedFile, RangeStore, build_entries
@@ -82,7 +82,7 @@ def _open(mapped: MappedFile) -> BurnpackStore:
 def _row(path: os.PathLike, name: Any, desc: Any) -> tuple:
     """One descriptor as a row for ``build_entries``; the checks that are Burnpack's own."""
     if not isinstance(name, str) or not isinstance(desc, dict) or not {"dtype", "shape", "data_offsets"} <= desc.keys():
-        raise FormatError(path, f"tensor entry {name!r} needs dtype, shape and data_offsets")
+        raise FormatError(path, f"tensor entry {shown(name)} needs dtype, shape and data_offsets")
     spelling = desc["dtype"]
     dtype = _PLAIN.get(spelling) if isinstance(spelling, str) else None
     if dtype is None:
@@ -94,10 +94,11 @@ def _row(path: os.PathLike, name: Any, desc: Any) -> tuple:
             raise FormatError(path, f"tensor {name!r} has a dtype whose scheme is not a plain map") from None
     offsets = desc["data_offsets"]
     if not isinstance(offsets, (list, tuple)) or len(offsets) != 2:
-        raise FormatError(path, f"tensor {name!r} has invalid data_offsets {offsets!r}")
+        raise FormatError(path, f"tensor {name!r} has invalid data_offsets {shown(offsets)}")
     param_id = desc.get("param_id")
-    if param_id is not None and type(param_id) is not int:
-        raise FormatError(path, f"tensor {name!r} has an invalid param_id {param_id!r}")
+    if param_id is not None and (type(param_id) is not int or not 0 <= param_id < 1 << 64):
+        raise FormatError(path, f"tensor {name!r} has an invalid param_id {shown(param_id)}: Burn stores a "
+                                "whole number from 0 to 2**64 - 1")
     return name, dtype, desc["shape"], offsets[0], offsets[1], param_id
 
 
@@ -120,7 +121,7 @@ def _scalars(path: os.PathLike, value: Any) -> dict[str, Any]:
             (kind, v), = scalar.items()
             ok = kind in SCALAR_KINDS and isinstance(v, SCALAR_KINDS[kind]) and (kind == "Bool" or not isinstance(v, bool))
         if not ok:
-            raise FormatError(path, f"scalar {name!r} is not one of Int, UInt, Float, Bool: {scalar!r}")
+            raise FormatError(path, f"scalar {shown(name)} is not one of Int, UInt, Float, Bool: {shown(scalar)}")
     return dict(value)
 
 

@@ -37,6 +37,8 @@ def decode(data: bytes) -> Any:
     try:
         value = cbor2.loads(data, semantic_decoders=_SEMANTIC, strict_hashable_types=True)
     except (cbor2.CBORDecodeError, RecursionError, OverflowError, MemoryError) as exc:
+        if "nesting depth" in str(exc) or isinstance(exc, RecursionError):  # cbor2 stops at 400 levels
+            raise ValueError(f"CBOR nested deeper than {MAX_DEPTH} levels (over 400)") from None
         reason = exc.__cause__ if isinstance(exc.__cause__, _Refused) else exc
         raise ValueError(f"invalid CBOR: {reason}") from None
     _check_plain(value)

@@ -1,8 +1,15 @@
 """Shared machinery for formats whose tensors are plain byte ranges in files.
 
-Headers are read with positioned reads (so opening touches only the header); values are
-memory-mapped on first use; streaming uses positioned reads so that a conversion's resident
-memory stays small however large the file is.
+Headers are read with positioned reads (so opening touches only the header); values are read
+with positioned reads into private memory (a mapped page past a file's end kills the process
+with SIGBUS when the file shrinks under it); streaming reads a chunk at a time so that a
+conversion's resident memory stays small however large the file is.
+
+A file can change while it is open (a training job saving in place). Every data read checks,
+after reading, that the open file's size and modification time are still those seen at open,
+so a change gives a ``FormatError`` ("changed on disk"), never the other file's bytes. A file
+*replaced* by a new one (a rename over it, as atomic savers do) is another inode: the open one
+keeps its old, consistent bytes, which the store goes on reading (the window marks it stale).
 """
 
 from __future__ import annotations
@@ -16,12 +23,21 @@ from typing import Iterator
 import numpy as np
 
 from .. import humanize
-from ..errors import FormatError
+from ..errors import FormatError, shown
 from ..store import CHUNK, Store, TensorEntry
 
 
+# Tensors up to this size are read into private memory; a larger one is memory-mapped (after a
+# check that the file is unchanged) so that viewing a slice of it does not copy it whole.
+MAP_ABOVE = 1 << 30
+
+
+def changed_on_disk(path: str | os.PathLike) -> FormatError:
+    return FormatError(path, "changed on disk since it was opened; reload it to read the new contents")
+
+
 class MappedFile:
-    """A read-only file: positioned reads always, one lazy memory map for values."""
+    """A read-only file: positioned reads, a lazy memory map for very large values, change checks."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -31,8 +47,16 @@ class MappedFile:
             raise FormatError(path, "is a folder, not a model file") from None
         except OSError as exc:
             raise FormatError(path, f"cannot open: {exc.strerror or exc}") from None
-        self.size = os.fstat(self.fd).st_size
+        info = os.fstat(self.fd)
+        self.size = info.st_size
+        self._seen = (info.st_size, info.st_mtime_ns)
         self._map: mmap.mmap | None = None
+
+    def verify(self) -> None:
+        """Raise ``FormatError`` if the open file was written or resized since it was opened."""
+        info = os.fstat(self.fd)
+        if (info.st_size, info.st_mtime_ns) != self._seen:
+            raise changed_on_disk(self.path)
 
     def pread(self, offset: int, length: int, what: str = "data") -> bytes:
         """Exactly ``length`` bytes at ``offset``, or a FormatError saying the file is truncated."""
@@ -40,21 +64,41 @@ class MappedFile:
             raise FormatError(self.path, f"file is truncated: {what} needs bytes {offset}..{offset + length} "
                                          f"but the file has {self.size}")
         data = os.pread(self.fd, length, offset)
-        if len(data) != length:
-            raise FormatError(self.path, f"file is truncated while reading {what}")
+        if len(data) != length:  # it had them when opened
+            raise changed_on_disk(self.path)
         return data
 
     def array(self, offset: int, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-        """A read-only view of the bytes at ``offset``; copied only when misaligned."""
+        """A read-only array of the bytes at ``offset``, read now, from the file as it was opened."""
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         if count == 0:
             return np.zeros(shape, dtype)
-        if self._map is None:
-            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
-        array = np.frombuffer(self._map, dtype=dtype, count=count, offset=offset)
-        if offset % dtype.alignment:
-            array = array.copy()
-        return array.reshape(shape)
+        nbytes = count * dtype.itemsize
+        if offset < 0 or offset + nbytes > self.size:
+            raise FormatError(self.path, f"file is truncated: a tensor needs bytes {offset}..{offset + nbytes} "
+                                         f"but the file has {self.size}")
+        if nbytes > MAP_ABOVE:
+            self.verify()
+            if self._map is None:
+                self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
+            array = np.frombuffer(self._map, dtype=dtype, count=count, offset=offset)
+            if offset % dtype.alignment:
+                array = array.copy()
+            return array.reshape(shape)
+        raw = np.empty(nbytes, np.uint8)
+        self._read_into(memoryview(raw), offset)
+        self.verify()  # after reading: the bytes are from the file as opened, or this raises
+        array = raw.view(dtype).reshape(shape)
+        array.flags.writeable = False
+        return array
+
+    def _read_into(self, view: memoryview, offset: int) -> None:
+        done = 0
+        while done < len(view):
+            n = os.preadv(self.fd, [view[done:]], offset + done)
+            if n <= 0:
+                raise changed_on_disk(self.path)
+            done += n
 
     def release(self, offset: int, length: int) -> None:
         if self._map is None or length <= 0:
@@ -71,7 +115,9 @@ class MappedFile:
         end = offset + length
         while offset < end:
             n = min(chunk_size, end - offset)
-            yield self.pread(offset, n)
+            chunk = self.pread(offset, n)
+            self.verify()
+            yield chunk
             offset += n
 
     def close(self) -> None:
@@ -113,7 +159,13 @@ class RangeStore(Store):
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
         self._check_open()
         entry = self.entry(name)
-        return self._file(name).fd, entry.offset or 0, entry.nbytes
+        mapped = self._file(name)
+        mapped.verify()
+        return mapped.fd, entry.offset or 0, entry.nbytes
+
+    def verify(self, name: str) -> None:
+        self._check_open()
+        self._file(name).verify()
 
     def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
         self._check_open()
@@ -150,13 +202,13 @@ def build_entries(path: str | os.PathLike, rows: list[Row], data_start: int, buf
     if dims is None or not {type(d) for d in dims} <= {int} or min(dims, default=0) < 0:
         bad = next(r for r in rows if not isinstance(r[2], (list, tuple))
                    or not all(type(d) is int and d >= 0 for d in r[2]))
-        raise FormatError(path, f"tensor {bad[0]!r} has an invalid shape {bad[2]!r}")
+        raise FormatError(path, f"tensor {bad[0]!r} has an invalid shape {shown(bad[2])}")
     if max(map(len, shapes), default=0) > MAX_NDIM or max(dims, default=0) >= MAX_DIM:
         _refuse_shape(path, next(r for r in rows if len(r[2]) > MAX_NDIM or max(r[2], default=0) >= MAX_DIM))
     starts, ends = [r[3] for r in rows], [r[4] for r in rows]
     if not {type(o) for o in starts} | {type(o) for o in ends} <= {int} or min(starts + ends, default=0) < 0:
         bad = next(r for r in rows if not all(type(o) is int and o >= 0 for o in r[3:5]))
-        raise FormatError(path, f"tensor {bad[0]!r} has invalid data_offsets {list(bad[3:5])!r}")
+        raise FormatError(path, f"tensor {bad[0]!r} has invalid data_offsets {shown(list(bad[3:5]))}")
     names = [r[0] for r in rows]
     kinds = [r[1] for r in rows]
     shapes = list(map(tuple, shapes))

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from pathlib import Path
 from typing import Any, BinaryIO, Sequence
 
+import numpy as np
+
 from .. import dtypes
-from ..errors import FormatError
+from ..errors import FormatError, nesting, shown
 from ..store import TensorEntry, TensorSource
 from .mapped import MappedFile, RangeStore, build_entries
 
@@ -22,6 +25,9 @@ EXTENSIONS = (".safetensors",)
 MAX_HEADER = 100_000_000
 HEADER_ALIGN = 8
 METADATA_KEY = "__metadata__"
+MAX_DEPTH = 64  # a header nests 3 levels (name, descriptor, shape); refused past this, with its depth
+FIELDS = (b'"dtype"', b'"shape"', b'"data_offsets"')
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def sniff(head: bytes) -> bool:
@@ -70,10 +76,14 @@ def _parse(mapped: MappedFile) -> tuple[list[TensorEntry], dict[str, str]]:
     header = _json(path, raw, "header", strict=False)
     if not isinstance(header, dict):
         raise FormatError(path, "header is not a JSON object")
-    if raw.count(b'"data_offsets"') > len(header) - (METADATA_KEY in header):
-        _json(path, raw, "header")  # more descriptors than names: a name given twice, which this names
+    descriptors = len(header) - (METADATA_KEY in header)
+    if max(map(raw.count, FIELDS)) > descriptors or raw.count(b'"__metadata__"') > 1:
+        # a name, a descriptor's field or __metadata__ given twice (the official reader refuses
+        # each): the strict parse names it. Counting is only a quick filter: names may contain them.
+        _json(path, raw, "header")
     metadata = header.pop(METADATA_KEY, None) or {}
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        _refuse_deep(path, metadata, "__metadata__")
         raise FormatError(path, "__metadata__ must map text to text")
     data_start = 8 + size
     rows = []
@@ -82,8 +92,19 @@ def _parse(mapped: MappedFile) -> tuple[list[TensorEntry], dict[str, str]]:
             start, end = desc["data_offsets"]
             rows.append((name, _DTYPES[desc["dtype"]], desc["shape"], start, end, None))
         except (KeyError, TypeError, ValueError):
+            _refuse_deep(path, desc, f"tensor {name!r}")
             raise FormatError(path, _describe_bad(name, desc)) from None
+    for row in rows:
+        if type(row[2]) is not list or not all(type(d) is int for d in row[2]):
+            _refuse_deep(path, row[2], f"tensor {row[0]!r}")
     return build_entries(path, rows, data_start, mapped.size - data_start, contiguous=True), dict(metadata)
+
+
+def _refuse_deep(path: os.PathLike, value: Any, what: str) -> None:
+    """Refuse a value nested past ``MAX_DEPTH`` with its depth, before anything prints it."""
+    if nesting(value, MAX_DEPTH) > MAX_DEPTH:
+        raise FormatError(path, f"{what} is nested {nesting(value, 1 << 62) + 2} levels deep in the header, over "
+                                f"the limit of {MAX_DEPTH} (a header has 3)")
 
 
 _DTYPES = {name: dtypes.from_safetensors(name) for name in dtypes.SAFETENSORS_NAMES}
@@ -93,8 +114,8 @@ def _describe_bad(name: str, desc: Any) -> str:
     if not isinstance(desc, dict) or not {"dtype", "shape", "data_offsets"} <= set(desc):
         return f"tensor {name!r} needs dtype, shape and data_offsets"
     if not isinstance(desc["dtype"], str) or desc["dtype"] not in _DTYPES:
-        return f"tensor {name!r} has an unknown dtype {desc['dtype']!r}"
-    return f"tensor {name!r} has invalid data_offsets {desc['data_offsets']!r}"
+        return f"tensor {name!r} has an unknown dtype {shown(desc['dtype'])}"
+    return f"tensor {name!r} has invalid data_offsets {shown(desc['data_offsets'])}"
 
 
 def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True) -> Any:
@@ -114,15 +135,30 @@ def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True) -> A
     if not text.lstrip().startswith("{"):
         raise FormatError(path, f"{what} is not a JSON object")
     try:
-        return json.loads(text, object_pairs_hook=unique) if strict else json.loads(text)
+        value = json.loads(text, object_pairs_hook=unique) if strict else json.loads(text)
     except RecursionError:
-        raise FormatError(path, f"{what} is nested too deeply") from None
+        raise FormatError(path, f"{what} is nested deeper than {MAX_DEPTH} levels ({_bracket_depth(raw)} levels)") \
+            from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"{what} is not valid JSON: {exc.msg} at character {exc.pos}") from None
     except FormatError:
         raise  # a name given twice, from the hook (a FormatError is a ValueError too)
     except ValueError:  # Python's int-to-text limit: a number of more than 4300 digits
         raise FormatError(path, f"{what} holds a number too long to be real") from None
+    if _SURROGATE.search(raw):  # rare: only then look for a lone one (a valid pair decodes to one character)
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise FormatError(path, f"{what} holds a lone surrogate ({exc.object[exc.start]!a}), which is not "
+                                    "text: the official reader refuses it") from None
+    return value
+
+
+def _bracket_depth(raw: bytes) -> int:
+    """How deeply JSON brackets nest outside strings (only called to explain a refusal)."""
+    text = np.frombuffer(re.sub(rb'"(?:[^"\\]|\\.)*"', b"", raw), np.uint8)
+    steps = np.isin(text, (0x5B, 0x7B)).astype(np.int64) - np.isin(text, (0x5D, 0x7D))
+    return int(np.cumsum(steps).max(initial=0))
 
 
 def _open_index(path: Path) -> SafeTensorsStore:
@@ -134,33 +170,48 @@ def _open_index(path: Path) -> SafeTensorsStore:
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise FormatError(path, "index has no 'weight_map' of tensor names to shard files")
-    shards: dict[str, MappedFile] = {}
-    entries: list[TensorEntry] = []
-    locations: dict[str, MappedFile] = {}
     if not isinstance(index.get("metadata") or {}, dict):
         raise FormatError(path, "index 'metadata' is not a map")
-    metadata = {k: str(v) for k, v in (index.get("metadata") or {}).items()}
+    metadata = {str(k): v if isinstance(v, str) else shown(v) for k, v in (index.get("metadata") or {}).items()}
+    # Aliases of one shard ("a.safetensors", "./a.safetensors") are one file: each is parsed once.
+    wanted: dict[str, dict[str, str]] = {}  # shard path -> {tensor name: shard name as the index spells it}
+    spellings: dict[str, str] = {}
+    for name, shard_name in weight_map.items():
+        if shard_name not in spellings:
+            spellings[shard_name] = _shard_path(path, shard_name)
+        wanted.setdefault(spellings[shard_name], {})[name] = shard_name
+    shards: list[MappedFile] = []
+    entries: list[TensorEntry] = []
+    locations: dict[str, MappedFile] = {}
     try:
-        for shard_name in dict.fromkeys(weight_map.values()):
-            shard_path = path.parent / shard_name
-            if Path(shard_name).is_absolute() or ".." in Path(shard_name).parts or "\0" in shard_name:
-                raise FormatError(path, f"shard {shard_name!r} lies outside the index's folder")
-            mapped = shards[shard_name] = MappedFile(shard_path)
+        for shard_path, names in wanted.items():
+            mapped = MappedFile(path.parent / shard_path)
+            shards.append(mapped)
             shard_entries, shard_meta = _parse(mapped)
             for key, value in shard_meta.items():
                 metadata.setdefault(key, value)
             for entry in shard_entries:
-                if weight_map.get(entry.name) == shard_name:
+                if entry.name in names:
                     entries.append(entry)
                     locations[entry.name] = mapped
-            missing = [n for n, s in weight_map.items() if s == shard_name and n not in locations]
-            if missing:
-                raise FormatError(path, f"shard {shard_name} lacks tensor {missing[0]!r} that the index maps to it")
+            missing = next((n for n in names if n not in locations), None)
+            if missing is not None:
+                raise FormatError(path, f"shard {names[missing]} lacks tensor {missing!r} that the index maps to it")
     except BaseException:
-        for mapped in shards.values():
+        for mapped in shards:
             mapped.close()
         raise
     return SafeTensorsStore(path, entries, locations, metadata=metadata, version="sharded")
+
+
+def _shard_path(index: Path, shard_name: str) -> str:
+    """A shard's path relative to the index's folder, the same for every spelling of it."""
+    normal = os.path.normpath(shard_name) if shard_name else ""
+    if Path(shard_name).is_absolute() or normal.split(os.sep)[0] == ".." or "\0" in shard_name:
+        raise FormatError(index, f"shard {shown(shard_name)} lies outside the index's folder")
+    if normal in ("", ".") or shard_name.endswith(("/", os.sep)):
+        raise FormatError(index, f"the index maps a tensor to {shown(shard_name)}, which names no file")
+    return normal
 
 
 # --- writing ------------------------------------------------------------------------------------

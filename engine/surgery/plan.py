@@ -89,6 +89,10 @@ class PlannedTensor:
         for entry in self.inputs:
             entry.release()
 
+    def verify(self) -> None:
+        for entry in self.inputs:
+            entry.verify()
+
     def __repr__(self) -> str:
         return f"<PlannedTensor {self.name} {self.dtype} {list(self.shape)} from {self.source}:{self.source_name}>"
 

@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this tree's engine, not an installed one
 
-from fuzzing import FORMATS, InputFailure, Worker, check_input, fuzz  # noqa: E402
+from fuzzing import CLASS_COUNTS, FORMATS, InputFailure, Worker, check_input, fuzz  # noqa: E402
 
 
 def long_run(seconds: float, names: list[str], findings: Path, seed: int) -> int:
@@ -32,6 +33,8 @@ def long_run(seconds: float, names: list[str], findings: Path, seed: int) -> int
             rate = campaign.cases / max(time.monotonic() - start, 1e-9)
             print(f"{name}: {campaign.cases} cases ({rate:.0f}/s), {campaign.refused} refused, "
                   f"{len(campaign.failures)} distinct failures", flush=True)
+            classes = sorted((k.split(":", 1)[1], n) for k, n in CLASS_COUNTS.items() if k.startswith(f"{name}:"))
+            print(f"  hostile classes tried: {', '.join(f'{k} {n}' for k, n in classes) or 'none'}", flush=True)
             for signature, saved in campaign.failures.items():
                 first_line = campaign.details[signature].strip().splitlines()[-1][:200]
                 print(f"  FAIL {signature} x{len(saved)}: {first_line}\n    saved: {', '.join(map(str, saved))}")

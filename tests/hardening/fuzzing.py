@@ -11,6 +11,7 @@ allocation (stopped by RLIMIT_AS) is reported as a finding instead of taking the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -27,6 +28,7 @@ import tracemalloc
 import traceback
 import warnings
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -154,7 +156,8 @@ class Worker:
         self._proc: subprocess.Popen[str] | None = None
 
     def _start(self) -> subprocess.Popen[str]:
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}  # this tree's engine
         return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve"], cwd=REPO, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
 
@@ -736,6 +739,184 @@ def fuzz(fmt: FuzzFormat, worker: Worker, workdir: Path, *, seed: int, cases: in
             elif findings is None:
                 saved.append(case_path)
     return campaign
+
+
+# --- the hostile classes of issue 12, as structure-aware mutations -----------------------------------
+# Each format's structural mutation is wrapped: one time in four it plants one of these attacks
+# (at a random size) instead. ``CLASS_COUNTS`` tallies how many inputs each class made.
+
+CLASS_COUNTS: Counter[str] = Counter()
+HOSTILE_SHARE = 0.25
+
+
+def _hostile():
+    import hostile  # beside this file; its generators are the tests' own
+    return hostile
+
+
+def _pickle_with(rng: random.Random) -> tuple[str, bytes]:
+    """A hostile pickle of a random class and size."""
+    h = _hostile()
+    kind = rng.choice(("nesting", "nesting", "memo-sharing", "hash-flooding", "traceback", "broadcast"))
+    if kind == "nesting":
+        make = rng.choice((h.deep_tuple_key, h.deep_list, h.deep_dict))
+        return kind, make(rng.choice((99, 100, 101, 102, 1_000, 20_000)))  # the biggest: test_hostile_classes
+    if kind == "memo-sharing":
+        return kind, _shared_lists(rng.randrange(2, 200), rng.randrange(2, 5))
+    if kind == "hash-flooding":
+        return kind, h.colliding_int_keys(rng.choice((63, 64, 65, 66, 1_000, 5_000)))
+    if kind == "broadcast":
+        return kind, _broadcast_pickle(rng.randrange(1, 2_000), rng.choice((1, 2, 1 << 20, 1 << 26, 1 << 40)))
+    return kind, h.big_int(rng.choice((2_400, 2_470, 4_300, 4_301, 20_000)), rng.choice(("key", "value")))
+
+
+def _shared_lists(fan: int, levels: int) -> bytes:
+    """Lists of lists through the memo: a tiny pickle that walks as ``fan ** levels`` items."""
+    body = b"](" + b"K\x00" * fan + b"eq\x00"
+    for level in range(1, levels):
+        body += b"](" + f"h{chr(level - 1)}".encode("latin-1") * fan + b"e" + b"q" + bytes([level])
+    return b"\x80\x02" + body + b"."
+
+
+def _broadcast_pickle(names: int, elements: int) -> bytes:
+    """``names`` tensors viewing one float with stride 0, ``elements`` long; storage "0" holds 4 bytes."""
+    rebuild = b"ctorch._utils\n_rebuild_tensor_v2\nq\x000"  # memo 0, popped
+    storage = b"(X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x01tQq\x010"
+    tensor = b"h\x00(h\x01K\x00\x8a\x08" + struct.pack("<q", elements) + b"\x85K\x00\x85\x89" + \
+        b"ccollections\nOrderedDict\n)RtRq\x03"  # memo 3: reused by every other name
+    keys = b"".join(b"X" + struct.pack("<I", len(f"t{i}")) + f"t{i}".encode() + (tensor if i == 0 else b"h\x03")
+                    for i in range(names))
+    return b"\x80\x02" + rebuild + storage + b"}(" + keys + b"u."
+
+
+def _zip_bomb_member(rng: random.Random, data: bytes) -> bytes:
+    """The seed's data.pkl, padded and compressed; its stated size forged one time in two."""
+    members = _zip_members(data) or {"ckpt/data.pkl": b"\x80\x02N.", "ckpt/byteorder": b"little"}
+    name = next((n for n in members if n.endswith("data.pkl")), "ckpt/data.pkl")
+    members.setdefault(name, b"\x80\x02N.")
+    method = rng.choice((zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA))
+    # past 16 MiB the ratio limit speaks; below, the stated size does (bz2 and lzma are slow to make big)
+    expanded = rng.choice((1 << 10, 1 << 20) + ((17 << 20, 24 << 20) if method == zipfile.ZIP_DEFLATED else ()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for member, content in members.items():
+            if member == name:
+                archive.writestr(member, content + bytes(max(0, expanded - len(content))), method)
+            else:
+                archive.writestr(member, content)
+    raw = bytearray(out.getvalue())
+    if rng.random() < 0.5:
+        _hostile()._forge_sizes(raw, rng.choice((len(members[name]), 1000, 1 << 30)))
+    return bytes(raw)
+
+
+def _pt_zip_hostile(rng: random.Random, data: bytes) -> tuple[str, bytes]:
+    if rng.random() < 0.2:
+        return "zip-bomb", _zip_bomb_member(rng, data)
+    kind, pickled = _pickle_with(rng)
+    members = _zip_members(data) or {}
+    folder = next((n.rsplit("/", 1)[0] + "/" for n in members if n.endswith("data.pkl")), "ckpt/")
+    members = {n: c for n, c in members.items() if not n.endswith("data.pkl")}
+    members[folder + "data.pkl"] = pickled
+    members.setdefault(folder + "data/0", bytes(4))
+    return kind, _zip(members)
+
+
+def _pt_legacy_hostile(rng: random.Random, data: bytes) -> tuple[str, bytes]:
+    if rng.random() < 0.5:
+        return "traceback", _hostile().legacy_big_protocol(rng.choice((2_470, 4_301, 30_000)))
+    kind, pickled = _pickle_with(rng)
+    spans = _pickle_spans(data, limit=5)
+    if len(spans) >= 4 and kind != "broadcast":  # the checkpoint pickle of the legacy stream
+        start, end = spans[3]
+        return kind, data[:start] + pickled + data[end:]
+    return kind, pickled
+
+
+def _pt_tar_hostile(rng: random.Random, data: bytes) -> tuple[str, bytes]:
+    if rng.random() < 0.5:
+        return "traceback", _hostile().tar_big_count(rng.choice((2_470, 4_301, 30_000)))
+    kind, pickled = _pickle_with(rng)
+    return kind, _tar_with(data, "pickle", pickled)
+
+
+def _tar_with(data: bytes, name: str, payload: bytes) -> bytes:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            members = {m.name: archive.extractfile(m).read() for m in archive.getmembers() if m.isfile()}
+    except Exception:
+        members = {}
+    members[name] = payload
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for member, content in members.items():
+            info = tarfile.TarInfo(member)
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content))
+    return out.getvalue()
+
+
+def _safetensors_hostile(rng: random.Random, data: bytes) -> tuple[str, bytes]:
+    h = _hostile()
+    end = safetensors_header_len(data)
+    raw, body = data[8:end], data[end:]
+    kind = rng.choice(("nesting", "official-refuses", "traceback"))
+    if kind == "nesting":
+        depth = rng.choice((62, 63, 64, 65, 900, 5_000, 200_000))
+        deep = b"[" * depth + b"]" * depth
+        if rng.random() < 0.5:
+            return kind, h.deep_json_metadata(depth)
+        at = raw.find(b'"shape":')
+        return kind, h.safetensors(raw[:at + 8] + deep + raw[raw.find(b"]", at) + 1:], body) if at >= 0 \
+            else h.deep_json_shape(depth)
+    if kind == "official-refuses":
+        field = rng.choice((b'"dtype"', b'"shape"', b'"data_offsets"', b'"__metadata__"'))
+        at = raw.find(field)
+        if at < 0 or field == b'"__metadata__"':
+            return kind, h.duplicated_metadata() if field == b'"__metadata__"' else h.duplicated_field("dtype")
+        value_end = raw.find(b",", at) if field == b'"dtype"' else raw.find(b"]", at) + 1
+        return kind, h.safetensors(raw[:value_end] + b"," + raw[at:value_end] + raw[value_end:], body)
+    lone = rng.choice((b"\\ud800", b"\\udfff", b"\\udc00x", b"\\ud800\\ud800"))
+    at = raw.find(b'"', 1)
+    return kind, h.safetensors(raw[:at] + lone + raw[at:], body) if at > 0 else h.safetensors_surrogate("name")
+
+
+def _burnpack_hostile(rng: random.Random, data: bytes) -> tuple[str, bytes]:
+    h = _hostile()
+    if rng.random() < 0.5:
+        return "nesting", h.deep_cbor(rng.choice((127, 128, 129, 400, 401, 100_000)))
+    size = burnpack_header_len(data) - 10
+    try:
+        tree = cbor2.loads(data[10:10 + size])
+        name = rng.choice(list(tree["tensors"]))
+        tree["tensors"][name]["param_id"] = rng.choice((-1, -(1 << 63), 0.5, "1", [1], None, 1 << 64))
+        meta = cbor2.dumps(tree, value_sharing=_nodes(tree)[1])  # a shared DAG, from an earlier step, stays small
+        return "official-refuses", _burnpack(meta, data[-(-(10 + size) // 256) * 256:])
+    except Exception:
+        return "official-refuses", h.burnpack_param_id(rng.choice((-1, 0.5)))
+
+
+HOSTILE_MUTATIONS: dict[str, Callable[[random.Random, bytes], tuple[str, bytes]]] = {
+    "bpk": _burnpack_hostile, "safetensors": _safetensors_hostile, "pt-zip": _pt_zip_hostile,
+    "pt-legacy": _pt_legacy_hostile, "pt-tar": _pt_tar_hostile,
+}
+
+
+def _with_hostile_classes(name: str, structural: Callable[[random.Random, bytes], bytes | None]):
+    def mutation(rng: random.Random, data: bytes) -> bytes | None:
+        if rng.random() >= HOSTILE_SHARE:
+            try:
+                return structural(rng, data)
+            except RecursionError:  # an earlier step planted a deep header, which a recursive re-encoder chokes on
+                return None
+        kind, hostile_data = HOSTILE_MUTATIONS[name](rng, data)
+        CLASS_COUNTS[f"{name}:{kind}"] += 1
+        return hostile_data
+    return mutation
+
+
+for _name, _fmt in list(FORMATS.items()):
+    FORMATS[_name] = dataclasses.replace(_fmt, structural=_with_hostile_classes(_name, _fmt.structural))
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--serve"]:

@@ -98,7 +98,7 @@ def test_saved_fuzzer_input_keeps_the_property(path: Path) -> None:
 
 @pytest.mark.skipif(pytorch_available() is not None, reason="engine/formats/pytorch has not landed")
 @pytest.mark.parametrize("offset, size, stride, message", [
-    (-10**5000, (2,), (1,), "16610-bit number"),
+    (-10**5000, (2,), (1,), "an integer of 2077 bytes, over the limit"),
     (0, (2,), (2**64,), "65-bit number"),
     (0, (0, 2**62), (1, 1), "larger than any array"),
 ], ids=["bignum-offset-broke-the-error-message", "stride-wider-than-int64", "empty-view-with-a-2-to-the-62-dim"])

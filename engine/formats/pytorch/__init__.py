@@ -13,7 +13,7 @@ from typing import Any
 
 from ..mapped import MappedFile
 from . import legacy_layout, tar_layout, zip_layout
-from .checkpoint import flatten
+from .checkpoint import flatten, node_budget
 from .store import NAME, PyTorchStore
 from .unpickler import MAX_PROTOCOL
 
@@ -44,7 +44,7 @@ def open(path: str | os.PathLike, *, top_level_key: str | None = None, **options
             root, metadata = tar_layout.load(mapped)
         else:
             root, version, metadata = legacy_layout.load(mapped)
-        checkpoint = flatten(path, root, top_level_key)
+        checkpoint = flatten(path, root, top_level_key, max_nodes=node_budget(mapped.size))
         return PyTorchStore(path, mapped, checkpoint.tensors, version=version, metadata=metadata,
                             values=checkpoint.values)
     except BaseException:

@@ -14,11 +14,19 @@ from typing import Any
 from ...errors import FormatError
 from .allowlist import Global, NumpyArray, NumpyDType
 from .tensors import StorageRef, TensorRef
+from .unpickler import MAX_DEPTH
 
-MAX_DEPTH = 256
 # Shared references (the pickle memo) can make a small pickle expand exponentially when walked:
 # the expanded size is computed first, in linear time.
 MAX_NODES = 5_000_000
+# ... and the walk's budget grows with the file: a few KB of pickle cannot claim millions of tensors.
+MIN_NODES = 100_000
+BYTES_PER_NODE = 8
+
+
+def node_budget(file_size: int) -> int:
+    """How many objects (tensors, container items) walking a checkpoint of ``file_size`` bytes may visit."""
+    return min(MAX_NODES, max(MIN_NODES, file_size // BYTES_PER_NODE))
 ROOT_NAME = "tensor"  # the name of a checkpoint that is one bare tensor
 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
@@ -31,12 +39,14 @@ class Checkpoint:
     values: Any = None
 
 
-def flatten(path: str | os.PathLike, root: Any, top_level_key: str | None = None) -> Checkpoint:
+def flatten(path: str | os.PathLike, root: Any, top_level_key: str | None = None, *,
+            max_nodes: int = MAX_NODES) -> Checkpoint:
     if top_level_key is not None:
         root = select(path, root, top_level_key)
-    if _expanded_size(root, {}, 0) > MAX_NODES:
-        raise FormatError(path, f"the checkpoint expands to more than {MAX_NODES} objects "
-                                "(the same objects referenced over and over)")
+    expanded = _expanded_size(root, {}, 0)
+    if expanded > max_nodes:
+        raise FormatError(path, f"the checkpoint expands to {expanded} objects (the same objects referenced over and "
+                                f"over), over the limit of {max_nodes} for a file of its size")
     walker = _Walker(path)
     values = walker.walk(root, [], 0)
     walker.checkpoint.values = {} if values is _TENSORS_ONLY else values

@@ -14,7 +14,7 @@ import numpy as np
 from ...errors import FormatError
 from ...store import CHUNK, Store, TensorEntry
 from ..mapped import MappedFile
-from .tensors import StorageRef, TensorRef
+from .tensors import StorageRef, TensorRef, check_total
 
 NAME = "pytorch"
 
@@ -31,6 +31,7 @@ class PyTorchStore(Store):
             ref.check(path, name)
             where = self._file_range(ref)
             entries.append(TensorEntry(name, ref.dtype, ref.shape, ref.nbytes, None, where[0] if where else None))
+        check_total(path, sum(entry.nbytes for entry in entries), mapped.size)
         super().__init__(path, entries, **kwargs)
 
     # --- data -----------------------------------------------------------------------------
@@ -50,7 +51,14 @@ class PyTorchStore(Store):
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
         self._check_open()
         where = self._file_range(self._tensors[self.entry(name).name])
-        return (self._mapped.fd, *where) if where else None
+        if where is None:
+            return None
+        self._mapped.verify()
+        return self._mapped.fd, *where
+
+    def verify(self, name: str) -> None:
+        self._check_open()
+        self._mapped.verify()
 
     def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
         """Plain ranges stream from the file; other views a block of rows at a time."""

@@ -14,13 +14,27 @@ from typing import Any
 
 from ... import dtypes
 from ...dtypes import DType
-from ...errors import FormatError
+from ...errors import FormatError, shown
 from ..mapped import MAX_ELEMENTS
 
 MAX_DIMS = 64
 # A view whose strides repeat elements (a saved expand()) holds more values than its storage;
 # materializing it may not exceed its storage by more than this.
 MAX_BROADCAST_BYTES = 256 << 20
+# All tensors together may claim at most this many times the file's bytes, plus this much:
+# 1,000 names sharing one stride-0 view of one element would otherwise claim 250 GiB, and
+# converting them would write until the disk is full.
+MAX_LOGICAL_RATIO = 64
+MAX_LOGICAL_EXTRA = 1 << 30
+
+
+def check_total(path: str | os.PathLike, total: int, file_size: int) -> None:
+    """The tensors' logical bytes (what converting writes) against what the file can hold."""
+    limit = MAX_LOGICAL_RATIO * file_size + MAX_LOGICAL_EXTRA
+    if total > limit:
+        raise FormatError(path, f"the tensors claim {total} bytes in all, over the limit of {limit} "
+                                f"({MAX_LOGICAL_RATIO} times the file's {file_size} bytes, plus 1 GiB): "
+                                "views that repeat their storage's values")
 
 # Element types torch has but the app's dtype model does not decode: listed, never read.
 C32 = DType("C32", 32, "complex")
@@ -118,11 +132,11 @@ def storage_from_pid(path: str | os.PathLike, pid: Any, *, legacy: bool) -> tupl
     its view metadata (legacy only; None elsewhere)."""
     size = 6 if legacy else 5
     if not isinstance(pid, tuple) or len(pid) != size or pid[0] != "storage":
-        raise FormatError(path, f"persistent id {pid!r:.120} is not a storage reference")
+        raise FormatError(path, f"persistent id {shown(pid, 120)} is not a storage reference")
     _, kind, key, location, numel = pid[:5]
     dtype = storage_dtype(path, kind)
     if not isinstance(key, (str, int)) or isinstance(key, bool) or not isinstance(location, str):
-        raise FormatError(path, f"storage reference {pid!r:.120} has an invalid key or location")
+        raise FormatError(path, f"storage reference {shown(pid, 120)} has an invalid key or location")
     nbytes = _count(path, numel, f"storage {key} size") * (dtype.itemsize or 0)
     return StorageRef(str(key), dtype, nbytes), (pid[5] if legacy else None)
 

@@ -14,11 +14,23 @@ import pickletools
 import struct
 from typing import Any, Callable
 
-from ...errors import FormatError
+from ...errors import FormatError, shown
 from .allowlist import Buildable, Global, resolve
 
 MAX_PROTOCOL = 5
 READ_AHEAD = 64 << 10  # bytes fetched at a time from a file-backed stream
+# Containers may nest this deep. CPython hashes (and compares, and prints) nested tuples by
+# recursing in C: a tuple nested 150,000 deep used as a dict key crashes the interpreter, so
+# depth is counted as each container is built, before anything can hash it. Real checkpoints
+# nest a few levels; walking and printing recurse in Python too, so the limit stays well
+# under Python's recursion limit.
+MAX_DEPTH = 100
+# An integer (LONG1/LONG4) of more bytes than this is refused: past about 1,780 bytes it
+# cannot even be printed (Python's 4300-digit limit), and no weights file needs one.
+MAX_LONG_BYTES = 1024
+# Non-text dict keys and set items (optimizer states key by int) whose hashes are all equal
+# make each insertion scan the others: quadratic time. More than this many equal hashes is refused.
+MAX_EQUAL_HASHES = 64
 
 PersistentLoad = Callable[[Any], Any]
 
@@ -111,6 +123,10 @@ class _Machine:
         self.stack: list[Any] = []
         self.marks: list[int] = []
         self.memo: dict[int, Any] = {}
+        # Depth of each container that holds containers (others are 1), keeping it alive so
+        # that its id is never reused for another object.
+        self.depths: dict[int, tuple[Any, int]] = {}
+        self.hashes: dict[tuple[int, int], int] = {}  # (container id, hash) -> how many non-text keys had it
 
     def run(self) -> Any:
         stream = self.stream
@@ -158,6 +174,51 @@ class _Machine:
         parser = _STRUCTS[fmt]
         return parser.unpack(self.stream.read(parser.size))[0]
 
+    # --- nesting and hashing ---------------------------------------------------------------
+    def depth(self, value: Any) -> int:
+        if type(value) not in _NESTED:
+            return 0
+        known = self.depths.get(id(value))
+        return known[1] if known else 1
+
+    def built(self, container: Any, items: Any) -> Any:
+        """Record a new container's depth from its items; refuse it past ``MAX_DEPTH``."""
+        if _NESTED.isdisjoint(map(type, items)):  # the common case (sizes, strides, ids): one C-level pass
+            return container
+        deepest = 0
+        for item in items:
+            if type(item) in _NESTED:
+                known = self.depths.get(id(item))
+                deepest = max(deepest, known[1] if known else 1)
+        if deepest:
+            self.deeper(container, deepest + 1)
+        return container
+
+    def deeper(self, container: Any, depth: int) -> None:
+        """``container`` now holds something ``depth - 1`` deep (an APPEND or SETITEM)."""
+        if depth > MAX_DEPTH:
+            raise FormatError(self.path, f"{self.stream.what} is nested deeper than {MAX_DEPTH} levels (a container "
+                                         f"{depth} levels deep): no weights file nests so deep")
+        known = self.depths.get(id(container))
+        if known is None or known[1] < depth:
+            self.depths[id(container)] = (container, depth)
+
+    def inserted(self, container: Any, key: Any, value: Any) -> None:
+        """Account for ``key`` (None for a list item) and ``value`` going into ``container``."""
+        depth = max(self.depth(key), self.depth(value))
+        if depth:
+            self.deeper(container, depth + 1)
+        if key is not None and type(key) is not str:
+            self.hashed(container, key)
+
+    def hashed(self, container: Any, key: Any) -> None:
+        """Count a non-text key's hash per container; many equal ones would make it quadratic."""
+        h = (id(container), hash(key))
+        count = self.hashes[h] = self.hashes.get(h, 0) + 1
+        if count > MAX_EQUAL_HASHES:
+            raise FormatError(self.path, f"{self.stream.what} has more than {MAX_EQUAL_HASHES} dict keys or set "
+                                         "items with the same hash (a hash-flooding attack)")
+
     # --- objects --------------------------------------------------------------------------
     def global_(self, module: Any, name: Any) -> Global:
         if not isinstance(module, str) or not isinstance(name, str):
@@ -170,7 +231,13 @@ class _Machine:
             raise ValueError(f"{how} on {type(target).__name__}, which is not an allowed global")
         if not isinstance(args, tuple):
             raise ValueError(f"{how} arguments must be a tuple")
-        return target.call(self.path, args)
+        if target.qualname in _HASHING_CALLS:  # set(items), frozenset(items), OrderedDict(pairs)
+            for item in (args[0] if args and isinstance(args[0], (list, tuple)) else ()):
+                self.hashed(args, item[0] if target.qualname == "collections.OrderedDict" and isinstance(item, tuple)
+                            and item else item)
+        result = target.call(self.path, args)
+        # What a stand-in builds holds at most its arguments: count it one level deeper.
+        return self.built(result, args) if type(result) in _NESTED else result
 
     def build(self, target: Any, state: Any) -> None:
         if isinstance(target, Buildable):
@@ -184,12 +251,14 @@ class _Machine:
 
     def persistent(self, pid: Any) -> Any:
         if self.persistent_load is None:
-            raise FormatError(self.path, f"{self.stream.what} refers to outside data (persistent id {pid!r:.80}), "
+            raise FormatError(self.path, f"{self.stream.what} refers to outside data (persistent id {shown(pid)}), "
                                          "which this layout does not have")
         return self.persistent_load(pid)
 
 
 _STOP = object()
+_NESTED = {tuple, list, dict, set, frozenset}
+_HASHING_CALLS = {"builtins.set", "builtins.frozenset", "collections.OrderedDict"}
 
 
 def _text(raw: bytes) -> str:
@@ -251,6 +320,9 @@ def _long_bytes(m: _Machine, fmt: str) -> int:
     n = m.int_arg(fmt)
     if n < 0:
         raise ValueError("negative LONG length")
+    if n > MAX_LONG_BYTES:
+        raise FormatError(m.path, f"{m.stream.what} holds an integer of {n} bytes, over the limit of {MAX_LONG_BYTES} "
+                                  "(no weights file needs one)")
     return int.from_bytes(m.stream.read(n), "little", signed=True)
 
 
@@ -347,39 +419,50 @@ def _op_frame(m: _Machine) -> None:
 
 
 def _op_tuple(m: _Machine) -> None:
-    m.stack.append(tuple(m.pop_mark()))
+    items = m.pop_mark()
+    m.stack.append(m.built(tuple(items), items))
 
 
 def _tuple_n(n: int) -> Callable[[_Machine], None]:
     def op(m: _Machine) -> None:
-        items = [m.pop() for _ in range(n)][::-1]
-        m.stack.append(tuple(items))
+        items = tuple([m.pop() for _ in range(n)][::-1])
+        m.stack.append(m.built(items, items))
     return op
 
 
 def _op_list(m: _Machine) -> None:
-    m.stack.append(m.pop_mark())
+    items = m.pop_mark()
+    m.stack.append(m.built(items, items))
 
 
 def _op_dict(m: _Machine) -> None:
     items = m.pop_mark()
     if len(items) % 2:
         raise ValueError("DICT with an odd number of items")
-    m.stack.append({items[i]: items[i + 1] for i in range(0, len(items), 2)})
+    result: dict = {}
+    _setitems(m, result, items)
+    m.stack.append(result)
 
 
 def _op_frozenset(m: _Machine) -> None:
-    m.stack.append(frozenset(m.pop_mark()))
+    items = m.pop_mark()
+    for item in items:
+        m.hashed(items, item)
+    m.stack.append(m.built(frozenset(items), items))
 
 
 def _op_append(m: _Machine) -> None:
     value = m.pop()
-    _list(m.top()).append(value)
+    target = _list(m.top())
+    m.inserted(target, None, value)
+    target.append(value)
 
 
 def _op_appends(m: _Machine) -> None:
     items = m.pop_mark()
-    _list(m.top()).extend(items)
+    target = _list(m.top())
+    m.built(target, items)
+    target.extend(items)
 
 
 def _list(target: Any) -> list:
@@ -391,16 +474,26 @@ def _list(target: Any) -> list:
 def _op_setitem(m: _Machine) -> None:
     value = m.pop()
     key = m.pop()
-    _dict(m.top())[key] = value
+    target = _dict(m.top())
+    m.inserted(target, key, value)
+    target[key] = value
 
 
 def _op_setitems(m: _Machine) -> None:
     items = m.pop_mark()
     if len(items) % 2:
         raise ValueError("SETITEMS with an odd number of items")
-    target = _dict(m.top())
+    _setitems(m, _dict(m.top()), items)
+
+
+def _setitems(m: _Machine, target: dict, items: list[Any]) -> None:
+    """Keys and values alternate in ``items``; text keys (a state dict's) need no hash count."""
+    m.built(target, items)
     for i in range(0, len(items), 2):
-        target[items[i]] = items[i + 1]
+        key = items[i]
+        if type(key) is not str:
+            m.hashed(target, key)
+        target[key] = items[i + 1]
 
 
 def _dict(target: Any) -> dict:
@@ -414,6 +507,9 @@ def _op_additems(m: _Machine) -> None:
     target = m.top()
     if not isinstance(target, set):
         raise ValueError(f"ADDITEMS on {type(target).__name__}, not a set")
+    for item in items:
+        m.hashed(target, item)
+    m.built(target, items)
     target.update(items)
 
 

@@ -7,6 +7,8 @@ local file header and mapped from the archive later; the archive itself is never
 from __future__ import annotations
 
 import builtins
+import bz2
+import lzma
 import struct
 import zipfile
 import zlib
@@ -20,6 +22,11 @@ from .unpickler import PickleStream, load as unpickle
 LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., file name length, extra field length
 LOCAL_SIGNATURE = b"PK\x03\x04"
 MAX_PICKLE_BYTES = 1 << 30
+# torch stores data.pkl uncompressed; a compressed one may not claim to expand more than this
+# (deflate of real pickles gives 3-10x; a zip bomb gives 1000x and more). It is inflated here,
+# never past its stated size, whatever its headers say.
+MAX_EXPANSION = 64
+FREE_EXPANSION = 16 << 20  # expanding to this many bytes is harmless at any ratio
 BYTEORDERS = ("little", "big")
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, NotImplementedError, RuntimeError,
                EOFError, OSError, KeyError, ValueError, struct.error)
@@ -41,7 +48,8 @@ def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
             if pickle_info.file_size > MAX_PICKLE_BYTES:
                 raise FormatError(path, f"data.pkl claims {pickle_info.file_size} bytes, over the limit of "
                                         f"{MAX_PICKLE_BYTES}")
-            data = archive.read(pickle_info)
+            data = archive.read(pickle_info) if pickle_info.compress_type == zipfile.ZIP_STORED else \
+                _inflate(mapped, pickle_info)
     except FormatError:
         raise
     except _ZIP_ERRORS as exc:
@@ -80,7 +88,8 @@ def _text(mapped: MappedFile, archive: zipfile.ZipFile, infos: dict[str, zipfile
     if info is None or info.file_size > 64:
         return None
     _check_compressed_size(mapped, info)
-    return archive.read(info).decode("ascii", "replace").strip()
+    data = archive.read(info) if info.compress_type == zipfile.ZIP_STORED else _inflate(mapped, info)
+    return data.decode("ascii", "replace").strip()
 
 
 def _check_compressed_size(mapped: MappedFile, info: zipfile.ZipInfo) -> None:
@@ -88,6 +97,50 @@ def _check_compressed_size(mapped: MappedFile, info: zipfile.ZipInfo) -> None:
     if info.compress_size > mapped.size:
         raise FormatError(mapped.path, f"zip entry {info.filename!r:.80} claims {info.compress_size} compressed bytes, "
                                        f"more than the whole file ({mapped.size})")
+
+
+def _inflate(mapped: MappedFile, info: zipfile.ZipInfo) -> bytes:
+    """A compressed member's bytes, decompressed no further than its stated size (a bomb stops there)."""
+    path, name = mapped.path, info.filename
+    ratio = info.file_size / max(1, info.compress_size)
+    if info.file_size > max(FREE_EXPANSION, MAX_EXPANSION * info.compress_size):
+        raise FormatError(path, f"zip entry {name!r:.80} would expand {ratio:.0f} times ({info.compress_size} to "
+                                f"{info.file_size} bytes), over the limit of {MAX_EXPANSION} (a zip bomb?)")
+    if info.flag_bits & 1:
+        raise FormatError(path, f"zip entry {name!r:.80} is encrypted")
+    raw = mapped.pread(_member_offset(mapped, info, name), info.compress_size, f"the zip entry {name!r:.80}")
+    if info.compress_type == zipfile.ZIP_DEFLATED:
+        decompressor: Any = zlib.decompressobj(-15)
+    elif info.compress_type == zipfile.ZIP_BZIP2:
+        decompressor = bz2.BZ2Decompressor()
+    elif info.compress_type == zipfile.ZIP_LZMA and len(raw) >= 9:
+        (props_size,) = struct.unpack("<H", raw[2:4])
+        packed, = struct.unpack("<B", raw[4:5])
+        filters = [{"id": lzma.FILTER_LZMA1, "dict_size": struct.unpack("<I", raw[5:9])[0],
+                    "lc": packed % 9, "lp": packed // 9 % 5, "pb": packed // 45}]
+        decompressor = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=filters)
+        raw = raw[4 + props_size:]
+    else:
+        raise FormatError(path, f"zip entry {name!r:.80} uses compression method {info.compress_type}, which "
+                                "PyTorch never writes")
+    try:
+        data = decompressor.decompress(raw, info.file_size + 1)
+    except (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+        raise FormatError(path, f"zip entry {name!r:.80} does not decompress: {exc}") from None
+    if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+        raise FormatError(path, f"zip entry {name!r:.80} decompresses to other bytes than its header states "
+                                f"({'more than ' + str(info.file_size) if len(data) > info.file_size else len(data)} "
+                                f"bytes, {info.file_size} stated)")
+    return data
+
+
+def _member_offset(mapped: MappedFile, info: zipfile.ZipInfo, what: str) -> int:
+    """Where a zip entry's (stored or compressed) bytes start, from its local header."""
+    signature, name_length, extra_length = LOCAL_HEADER.unpack(
+        mapped.pread(info.header_offset, LOCAL_HEADER.size, f"the zip header of {what}"))
+    if signature != LOCAL_SIGNATURE:
+        raise FormatError(mapped.path, f"{what}: the zip entry header at byte {info.header_offset} is damaged")
+    return info.header_offset + LOCAL_HEADER.size + name_length + extra_length
 
 
 def _data_offset(mapped: MappedFile, storage: StorageRef, info: zipfile.ZipInfo | None) -> int:
@@ -100,11 +153,7 @@ def _data_offset(mapped: MappedFile, storage: StorageRef, info: zipfile.ZipInfo 
     if info.file_size != storage.nbytes:
         raise FormatError(path, f"storage {key} holds {info.file_size} bytes but the checkpoint says "
                                 f"{storage.nbytes} ({storage.dtype})")
-    signature, name_length, extra_length = LOCAL_HEADER.unpack(
-        mapped.pread(info.header_offset, LOCAL_HEADER.size, f"the zip header of storage {key}"))
-    if signature != LOCAL_SIGNATURE:
-        raise FormatError(path, f"storage {key}: the zip entry header at byte {info.header_offset} is damaged")
-    offset = info.header_offset + LOCAL_HEADER.size + name_length + extra_length
+    offset = _member_offset(mapped, info, f"storage {key}")
     if offset + info.file_size > mapped.size:
         raise FormatError(path, f"storage {key} ends at byte {offset + info.file_size}, past the end of the "
                                 f"file ({mapped.size} bytes)")

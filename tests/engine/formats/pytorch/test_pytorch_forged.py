@@ -172,7 +172,7 @@ def test_exponential_sharing_is_cut_off(tmp_path: Path) -> None:
         node = [node, node]  # pickles small (memo), walks 2**40 nodes
     path = tmp_path / "laughs.pt"
     path.write_bytes(pickle.dumps(node, protocol=2))
-    with pytest.raises(FormatError, match="expands to more than"):
+    with pytest.raises(FormatError, match="expands to .* over the limit"):
         open_store(path)
 
 
