@@ -11,9 +11,9 @@ import sys
 from typing import Sequence
 
 from ..errors import StoreStudioError
-from . import config, convert, diff, inspect, recipe
+from . import config, convert, diff, inspect, migrate, recipe
 
-SUBCOMMANDS = (inspect, convert, diff, recipe, config)
+SUBCOMMANDS = (inspect, convert, diff, recipe, config, migrate)
 COMMANDS = {module.NAME for module in SUBCOMMANDS}
 
 

@@ -13,7 +13,7 @@ import sys
 from contextlib import ExitStack
 
 from ..errors import ExportError
-from ..formats import format_for_path, open_store
+from ..formats import burn_record, format_for_path, open_store
 from ..store import Store
 from ..surgery import adapters as ad
 from ..surgery.align import align
@@ -87,11 +87,13 @@ def build_recipe(args: argparse.Namespace, inputs: list[str]) -> Recipe:
     )
 
 
-def open_sources(recipe: Recipe, stack: ExitStack) -> list[Store]:
+def open_sources(recipe: Recipe, stack: ExitStack, template: str | None = None) -> list[Store]:
+    """``template`` also names the parameters of Burn Bin records, which have no names of their own."""
     stores = []
     for spec in recipe.sources:
         key = spec.top_level_key or recipe.top_level_key
-        stores.append(stack.enter_context(open_store(spec.path, **({"top_level_key": key} if key else {}))))
+        options = {**({"top_level_key": key} if key else {}), **({"template": template} if template else {})}
+        stores.append(stack.enter_context(open_store(spec.path, **options)))
     return stores
 
 
@@ -107,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"saved recipe {args.save_recipe}", file=sys.stderr)
     fmt = FORMATS[args.format] if args.format else None
     with ExitStack() as stack:
-        stores = open_sources(recipe, stack)
+        stores = open_sources(recipe, stack, args.template)
         template = stack.enter_context(open_store(args.template)) if args.template else None
         result = plan(stores, recipe, template=template)
         if args.dry_run:
@@ -122,11 +124,12 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run:
             return 0
         only = stores[0] if len(stores) == 1 else None
-        same_format = only is not None and only.format == (fmt or format_for_path(output))
-        base = dict(only.metadata) if same_format else {}
+        # a Burn record's metadata (burn.version, ...) and optimizer scalars carry over to the migrated file
+        carried = only is not None and only.format in (fmt or format_for_path(output), burn_record.NAME)
+        base = dict(only.metadata) if carried else {}
         base.pop("producer", None)
         out = result.export(output, fmt, metadata={**base, **recipe.metadata},
-                            scalars=only.scalars if same_format else None, overwrite=args.overwrite)
+                            scalars=only.scalars if carried else None, overwrite=args.overwrite)
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

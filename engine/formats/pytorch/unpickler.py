@@ -98,16 +98,21 @@ class _Mark:
     """The MARK opcode's stack sentinel."""
 
 
-def load(stream: PickleStream, persistent_load: PersistentLoad | None = None) -> Any:
-    """Interpret one pickle from ``stream`` (which is left just after its STOP)."""
-    return _Machine(stream, persistent_load).run()
+def load(stream: PickleStream, persistent_load: PersistentLoad | None = None, *, tuple_ids: bool = False) -> Any:
+    """Interpret one pickle from ``stream`` (which is left just after its STOP).
+
+    ``tuple_ids``: the layout names storages by plain ``('storage', ...)`` tuples passed to the
+    rebuild functions (burn-store's tar fixtures), which go through ``persistent_load`` too.
+    """
+    return _Machine(stream, persistent_load, tuple_ids).run()
 
 
 class _Machine:
-    def __init__(self, stream: PickleStream, persistent_load: PersistentLoad | None):
+    def __init__(self, stream: PickleStream, persistent_load: PersistentLoad | None, tuple_ids: bool = False):
         self.stream = stream
         self.path = stream.path
         self.persistent_load = persistent_load
+        self.tuple_ids = tuple_ids
         self.stack: list[Any] = []
         self.marks: list[int] = []
         self.memo: dict[int, Any] = {}
@@ -170,6 +175,8 @@ class _Machine:
             raise ValueError(f"{how} on {type(target).__name__}, which is not an allowed global")
         if not isinstance(args, tuple):
             raise ValueError(f"{how} arguments must be a tuple")
+        if self.tuple_ids and args and isinstance(args[0], tuple) and args[0][:1] == ("storage",):
+            args = (self.persistent(args[0]), *args[1:])
         return target.call(self.path, args)
 
     def build(self, target: Any, state: Any) -> None:
