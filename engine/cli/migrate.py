@@ -37,7 +37,7 @@ def find_records(folder: Path) -> list[Path]:
                 head = f.read(SNIFF_BYTES)
         except OSError:
             continue
-        if head and burn_record.sniff(head):
+        if head and burn_record.kind(head) is not None:
             found.append(path)
     return found
 

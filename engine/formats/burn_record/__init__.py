@@ -29,8 +29,14 @@ __all__ = ["NAME", "EXTENSIONS", "BurnRecordStore", "sniff", "open"]
 
 
 def sniff(head: bytes) -> bool:
+    """A Burn record, or any gzip file (no other format is gzipped; opening says what is inside)."""
+    return head[:2] == gz.MAGIC or kind(head) is not None
+
+
+def kind(head: bytes) -> str | None:
+    """The record kind (``NamedMpk``, ``JSON``, ``Bin``) the first bytes show, looking inside gzip."""
     inner = gz.sniff(head)
-    return _kind(head if inner is None else inner) is not None
+    return _kind(head if inner is None else inner)
 
 
 def _kind(head: bytes) -> str | None:
@@ -47,7 +53,11 @@ def open(path: str | os.PathLike, *, template: str | os.PathLike | None = None, 
     """Open a record; ``template`` names a Bin record's parameters (and checks their shapes)."""
     path = Path(path)
     with path.open("rb") as f:
-        compressed = gz.sniff(f.read(4096)) is not None
+        head = f.read(4096)
+    compressed = head[:2] == gz.MAGIC
+    if compressed and kind(head) is None:
+        problem = "is not a Burn record" if gz.sniff(head) is not None else "cannot be decompressed (corrupt)"
+        raise FormatError(path, f"a gzip file whose content {problem}")
     temporary = gz.inflate(path) if compressed else None
     try:
         mapped = MappedFile(temporary or path)

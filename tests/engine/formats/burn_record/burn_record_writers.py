@@ -229,8 +229,11 @@ def write_record(folder: Path, stem: str, item: Any, s: Settings) -> Path:
 IDS = [10777079075451239370, 1, 2**64 - 1, 42, 987654321987654321, 7, 2**40 + 3, 5, 6, 11, 12]
 
 
-def model_item(seed: int = 0) -> tuple[Any, dict[str, tuple[np.ndarray, int]]]:
-    """A record with nested lists, enum variants, options and constants; and name -> (array, id)."""
+def model_item(seed: int = 0, *, int_param: bool = True) -> tuple[Any, dict[str, tuple[np.ndarray, int]]]:
+    """A record with nested lists, enum variants, options and constants; and name -> (array, id).
+
+    ``int_param=False`` leaves out the int parameter, which pre-0.14 half-precision Bin records
+    cannot tell from a float one."""
     rng = np.random.default_rng(seed)
     f = lambda *shape: rng.standard_normal(shape).astype("<f4")  # noqa: E731
     arrays = {
@@ -256,6 +259,8 @@ def model_item(seed: int = 0) -> tuple[Any, dict[str, tuple[np.ndarray, int]]]:
         "feature": Variant("BaseConv", 0, {"weight": p["feature.BaseConv.weight"]}),
         "hidden_size": Unit,
         "head": {"bias": None},
-        "steps": p["steps"],
+        **({"steps": p["steps"]} if int_param else {}),
     }
+    if not int_param:
+        del arrays["steps"]
     return item, {name: (array, ids[name]) for name, array in arrays.items()}
