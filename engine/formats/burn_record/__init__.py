@@ -22,7 +22,7 @@ from .record import NAME, BurnRecordStore, metadata_from
 
 EXTENSIONS = (".mpk", ".mpk.gz", ".bin", ".bin.gz", ".json", ".json.gz")
 MAX_JSON_BYTES = 256 << 20  # JSON spells every byte as a number: larger files would need gigabytes of memory
-POSITIONAL = "positional (param.0, param.1, ...): Bin records have no field names; convert with --template to name them"
+POSITIONAL = "positional"  # param.0, param.1, ...: the store's note says why and what to do
 _JSON_HEAD = re.compile(rb'\s*\{\s*"metadata"\s*:\s*\{')
 
 __all__ = ["NAME", "EXTENSIONS", "BurnRecordStore", "sniff", "open"]

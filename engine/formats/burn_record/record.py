@@ -75,8 +75,10 @@ class Metadata:
         return self.version_tuple >= (0, 14)
 
     def text(self) -> dict[str, str]:
-        return {"burn.version": self.version, "burn.recorder": self.recorder, "burn.format": self.format,
-                "burn.settings": self.settings, "burn.float": self.float, "burn.int": self.int}
+        """What the File panel shows and conversions keep (the recorder's full Rust type name is left
+        out: ``recorder`` and ``settings`` say the same, readably)."""
+        return {"burn.version": self.version, "burn.recorder": self.recorder, "burn.settings": self.settings,
+                "burn.float": self.float, "burn.int": self.int}
 
     def dtype_variants(self) -> tuple[str, ...]:
         return _PLAIN_ORDER_0_16 if self.version_tuple >= (0, 16) else _PLAIN_ORDER_0_14
@@ -188,6 +190,9 @@ class BurnRecordStore(RangeStore):
         super().__init__(path, entries, mapped, version=f"{kind} · Burn {meta.version}", metadata=metadata,
                          values=values, scalars=scalars)
         self.files = [path]  # a .gz record maps a temporary copy; the user's file is the original
+        if metadata.get("burn.names", "").startswith("positional"):
+            self.note = "Tensor names are positional (param.0, param.1, ...): Bin records have no field names. " \
+                        "Convert with --template (a file of the same model) to name them."
 
     @property
     def description(self) -> str:

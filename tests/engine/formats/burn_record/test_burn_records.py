@@ -168,7 +168,7 @@ def test_convert_to_burnpack_is_byte_exact(tmp_path, recorder, half):
         args += ["--template", str(template)]
     assert main(args) == 0
     metadata = {"producer": "store-studio", "format": "burnpack", "version": engine.__version__,
-                "burn.version": "0.17.0", "burn.recorder": RECORDER[recorder][0], "burn.format": settings.metadata()["format"],
+                "burn.version": "0.17.0", "burn.recorder": RECORDER[recorder][0],
                 "burn.settings": settings.metadata()["settings"], "burn.float": settings.float_type,
                 "burn.int": settings.int_type}
     if recorder.startswith("Bin"):
