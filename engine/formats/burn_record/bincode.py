@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +22,12 @@ from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
 from ..mapped import MappedFile
-from .record import PARAM_ID_CHARS, UUID_CHARS, Metadata, Tensor, check_size, is_id_text, param_id
+from .record import Metadata, Tensor, check_size, param_id
 
 MAX_TEXT = 1 << 20  # a metadata string (the recorder's type name is ~100 characters)
 _FIXED = {251: 2, 252: 4, 253: 8}
-_ID_LENGTHS = (PARAM_ID_CHARS, UUID_CHARS)
+_VARINT_IDS = re.compile(rb"\x0d[0-9a-v]{13}|\x24[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_FIXED_IDS = re.compile(rb"\x0d\x00{7}[0-9a-v]{13}|\x24\x00{7}[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TYPE_NAME = set(b"abcdefghijklmnopqrstuvwxyz0123456789_:")
 
 
@@ -131,21 +133,14 @@ class _Scanner:
         self.variants = meta.dtype_variants()
 
     def scan(self, pos: int) -> list[Tensor]:
-        buf, size, tensors = self.codec.buf, self.codec.size, []
-        while pos < size:
-            if buf[pos] in _ID_LENGTHS and self._id_at(pos):
-                tensor, pos = self._param(pos, len(tensors))
-                tensors.append(tensor)
-            else:
-                pos += 1
+        """Each id string from ``pos`` on (searched in C: whatever lies between parameters is skipped
+        at memory speed), then the TensorData after it."""
+        ids = _FIXED_IDS if self.codec.fixed else _VARINT_IDS
+        tensors = []
+        while (found := ids.search(self.codec.buf, pos)) is not None:
+            tensor, pos = self._param(found.start(), len(tensors))
+            tensors.append(tensor)
         return tensors
-
-    def _id_at(self, pos: int) -> bool:
-        try:
-            n, start = self.codec.uint(pos)
-            return n in _ID_LENGTHS and is_id_text(self.codec._bytes(start, n).decode("ascii"))
-        except (_Truncated, UnicodeDecodeError, FormatError):
-            return False
 
     def _param(self, pos: int, index: int) -> tuple[Tensor, int]:
         at = pos

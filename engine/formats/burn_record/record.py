@@ -27,7 +27,6 @@ from ..mapped import MappedFile, RangeStore, build_entries
 NAME = "burn-record"
 METADATA_FIELDS = ("float", "int", "format", "version", "settings")
 PARAM_ID_CHARS = 13  # unpadded base32hex of a u64's 8 bytes
-UUID_CHARS = 36
 _BASE32HEX = re.compile(r"[0-9a-v]{13}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_DEPTH = 128  # as Burnpack's CBOR
