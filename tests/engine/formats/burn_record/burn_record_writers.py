@@ -55,7 +55,7 @@ class Some:
 
 
 class Unit:
-    """A constant field (``usize`` config): unit in the record."""
+    """A constant field (``usize`` config): Burn's ConstantRecord, serialized with ``serialize_none``."""
 
 
 def id_text(value: int) -> str:
@@ -176,13 +176,13 @@ class Bincode:
             dtype = self.uint(table.index(name), 4) + (self.uint(0, 4) if name == "Bool" and s.vt >= (0, 21) else b"")
             return self.uint(len(raw)) + raw + self.uint(array.ndim) + shape + dtype
         if isinstance(node, Variant):
-            return self.uint(node.index, 4) + (b"" if node.payload is Unit else self.encode(node.payload))
+            return self.uint(node.index, 4) + (b"" if node.payload is Unit else self.encode(node.payload))  # unit variant
         if isinstance(node, Some):
             return b"\x01" + self.encode(node.value)
         if node is None:
             return b"\x00"
-        if node is Unit:
-            return b""
+        if node is Unit:  # Burn's ConstantRecord serializes as none: bincode's Option tag 0
+            return b"\x00"
         if isinstance(node, dict):
             return b"".join(self.encode(v) for v in node.values())
         if isinstance(node, list):
