@@ -78,13 +78,13 @@ def _open(path: Path, mapped: MappedFile, compressed: bool, template: str | os.P
           temporary: Path | None) -> BurnRecordStore:
     kind = _kind(mapped.pread(0, min(mapped.size, 4096), "the first bytes"))
     label = f"{kind} (gzip)" if compressed else kind
-    common = {"temporary": temporary}
     if kind == "Bin":
         names = _template_names(template) if template is not None else None
         meta, tensors, encoding = bincode.read(mapped, path, names)
         note = {"burn.names": POSITIONAL if names is None else f"from the template {Path(template).name}",
                 "burn.encoding": encoding}
-        return BurnRecordStore(path, tensors, mapped, kind=label, meta=meta, extra_metadata=note, **common)
+        return BurnRecordStore(path, tensors, mapped, kind=label, meta=meta, extra_metadata=note,
+                               temporary=temporary)
     if kind == "NamedMpk":
         root = mpk.index(mapped, path)
     elif kind == "JSON":
@@ -96,7 +96,7 @@ def _open(path: Path, mapped: MappedFile, compressed: bool, template: str | os.P
     meta = metadata_from(path, root.get("metadata"))
     walked = named.walk(path, root["item"], meta)
     return BurnRecordStore(path, walked.tensors, mapped, kind=label, meta=meta, values=walked.values,
-                           scalars=walked.scalars, **common)
+                           scalars=walked.scalars, temporary=temporary)
 
 
 def _json(path: Path, mapped: MappedFile) -> dict:

@@ -22,7 +22,7 @@ from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
 from ..mapped import MappedFile
-from .record import Metadata, Tensor, check_size, param_id
+from .record import BOOL_STORES, DTYPE_TABLES, Metadata, Tensor, check_size, param_id
 
 MAX_TEXT = 1 << 20  # a metadata string (the recorder's type name is ~100 characters)
 _FIXED = {251: 2, 252: 4, 253: 8}
@@ -153,7 +153,7 @@ class _Scanner:
         if pos > self.codec.size:
             raise FormatError(None, f"file is truncated: {where} has {n} bytes, past the end of the file")
         shape, pos = self._shape(pos, where)
-        dtype, pos = self._dtype(pos, where)
+        dtype, pos = self._dtype(pos, where, shape, n)
         check_size(self.shown, where, dtype, shape, n)
         return Tensor("", dtype, shape, n, param_id(id_text), offset=start, id_text=id_text), pos
 
@@ -167,11 +167,18 @@ class _Scanner:
             dims.append(d)
         return tuple(dims), pos
 
-    def _dtype(self, pos: int, where: str) -> tuple[DType, int]:
+    def _dtype(self, pos: int, where: str, shape: tuple[int, ...], nbytes: int) -> tuple[DType, int]:
+        """The DType at ``index`` in the table of the record's version; should its size not match the
+        bytes, the other table's plain type at that index, if that one's does (a version boundary guessed
+        wrong must not refuse a good file)."""
         index, pos = self.codec.uint(pos, 4)
         if index >= len(self.variants):
             raise FormatError(None, f"{where}: dtype index {index} is not a DType of Burn {self.meta.version}")
         name = self.variants[index]
+        other = next((t[index] for t in DTYPE_TABLES if t is not self.variants and index < len(t)), None)
+        if name not in ("Bool", "QFloat") and other not in (None, "Bool", "QFloat") and \
+                dtypes.from_burnpack(name).nbytes(shape) != nbytes == dtypes.from_burnpack(other).nbytes(shape):
+            name = other
         if name == "QFloat":
             raise FormatError(None, f"{where}: quantized tensors in Bin records are not supported (their scheme has "
                                     "no names); save the model with NamedMpkFileRecorder first")
@@ -179,8 +186,14 @@ class _Scanner:
             store, pos = self.codec.uint(pos, 4)
             if store > 2:
                 raise FormatError(None, f"{where}: bool storage index {store} is not Native, U8 or U32")
-            name = {"Bool": ("Native", "U8", "U32")[store]}
-        return dtypes.from_burnpack(name), pos
+            name = {"Bool": BOOL_STORES[store]}
+        dtype = dtypes.from_burnpack(name)
+        settled = self.meta.settled_float()
+        if settled is not None and dtype.kind == "float" and dtype.bits == settled.bits:
+            # Burn converts every float tensor to the settings' type before saving: where two tables
+            # would give floats of one width (F16 and BF16 swap places between versions), that type decides.
+            dtype = settled
+        return dtype, pos
 
     def _old_param(self, pos: int, where: str, id_text: str) -> tuple[Tensor, int]:
         """Before Burn 0.14: ``value: Vec<E>`` then ``shape``. Nothing says whether E is the float or

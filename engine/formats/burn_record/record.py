@@ -38,6 +38,7 @@ _PLAIN_ORDER_0_14 = ("F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U6
                      "QFloat")
 _PLAIN_ORDER_0_16 = ("F64", "F32", "Flex32", "F16", "BF16", "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8",
                      "Bool", "QFloat")
+DTYPE_TABLES = (_PLAIN_ORDER_0_14, _PLAIN_ORDER_0_16)
 BOOL_STORES = ("Native", "U8", "U32")
 
 # Element types of the pre-0.14 ``{value: [...], shape}`` layout, by the Rust type name in metadata.
@@ -84,6 +85,10 @@ class Metadata:
 
     def bool_has_store(self) -> bool:
         return self.version_tuple >= (0, 21)
+
+    def settled_float(self) -> DType | None:
+        """The float type the precision settings convert every float tensor to, when known."""
+        return _ELEMENT_TYPES.get(self.float) if self.float.startswith(("f", "half::")) else None
 
     def element_type(self, path: Path, kind: str) -> DType:
         """The element type of an old-layout tensor: ``kind`` is "float" or "int" (from the settings)."""

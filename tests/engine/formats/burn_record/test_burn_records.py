@@ -243,3 +243,32 @@ def test_gzip_records_leave_no_temporary_file(tmp_path, monkeypatch):
         assert len(list(scratch.iterdir())) == 1 and store.files == [path]
         store.read("embed.weight")
     assert list(scratch.iterdir()) == []
+
+
+def test_half_floats_follow_the_settings_when_the_version_table_is_ambiguous(tmp_path):
+    """F16 and BF16 trade indices between DType tables: a record whose version names the other table
+    still reads its floats as the settings' f16, which Burn converted every float tensor to."""
+    item, expected = model_item(int_param=False)
+    raw = bytearray((write_record(tmp_path, "m", item, Settings(recorder="Bin", half=True, version="0.17.0"))
+                     ).read_bytes())
+    at = raw.index(b"0.17.0")
+    raw[at:at + 6] = b"0.15.0"  # the 0.14 table: index 3 is BF16 there, F16 at 0.16+
+    path = tmp_path / "relabelled.bin"
+    path.write_bytes(bytes(raw))
+    with open_store(path) as store:
+        assert {str(e.dtype) for e in store.entries} == {"F16"}
+        np.testing.assert_array_equal(store.read("param.0"), expected["embed.weight"][0].astype("<f2"))
+
+
+def test_a_dtype_index_whose_size_fits_only_the_other_versions_table_reads_by_that_table(tmp_path):
+    """I64 (full precision's int before 0.21) sits at index 5 from Burn 0.16 on, I32 before: the byte
+    count tells which table wrote it."""
+    item = {"steps": Param(id_text(3), np.arange(6, dtype="<i8").reshape(2, 3))}
+    raw = bytearray(write_record(tmp_path, "m", item, Settings(recorder="Bin", version="0.17.0")).read_bytes())
+    at = raw.index(b"0.17.0")
+    raw[at:at + 6] = b"0.15.0"
+    path = tmp_path / "relabelled.bin"
+    path.write_bytes(bytes(raw))
+    with open_store(path) as store:
+        assert str(store.entry("param.0").dtype) == "I64"
+        np.testing.assert_array_equal(store.read("param.0"), np.arange(6, dtype="<i8").reshape(2, 3))
