@@ -33,7 +33,7 @@ from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
 from gui.workbench.panels.base import DocumentPanel
 from gui.workers import Failure, TaskRunner
 
-FILE_FILTER = "Model files (*.bpk *.safetensors *.pt *.pth *.bin *.ckpt);;All files (*)"
+FILE_FILTER = "Model files (*.bpk *.safetensors *.pt *.pth *.bin *.ckpt *.mpk *.json *.gz);;All files (*)"
 
 
 class SourcesPanel(DocumentPanel):
