@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FormatError
-from .record import MAX_DEPTH, Metadata, Tensor, check_size, dtype_by_name, is_id_text, param_id, shape_of, \
+from .record import MAX_DEPTH, Metadata, Tensor, check_size, dtype_by_name, param_id, shape_of, \
     values_array
 
 ROOT_NAME = "item"
@@ -108,8 +108,8 @@ class _Walker:
 
 
 def _is_param(node: dict) -> bool:
-    return set(node) == {"id", "param"} and isinstance(node["id"], str) and is_id_text(node["id"]) \
-        and isinstance(node["param"], dict) and _is_tensor_data(node["param"])
+    return set(node) == {"id", "param"} and isinstance(node["id"], str) and isinstance(node["param"], dict) \
+        and _is_tensor_data(node["param"])
 
 
 def _is_tensor_data(node: dict) -> bool:

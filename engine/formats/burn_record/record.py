@@ -28,7 +28,6 @@ NAME = "burn-record"
 METADATA_FIELDS = ("float", "int", "format", "version", "settings")
 PARAM_ID_CHARS = 13  # unpadded base32hex of a u64's 8 bytes
 _BASE32HEX = re.compile(r"[0-9a-v]{13}")
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_DEPTH = 128  # as Burnpack's CBOR
 MAX_TENSORS = 100_000
 
@@ -112,10 +111,6 @@ def param_id(text: str) -> int | None:
         return None
     raw = base64.b32hexdecode(text.upper() + "===")
     return int.from_bytes(raw, "little")
-
-
-def is_id_text(text: str) -> bool:
-    return bool(_BASE32HEX.fullmatch(text) or _UUID.fullmatch(text))
 
 
 def dtype_by_name(path: Path, where: str, value: Any) -> DType:
