@@ -110,6 +110,8 @@ def param_id(text: str) -> int | None:
     if len(text) != PARAM_ID_CHARS or not _BASE32HEX.fullmatch(text):
         return None
     raw = base64.b32hexdecode(text.upper() + "===")
+    if base64.b32hexencode(raw).decode().lower().rstrip("=") != text:  # stray bits past the 64th: not Burn's
+        return None
     return int.from_bytes(raw, "little")
 
 

@@ -93,6 +93,7 @@ def test_param_id_text_decodes_to_the_u64_burnpack_stores():
     for value in (0, 1, 42, 10777079075451239370, 2**64 - 1):
         assert param_id(id_text(value)) == value
     assert id_text(0) == "0000000000000" and param_id("not-an-id") is None
+    assert param_id("vvvvvvvvvvvvv") is None  # a 65th bit set: no u64 spells so
 
 
 def test_bool_parameters_with_and_without_their_storage_variant(tmp_path):
