@@ -12,6 +12,7 @@ import base64
 import math
 import os
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -173,7 +174,8 @@ class BurnRecordStore(RangeStore):
                  meta: Metadata, values: Any = None, scalars: dict[str, Any] | None = None,
                  extra_metadata: dict[str, str] | None = None, temporary: Path | None = None):
         path = Path(path)
-        self._temporary = temporary
+        # the decompressed copy of a .gz record goes on close, or at exit for a store never closed
+        self._remove_copy = weakref.finalize(self, temporary.unlink, missing_ok=True) if temporary else None
         if len(tensors) > MAX_TENSORS:
             raise FormatError(path, f"{len(tensors)} tensors, over the limit of {MAX_TENSORS}")
         self.kind = kind
@@ -220,6 +222,5 @@ class BurnRecordStore(RangeStore):
 
     def close(self) -> None:
         super().close()
-        if self._temporary is not None:  # the decompressed copy of a .gz record
-            self._temporary.unlink(missing_ok=True)
-            self._temporary = None
+        if self._remove_copy is not None:
+            self._remove_copy()
