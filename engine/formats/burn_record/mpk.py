@@ -41,6 +41,10 @@ def index(mapped: MappedFile, shown: Path) -> dict:
     return root
 
 
+def _where(parts: list[str]) -> str:
+    return ".".join(parts) or "the root"
+
+
 class _Reader:
     """The file from a position on, for the decoder: positioned reads, never the whole file."""
 
@@ -56,6 +60,7 @@ class _Reader:
 class _Cursor:
     def __init__(self, mapped: MappedFile, shown: Path):
         self.mapped, self.shown = mapped, shown
+        self._peeked = (0, b"")  # a block of the file, so that telling each value's type is no syscall
         self._restart(0)
 
     def _restart(self, pos: int) -> None:
@@ -67,34 +72,42 @@ class _Cursor:
     def pos(self) -> int:
         return self.base + self.unpacker.tell()
 
+    def _type_at(self, pos: int) -> int:
+        start, block = self._peeked
+        if not start <= pos < start + len(block):
+            block = self.mapped.pread(pos, min(READ_SIZE, self.mapped.size - pos), "a msgpack type")
+            self._peeked = start, block = pos, block
+        return block[pos - start]
+
     def value(self, parts: list[str], depth: int) -> Any:
-        where = ".".join(parts) or "the root"
         if depth > MAX_DEPTH:
             raise FormatError(self.shown, f"the record is nested deeper than {MAX_DEPTH} levels at "
                                           f"{'.'.join(parts[:8])}...")
         pos = self.pos
         if pos >= self.mapped.size:
-            raise FormatError(self.shown, f"file is truncated: {where} starts at byte {pos}, the end of the file")
-        kind = self.mapped.pread(pos, 1, "a msgpack type")[0]
+            raise FormatError(self.shown, f"file is truncated: {_where(parts)} starts at byte {pos}, the end of "
+                                          "the file")
+        kind = self._type_at(pos)
         try:
             if 0x80 <= kind <= 0x8F or kind in _MAPS:
                 result = {}
                 for _ in range(self.unpacker.read_map_header()):
                     key = self.value(parts + ["<key>"], depth + 1)
                     if not isinstance(key, (str, int)):
-                        raise FormatError(self.shown, f"{where}: a map key at byte {pos} is not text or a number")
+                        raise FormatError(self.shown, f"{_where(parts)}: a map key at byte {pos} is not text or a "
+                                                      "number")
                     result[key] = self.value(parts + [str(key)], depth + 1)
                 return result
             if 0x90 <= kind <= 0x9F or kind in _ARRAYS:
                 return [self.value(parts + [str(i)], depth + 1) for i in range(self.unpacker.read_array_header())]
             if kind in _BIN_LENGTH:
-                return self._blob(pos, _BIN_LENGTH[kind], where)
+                return self._blob(pos, _BIN_LENGTH[kind], _where(parts))
             return self.unpacker.unpack()
         except FormatError:
             raise
         except _ERRORS as exc:
             problem = "file is truncated" if isinstance(exc, msgpack.OutOfData) else f"not valid msgpack ({exc})"
-            raise FormatError(self.shown, f"{problem} at {where} (byte {pos})") from None
+            raise FormatError(self.shown, f"{problem} at {_where(parts)} (byte {pos})") from None
 
     def _blob(self, pos: int, width: int, where: str) -> Blob:
         length = int.from_bytes(self.mapped.pread(pos + 1, width, f"the length of {where}"), "big")

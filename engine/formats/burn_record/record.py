@@ -8,7 +8,6 @@ found by their pattern (``bincode``).
 
 from __future__ import annotations
 
-import base64
 import math
 import os
 import re
@@ -107,13 +106,16 @@ def metadata_from(path: Path, value: Any) -> Metadata:
 
 
 def param_id(text: str) -> int | None:
-    """Burn's 13-character ParamId text as the u64 Burnpack stores; None for anything else (old UUIDs)."""
+    """Burn's 13-character ParamId text as the u64 Burnpack stores; None for anything else (old UUIDs).
+
+    The text is the u64's 8 little-endian bytes in base32hex, whose digits are Python's base-32
+    digits: 65 bits, the last one padding (which must be zero)."""
     if len(text) != PARAM_ID_CHARS or not _BASE32HEX.fullmatch(text):
         return None
-    raw = base64.b32hexdecode(text.upper() + "===")
-    if base64.b32hexencode(raw).decode().lower().rstrip("=") != text:  # stray bits past the 64th: not Burn's
+    bits = int(text, 32)
+    if bits & 1:  # a stray bit past the 64th: not a spelling Burn writes
         return None
-    return int.from_bytes(raw, "little")
+    return int.from_bytes((bits >> 1).to_bytes(8, "big"), "little")
 
 
 def dtype_by_name(path: Path, where: str, value: Any) -> DType:
