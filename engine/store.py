@@ -86,6 +86,7 @@ class Store:
     """
 
     format: str = ""
+    note: str | None = None  # a caveat a user must know about this file (shown beside its format)
 
     def __init__(self, path: str | os.PathLike, entries: list[TensorEntry], *, metadata: dict[str, str] | None = None,
                  version: str | None = None, scalars: dict[str, Any] | None = None, values: Any = None,

@@ -35,7 +35,7 @@ from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
-FILE_FILTER = "Model files (*.bpk *.safetensors *.json *.pt *.pth *.bin *.ckpt);;All files (*)"
+FILE_FILTER = "Model files (*.bpk *.safetensors *.json *.pt *.pth *.bin *.ckpt *.mpk *.gz);;All files (*)"
 DEFAULT_SIZE = (1280, 800)
 RECIPE_FILTER = "Store Studio recipes (*.recipe.json *.json);;All files (*)"
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question

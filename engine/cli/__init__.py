@@ -15,10 +15,10 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import StoreStudioError
-from . import config, convert, diff, exits, inspect, recipe
+from . import config, convert, diff, exits, inspect, migrate, recipe
 from .exits import UsageError
 
-SUBCOMMANDS = (inspect, convert, diff, recipe, config)
+SUBCOMMANDS = (inspect, convert, diff, recipe, config, migrate)
 COMMANDS = {module.NAME for module in SUBCOMMANDS}
 TRACEBACK_VARIABLE = "STORE_STUDIO_TRACEBACK"
 

@@ -138,12 +138,16 @@ def build_recipe(args: argparse.Namespace, inputs: list[str], modules: dict[str,
     )
 
 
-def open_sources(recipe: Recipe, stack: ExitStack) -> list[Store]:
-    """Open every source; a top-level key on a file that is not a PyTorch checkpoint is an error, not ignored."""
+def open_sources(recipe: Recipe, stack: ExitStack, template: str | None = None) -> list[Store]:
+    """Open every source; a top-level key on a file that is not a PyTorch checkpoint is an error, not ignored.
+
+    ``template`` also names the parameters of Burn Bin records, which have no names of their own.
+    """
     stores = []
     for spec in recipe.sources:
         key = spec.top_level_key or recipe.top_level_key
-        store = stack.enter_context(open_store(spec.path, **({"top_level_key": key} if key else {})))
+        options = {**({"top_level_key": key} if key else {}), **({"template": template} if template else {})}
+        store = stack.enter_context(open_store(spec.path, **options))
         if key and store.format != "pytorch":
             raise FormatError(store.path, f"is a {store.format} file: --top-level-key {key!r} only picks a branch of a "
                                           "PyTorch checkpoint (drop the flag)")
@@ -166,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         recipe.save(args.save_recipe)
         print(f"saved recipe {args.save_recipe}", file=sys.stderr)
     with ExitStack() as stack:
-        stores = open_sources(recipe, stack)
+        stores = open_sources(recipe, stack, recipe.template)
         template = stack.enter_context(open_store(recipe.template)) if recipe.template else None
         result = plan(stores, recipe, template=template)
         if args.dry_run:

@@ -27,6 +27,7 @@ def summary(store: Store) -> dict[str, Any]:
         "file": str(store.path),
         "format": store.format,
         "version": store.version,
+        **({"note": store.note} if store.note else {}),
         "metadata": store.metadata,
         "tensors": [{"name": e.name, "dtype": str(e.dtype), "shape": list(e.shape), "parameters": e.numel,
                      "bytes": e.nbytes, **({"param_id": e.param_id} if e.param_id is not None else {})}
@@ -53,6 +54,8 @@ def print_table(store: Store) -> None:
     header = ("name", "dtype", "shape", "parameters", "size")
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(5)]
     print(f"{store.path.name} · {store.description}")
+    if store.note:
+        print(f"note: {store.note}")
     line = "  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))
     print(line)
     for row in rows:

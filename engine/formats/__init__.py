@@ -12,13 +12,13 @@ from typing import Any
 
 from ..errors import FormatError
 from ..store import Store
-from . import burnpack, pytorch, safetensors
+from . import burn_record, burnpack, pytorch, safetensors
 
 SNIFF_BYTES = 4096
-OPTIONS = {"top_level_key"}  # options some format understands; the others ignore them
+OPTIONS = {"top_level_key", "template"}  # options some format understands; the others ignore them
 
 
-READERS: tuple[ModuleType, ...] = (burnpack, safetensors, pytorch)  # asked in this order
+READERS: tuple[ModuleType, ...] = (burnpack, burn_record, safetensors, pytorch)  # asked in this order
 WRITERS: tuple[ModuleType, ...] = (burnpack, safetensors)
 
 
@@ -43,7 +43,7 @@ def open_store(path: str | os.PathLike, **options: Any) -> Store:
                 return fmt.open(path, **options)
             except RecursionError:  # the last line of defence: every reader caps nesting before this
                 raise FormatError(path, "is nested too deeply to read") from None
-    raise FormatError(path, "not a Burnpack, SafeTensors or PyTorch file (its first bytes match none of them)")
+    raise FormatError(path, "not a Burnpack, SafeTensors, PyTorch file or Burn record (its first bytes match none of them)")
 
 
 def writer(fmt: str) -> ModuleType:

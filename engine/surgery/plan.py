@@ -184,7 +184,7 @@ def carried_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str | None) -
     Metadata travels across formats; what only described the old file (its producer, the recipe
     that made it, its ``format`` unless the output has the same) does not. ``recipe.clear_metadata`` drops it all (burn-store's
     ``clear_metadata``); ``recipe.metadata`` is added by ``Plan.export``. Scalars only survive
-    Burnpack to Burnpack from a single source.
+    to Burnpack from a single Burnpack or Burn record (an optimizer's numbers) source.
     """
     metadata: dict[str, str] = {}
     if not recipe.clear_metadata:
@@ -196,7 +196,7 @@ def carried_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str | None) -
         for key in ("producer", RECIPE_METADATA_KEY):
             metadata.pop(key, None)
     only = stores[0] if len(stores) == 1 else None
-    scalars = only.scalars if only is not None and only.format == "burnpack" and fmt == "burnpack" else None
+    scalars = only.scalars if only is not None and only.format in ("burnpack", "burn-record") and fmt == "burnpack" else None
     return metadata, scalars
 
 

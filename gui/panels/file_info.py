@@ -89,6 +89,8 @@ class FileInfoPanel(QWidget):
         if len(store.files) > 1:
             summary.addRow("Shards", _selectable(f"{len(store.files):,} files"))
         summary.addRow("Format", _selectable(store.description))
+        if store.note:
+            summary.addRow("Note", _selectable(store.note))
         summary.addRow("File size", _selectable(humanize.size(size), tooltip=f"{size:,} bytes"))
         summary.addRow("Tensors", _selectable(humanize.count(totals.tensors)))
         summary.addRow("Parameters", _selectable(humanize.count(totals.params)))

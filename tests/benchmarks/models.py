@@ -43,6 +43,7 @@ class Spec:
 
 
 FULL = {"large": Spec("large", 2048, 9, 16000), "small": Spec("small", 640, 9, 16000)}
+BURN_RECORD = Spec("burn_record", 1408, 9, 16000)  # 1.04 GB of f32, as a NamedMpk record
 QUICK = {"large": Spec("large", 384, 4, 2000), "small": Spec("small", 128, 4, 2000)}
 MANY_FULL, MANY_QUICK = 100_000, 5_000
 
@@ -74,3 +75,43 @@ def write_all(folder: Path, values: dict[str, np.ndarray], stem: str, *, pt: boo
         torch.save({k: torch.from_numpy(v) if v.dtype != np.dtype("bfloat16") else
                     torch.from_numpy(v.view(np.uint16)).view(torch.bfloat16) for k, v in values.items()}, paths["pt"])
     return paths
+
+
+def write_mpk(path: Path, values: dict[str, np.ndarray]) -> Path:
+    """A NamedMpk record as Burn 0.17 wrote one (full precision), streamed so the generator holds one tensor."""
+    import msgpack
+    packer = msgpack.Packer(use_bin_type=True)
+    tree: dict = {}
+    for name, array in values.items():
+        *parents, leaf = name.split(".")
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = array
+    meta = {"float": "f32", "int": "i64", "format": "burn_core::record::file::NamedMpkFileRecorder<burn_core::record::"
+            "settings::FullPrecisionSettings>", "version": "0.17.0", "settings": "FullPrecisionSettings"}
+    ids = iter(range(1, len(values) + 1))
+
+    def write(node: dict | np.ndarray, f) -> None:
+        if isinstance(node, np.ndarray):
+            pid = next(ids).to_bytes(8, "little")
+            f.write(packer.pack_map_header(2) + packer.pack("id") + packer.pack(_base32hex(pid)) + packer.pack("param"))
+            f.write(packer.pack_map_header(3) + packer.pack("bytes") + b"\xc6" + node.nbytes.to_bytes(4, "big"))
+            f.write(np.ascontiguousarray(node).tobytes())
+            f.write(packer.pack("shape") + packer.pack(list(node.shape)) + packer.pack("dtype") + packer.pack("F32"))
+            return
+        f.write(packer.pack_map_header(len(node)))
+        for key, child in node.items():
+            f.write(packer.pack(key))
+            write(child, f)
+
+    with path.open("wb") as f:
+        f.write(packer.pack_map_header(3) + packer.pack("metadata") + packer.pack(meta) + packer.pack("item"))
+        write(tree, f)
+        f.write(packer.pack("_b") + packer.pack(None))
+    return path
+
+
+def _base32hex(raw: bytes) -> str:
+    import base64
+    return base64.b32hexencode(raw).decode().lower().rstrip("=")

@@ -1,6 +1,6 @@
 """Store Studio's speed and memory, measured side by side with the tools users would otherwise use.
 
-    python tests/benchmarks/run.py [--quick] [--json OUT] [--workdir DIR]
+    python tests/benchmarks/run.py [--quick] [--json OUT] [--workdir DIR] [--only burn-records]
 
 Generates its own models, measures everything in this one run (ratios, never absolute times,
 are what a shared machine can compare) and prints a Markdown table with the targets.
@@ -173,6 +173,35 @@ def _convert_rows(rows: list[Row], paths: dict[str, Path], out: Path, largest: i
                             ours.peak_mib <= budget, "MiB"))
 
 
+LIST_IN_CHILD = """
+import sys
+from engine import open_store
+with open_store(sys.argv[1]) as store:
+    [(e.name, e.shape) for e in store.entries]
+"""
+
+
+def bench_burn_record(rows: list[Row], work: Path, quick: bool) -> str:
+    """A Burn NamedMpk record: open+list (time and memory) and its migration to Burnpack against cp."""
+    spec = models.QUICK["large"] if quick else models.BURN_RECORD
+    src = models.write_mpk(work / "burn_record.mpk", models.arrays(spec))
+    gb = src.stat().st_size / 1e9
+    listed = measure.best_of(lambda: list_ours(src))
+    rows.append(Row(f"open+list .mpk ({gb:.2g} GB)", listed.seconds, None, "", "< 0.5 s", listed.seconds < 0.5))
+    memory = measure.child(measure.python(LIST_IN_CHILD, str(src)))
+    rows.append(Row(f"open+list .mpk ({gb:.2g} GB) peak memory", memory.peak_mib, None, "", "< 100 MiB",
+                    memory.peak_mib < 100, "MiB"))
+    with output_folder(work, 3 * src.stat().st_size) as out:
+        dst = out / "burn_record.bpk"
+        cp = measure.child(["cp", str(src), str(out / "copy.bin")], fresh=out / "copy.bin")
+        ours = measure.child([*OURS_CONVERT, str(src), str(dst)], fresh=dst)
+    rows.append(Row(f"convert .mpk -> .bpk ({gb:.2g} GB) vs cp", ours.seconds, cp.seconds, "cp", "<= 1.5x",
+                    ours.seconds <= 1.5 * cp.seconds))
+    rows.append(Row(f"convert .mpk -> .bpk ({gb:.2g} GB) peak memory", ours.peak_mib, None, "", "< 100 MiB",
+                    ours.peak_mib < 100, "MiB"))
+    return f"The record conversion (and cp) wrote to {'a tmpfs (memory)' if out != work else 'disk'}."
+
+
 def bench_surgery(rows: list[Row], folder: Path) -> None:
     """Plan, re-plan after an edit (what the workbench does live), alignment and diff on 10,000 tensors."""
     from engine.surgery import Filter, Recipe, RemapRule, align, diff, plan
@@ -252,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small models: checks the suite works, times mean little")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--workdir", type=Path, help="where to generate models (default: a temporary folder)")
+    parser.add_argument("--only", choices=["burn-records"], help="run only these rows (the machine is shared)")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="store-studio-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -259,6 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         measure.REPEATS.update(in_process=1, child=1)
     try:
+        if args.only == "burn-records":
+            rows = []
+            note = bench_burn_record(rows, work, args.quick)
+            return _report(rows, note, args.json)
         files = {size: models.write_all(work, models.arrays(spec), f"transformer_{size}") for size, spec in specs.items()}
         many = models.write_all(work, models.many_arrays(models.MANY_QUICK if args.quick else models.MANY_FULL),
                                 "many_tensors", pt=False)
@@ -271,13 +305,18 @@ def main(argv: list[str] | None = None) -> int:
         bench_stats(rows, work, args.quick)
         bench_surgery(rows, work)
         bench_gui(rows, many["safetensors"])
+        note += " " + bench_burn_record(rows, work, args.quick)
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
+    return _report(rows, note, args.json)
+
+
+def _report(rows: list[Row], note: str, json_path: Path | None) -> int:
     print(table(rows))
     print(f"\n{note}")
-    if args.json:
-        args.json.write_text(json.dumps([{**asdict(r), "ratio": r.ratio} for r in rows], indent=2))
+    if json_path:
+        json_path.write_text(json.dumps([{**asdict(r), "ratio": r.ratio} for r in rows], indent=2))
     return 0
 
 

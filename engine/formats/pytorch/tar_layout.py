@@ -5,6 +5,8 @@ an element count and the raw bytes, then a pickled list of views ``(key, root, o
 ``tensors``: a pickled count, then per tensor a pickled ``(key, storage_key, tensor_class)``,
 ``ndim`` (i32 plus 4 padding bytes), sizes and strides (i64 each) and the storage offset (i64).
 ``pickle``: the checkpoint, whose persistent ids are tensor or storage keys.
+burn-store's fixtures have no ``tensors`` member and no view list: their ``pickle`` passes
+``('storage', class, key, location, numel)`` tuples straight to ``_rebuild_tensor_v2``.
 The tar is never extracted: storages are mapped straight from the member data.
 """
 
@@ -16,10 +18,11 @@ from typing import Any
 
 from ...errors import FormatError
 from ..mapped import MappedFile
-from .tensors import MAX_DIMS, StorageRef, TensorRef, storage_dtype, tensor
+from .tensors import MAX_DIMS, StorageRef, TensorRef, storage_dtype, storage_from_pid, tensor
 from .unpickler import PickleStream, load as unpickle
 
 MEMBERS = ("sys_info", "storages", "tensors", "pickle")
+OPTIONAL = ("tensors",)  # absent in the layout burn-store's fixtures use
 
 
 def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
@@ -28,6 +31,10 @@ def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
     sys_info = unpickle(_stream(mapped, members["sys_info"], "sys_info"))
     little = not isinstance(sys_info, dict) or sys_info.get("little_endian", True) is not False
     storages = _storages(mapped, _stream(mapped, members["storages"], "storages"), little)
+    if "tensors" not in members:
+        root = unpickle(_stream(mapped, members["pickle"], "pickle"), lambda pid: _by_tuple(path, pid, storages),
+                        tuple_ids=True)
+        return root, {"byteorder": "little" if little else "big"}
     tensors = _tensors(mapped, _stream(mapped, members["tensors"], "tensors"), storages)
 
     def persistent_load(pid: Any) -> Any:
@@ -53,6 +60,8 @@ def _members(mapped: MappedFile) -> dict[str, tarfile.TarInfo]:
         raise FormatError(mapped.path, f"not a readable tar archive: {exc}") from None
     for name in MEMBERS:
         member = found.get(name)
+        if member is None and name in OPTIONAL:
+            continue
         if member is None or not member.isreg():
             raise FormatError(mapped.path, f"tar archive has no '{name}' member: not a PyTorch checkpoint")
         if member.offset_data + member.size > mapped.size:
@@ -81,7 +90,7 @@ def _storages(mapped: MappedFile, stream: PickleStream, little: bool) -> dict[st
                              big_endian=not little)
         stream.skip(storage.nbytes)
         storages[storage.key] = storage
-    views = unpickle(stream)
+    views = unpickle(stream) if stream.pos < stream.end else []  # burn-store's fixtures end here
     for view in views if isinstance(views, list) else [views]:
         if not isinstance(view, tuple) or len(view) != 4 or str(view[1]) not in storages:
             raise FormatError(path, f"storage view {view!r:.80} is not (key, known root key, offset, size)")
@@ -93,6 +102,18 @@ def _storages(mapped: MappedFile, stream: PickleStream, little: bool) -> dict[st
                                         file_offset=root.file_offset + ref.offset * ref.itemsize,  # type: ignore[operator]
                                         big_endian=root.big_endian)
     return storages
+
+
+def _by_tuple(path: Any, pid: Any, storages: dict[str, StorageRef]) -> StorageRef:
+    """A ``('storage', class, key, location, numel)`` tuple, checked against the storage it names."""
+    wanted, _ = storage_from_pid(path, pid, legacy=False)
+    found = storages.get(wanted.key)
+    if found is None:
+        raise FormatError(path, f"the checkpoint refers to storage {wanted.key!r:.40}, which the archive does not hold")
+    if found.dtype != wanted.dtype or found.nbytes < wanted.nbytes:
+        raise FormatError(path, f"storage {wanted.key} holds {found.nbytes} bytes of {found.dtype} but the checkpoint "
+                                f"says {wanted.nbytes} bytes of {wanted.dtype}")
+    return found
 
 
 def _tensors(mapped: MappedFile, stream: PickleStream, storages: dict[str, StorageRef]) -> dict[str, TensorRef]:

@@ -110,16 +110,21 @@ class _Mark:
     """The MARK opcode's stack sentinel."""
 
 
-def load(stream: PickleStream, persistent_load: PersistentLoad | None = None) -> Any:
-    """Interpret one pickle from ``stream`` (which is left just after its STOP)."""
-    return _Machine(stream, persistent_load).run()
+def load(stream: PickleStream, persistent_load: PersistentLoad | None = None, *, tuple_ids: bool = False) -> Any:
+    """Interpret one pickle from ``stream`` (which is left just after its STOP).
+
+    ``tuple_ids``: the layout names storages by plain ``('storage', ...)`` tuples passed to the
+    rebuild functions (burn-store's tar fixtures), which go through ``persistent_load`` too.
+    """
+    return _Machine(stream, persistent_load, tuple_ids).run()
 
 
 class _Machine:
-    def __init__(self, stream: PickleStream, persistent_load: PersistentLoad | None):
+    def __init__(self, stream: PickleStream, persistent_load: PersistentLoad | None, tuple_ids: bool = False):
         self.stream = stream
         self.path = stream.path
         self.persistent_load = persistent_load
+        self.tuple_ids = tuple_ids
         self.stack: list[Any] = []
         self.marks: list[int] = []
         self.memo: dict[int, Any] = {}
@@ -235,6 +240,8 @@ class _Machine:
             for item in (args[0] if args and isinstance(args[0], (list, tuple)) else ()):
                 self.hashed(args, item[0] if target.qualname == "collections.OrderedDict" and isinstance(item, tuple)
                             and item else item)
+        if self.tuple_ids and args and isinstance(args[0], tuple) and args[0][:1] == ("storage",):
+            args = (self.persistent(args[0]), *args[1:])
         result = target.call(self.path, args)
         # What a stand-in builds holds at most its arguments: count it one level deeper.
         return self.built(result, args) if type(result) in _NESTED else result

@@ -35,7 +35,7 @@ from gui.workbench.panels.adapters import WHOLE_FILE, top_level_keys
 from gui.workbench.panels.base import DocumentPanel
 from gui.workers import Failure, TaskRunner
 
-FILE_FILTER = "Model files (*.bpk *.safetensors *.pt *.pth *.bin *.ckpt);;All files (*)"
+FILE_FILTER = "Model files (*.bpk *.safetensors *.pt *.pth *.bin *.ckpt *.mpk *.json *.gz);;All files (*)"
 
 
 class SourcesPanel(DocumentPanel):
