@@ -39,6 +39,8 @@ def test_starts_with_the_tabs_store_as_the_only_source_and_plans_it(qtbot, docum
     assert document.stores == [cnn]
     assert [s.path for s in document.recipe.sources] == [str(cnn.path)]
     assert result.names == plan([cnn], document.recipe).names
+    assert result.names == cnn.names and len(result.names) == 16  # an empty recipe keeps every tensor, in order
+    assert all(t.read().tobytes() == cnn.read(t.name).tobytes() for t in result.tensors)
     assert not document.is_modified
 
 

@@ -250,9 +250,13 @@ def test_copy_as_puts_the_engine_printers_text_on_the_clipboard(window: MainWind
     document.add_remap("fc", "head")
     window.actions.copy_cli.trigger()
     assert QGuiApplication.clipboard().text() == as_cli(document.recipe)
+    assert QGuiApplication.clipboard().text() == f"store-studio convert {SAMPLE_PT} OUT --remap fc head"
     window.actions.copy_rust.trigger()
     assert QGuiApplication.clipboard().text() == as_rust(document.recipe)
-    assert "with_key_remapping" in QGuiApplication.clipboard().text()
+    assert QGuiApplication.clipboard().text() == (f'let mut store = PytorchStore::from_file(r"{SAMPLE_PT}")\n'
+                                                  '    .with_key_remapping(r"fc", r"head")\n'
+                                                  '    .map_indices_contiguous(false);\n'
+                                                  'let result = model.load_from(&mut store)?;')
 
 
 def test_f5_reruns_the_preview(window: MainWindow, surgery, qtbot):
