@@ -20,20 +20,7 @@ from gui.main_window import MainWindow
 from gui.models.tree_model import NODE_ROLE, Column
 
 
-def pytorch_reader_missing() -> str | None:
-    """Why .pt files cannot be opened yet, or None once the PyTorch reader has landed."""
-    try:
-        from engine.formats import pytorch
-    except ImportError:
-        return "the PyTorch reader (engine/formats/pytorch) has not landed yet"
-    if not (hasattr(pytorch, "sniff") and hasattr(pytorch, "open")):
-        return "the PyTorch reader (engine/formats/pytorch) is not complete yet (no sniff/open)"
-    return None
-
-
-PT_MISSING = pytorch_reader_missing()
-FORMATS = [pytest.param("bpk"), pytest.param("safetensors"),
-           pytest.param("pt", marks=pytest.mark.skipif(PT_MISSING is not None, reason=PT_MISSING or ""))]
+FORMATS = ["bpk", "safetensors", "pt"]
 
 
 CONFIG_PT = Path(__file__).resolve().parent.parent / "fixtures" / "burn-pytorch-tests" / "config" / "weights_with_config.pt"
@@ -259,7 +246,6 @@ def test_file_panel_shows_format_metadata_and_totals(window: MainWindow, open_vi
     assert any(t.startswith(f"{view.store.total_params:,}  (100.0%)") for t in texts)  # parameters by dtype
 
 
-@pytest.mark.skipif(PT_MISSING is not None, reason=PT_MISSING or "")
 def test_pytorch_values_show_as_a_tree_and_copy_as_json(window: MainWindow, open_view, qtbot):
     view = open_view(CONFIG_PT)
     panel = view.file_info
