@@ -43,3 +43,28 @@ def test_a_failing_task_reports_the_engine_message_and_the_busy_state_follows(qa
     assert failure.message == "x.pt: the pickle is truncated"
     assert isinstance(failure.error, FormatError) and "Traceback" in failure.details
     assert busy == [True, False]
+
+
+def test_a_threading_trace_hook_reaches_the_work_on_pool_threads(qapp, qtbot):
+    """Coverage (and debuggers) trace new threads through threading.settrace; Qt's pool threads get it too."""
+    seen = []
+
+    def hook(frame, event, arg):
+        if frame.f_code.co_name == "traced_work":
+            seen.append(threading.get_ident())
+        return None
+
+    def traced_work(cancelled):
+        return threading.get_ident()
+
+    previous = threading.gettrace()
+    pool = QThreadPool()
+    runner, results = TaskRunner(pool=pool), []
+    threading.settrace(hook)
+    try:
+        runner.run(traced_work, results.append)
+        qtbot.waitUntil(lambda: bool(results), timeout=10_000)
+    finally:
+        threading.settrace(previous)
+        pool.waitForDone(10_000)
+    assert results[0] != threading.get_ident() and seen == results
