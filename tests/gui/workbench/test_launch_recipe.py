@@ -24,3 +24,66 @@ def test_a_missing_recipe_fails_the_screenshot(qapp, tmp_path: Path):
     out = tmp_path / "workbench.png"
     assert main([str(SAMPLE_PT), "--recipe", str(tmp_path / "nope.json"), "--screenshot", str(out)]) == 1
     assert not out.exists()
+
+
+def run_window(argv: list[str], inspect) -> int:
+    """``gui.app.main`` as a user starts it (its own event loop); ``inspect(window)`` runs once the window is
+    idle with its file open and the workbench planned, records what it sees, and the window is then closed so
+    that main returns."""
+    from PySide6.QtCore import QThreadPool, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from gui.main_window import MainWindow
+
+    deadline = [200]  # polls of 50 ms
+    earlier = set(QApplication.topLevelWidgets())  # windows of earlier tests may linger until deleted
+
+    def poll() -> None:
+        window = next((w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w not in earlier),
+                      None)
+        view = window.current_view() if window is not None else None
+        ready = view is not None and view.document is not None and not view.document.busy and window.is_idle()
+        deadline[0] -= 1
+        if not ready and deadline[0] > 0:
+            QTimer.singleShot(50, poll)
+            return
+        try:
+            inspect(window)
+        finally:
+            if window is not None:
+                window.close()
+            QApplication.quit()
+
+    QTimer.singleShot(0, poll)
+    code = main(argv)
+    QThreadPool.globalInstance().waitForDone(10_000)
+    return code
+
+
+def test_the_interactive_window_applies_select_recipe_and_dock(qapp, tmp_path: Path):
+    seen = {}
+
+    def inspect(window) -> None:
+        view = window.current_view()
+        seen["file"] = view.path.name
+        seen["selected"] = view.current_node().path
+        seen["recipe"] = view.document.path.name if view.document and view.document.path else None
+        seen["dock"] = window.docks["adapters"].isVisible() and not window.docks["adapters"].visibleRegion().isEmpty()
+        seen["adapters"] = view.document.recipe.adapters if view.document else None
+
+    code = run_window([str(SAMPLE_PT), "--select", "fc1.weight", "--recipe", str(RECIPE), "--dock", "adapters"],
+                      inspect)
+    assert code == 0
+    assert seen == {"file": "sample_cnn.pt", "selected": "fc1.weight", "recipe": RECIPE.name, "dock": True,
+                    "adapters": ("pytorch-to-burn",)}
+
+
+def test_the_interactive_window_reports_an_unknown_selection_in_the_status_bar(qapp):
+    seen = {}
+
+    def inspect(window) -> None:
+        seen["status"] = window.statusBar().currentMessage()
+        seen["surgery"] = window.current_view().document is not None
+
+    assert run_window([str(SAMPLE_PT), "--select", "no.such.tensor", "--dock", "remap"], inspect) == 0
+    assert seen == {"status": "sample_cnn.pt has no tensor or group named 'no.such.tensor'", "surgery": True}
