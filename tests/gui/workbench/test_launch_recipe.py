@@ -26,15 +26,19 @@ def test_a_missing_recipe_fails_the_screenshot(qapp, tmp_path: Path):
     assert not out.exists()
 
 
-def run_window(argv: list[str], inspect) -> int:
-    """``gui.app.main`` as a user starts it (its own event loop); ``inspect(window)`` runs once the window is
-    idle with its file open and the workbench planned, records what it sees, and the window is then closed so
-    that main returns."""
-    from PySide6.QtCore import QThreadPool, QTimer
+def run_window(argv: list[str], inspect, monkeypatch) -> int:
+    """``gui.app.main`` as a user starts it; ``inspect(window)`` runs once the window is idle with its file open
+    and the workbench planned, records what it sees, and the window is then closed so that main returns.
+
+    The application's event loop is replaced by a local one: ending a real ``QApplication.exec`` would leave
+    Qt's quit flag set, and every later test's event loop would return at once."""
+    from PySide6.QtCore import QEventLoop, QThreadPool, QTimer
     from PySide6.QtWidgets import QApplication
 
     from gui.main_window import MainWindow
 
+    loop = QEventLoop()
+    monkeypatch.setattr(QApplication, "exec", lambda self: loop.exec())
     deadline = [200]  # polls of 50 ms
     earlier = set(QApplication.topLevelWidgets())  # windows of earlier tests may linger until deleted
 
@@ -52,7 +56,7 @@ def run_window(argv: list[str], inspect) -> int:
         finally:
             if window is not None:
                 window.close()
-            QApplication.quit()
+            loop.exit(0)
 
     QTimer.singleShot(0, poll)
     code = main(argv)
@@ -60,7 +64,7 @@ def run_window(argv: list[str], inspect) -> int:
     return code
 
 
-def test_the_interactive_window_applies_select_recipe_and_dock(qapp, tmp_path: Path):
+def test_the_interactive_window_applies_select_recipe_and_dock(qapp, monkeypatch):
     seen = {}
 
     def inspect(window) -> None:
@@ -72,18 +76,18 @@ def test_the_interactive_window_applies_select_recipe_and_dock(qapp, tmp_path: P
         seen["adapters"] = view.document.recipe.adapters if view.document else None
 
     code = run_window([str(SAMPLE_PT), "--select", "fc1.weight", "--recipe", str(RECIPE), "--dock", "adapters"],
-                      inspect)
+                      inspect, monkeypatch)
     assert code == 0
     assert seen == {"file": "sample_cnn.pt", "selected": "fc1.weight", "recipe": RECIPE.name, "dock": True,
                     "adapters": ("pytorch-to-burn",)}
 
 
-def test_the_interactive_window_reports_an_unknown_selection_in_the_status_bar(qapp):
+def test_the_interactive_window_reports_an_unknown_selection_in_the_status_bar(qapp, monkeypatch):
     seen = {}
 
     def inspect(window) -> None:
         seen["status"] = window.statusBar().currentMessage()
         seen["surgery"] = window.current_view().document is not None
 
-    assert run_window([str(SAMPLE_PT), "--select", "no.such.tensor", "--dock", "remap"], inspect) == 0
+    assert run_window([str(SAMPLE_PT), "--select", "no.such.tensor", "--dock", "remap"], inspect, monkeypatch) == 0
     assert seen == {"status": "sample_cnn.pt has no tensor or group named 'no.such.tensor'", "surgery": True}
