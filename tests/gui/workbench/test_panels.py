@@ -377,9 +377,12 @@ def test_a_source_that_cannot_be_opened_says_why_and_changes_nothing(window: Mai
     broken = tmp_path / "broken.safetensors"
     broken.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{nope}  ")
     window.panels["sources"].add_file(broken)
-    qtbot.waitUntil(lambda: any(w.objectName() == ERROR_DIALOG and w.isVisible()
-                                for w in QApplication.topLevelWidgets()), timeout=10_000)
-    box = next(w for w in QApplication.topLevelWidgets() if w.objectName() == ERROR_DIALOG and w.isVisible())
+
+    def shown() -> list[QMessageBox]:  # this window's own: other tests' windows may linger until deleted
+        return [box for box in window.findChildren(QMessageBox, ERROR_DIALOG) if box.isVisible()]
+
+    qtbot.waitUntil(lambda: bool(shown()), timeout=10_000)
+    [box] = shown()
     assert box.text() == "Store Studio could not add broken.safetensors."
     assert box.informativeText().startswith("Broken.safetensors: ")
     assert len(document.stores) == 1 and not document.is_modified
