@@ -110,6 +110,10 @@ def test_casts_apply_to_floats_of_chosen_module_types(tmp_path):
     assert result.tensors[0].operations == ["cast F32 -> F16"]
     with open_store(result.export(tmp_path / "half.safetensors")) as out:
         assert out.entry("enc.0.weight").nbytes == 24
+        source = model()
+        for name in ("enc.0.weight", "dec.weight"):  # by hand: numpy's own float32 -> float16 rounding
+            assert out.read(name).tobytes() == source.read(name).astype(np.float16).tobytes()
+        assert out.read("enc.ln.weight").tobytes() == source.read("enc.ln.weight").tobytes()
     assert diff(result, open_store(tmp_path / "half.safetensors")).all_identical
 
 
