@@ -8,6 +8,7 @@ Coverage is on by default (pyproject's addopts) and includes the Qt worker threa
 installs coverage's thread hook in each task). After a run of the whole suite (``pytest`` with no paths,
 nothing deselected) each package's share of lines covered is printed and checked against
 ``COVERAGE_FLOOR``; runs of a few files are not held to it. ``pytest --no-cov`` skips measuring.
+Coverage pauses during ``COST_TESTS``, whose lines smaller tests cover too.
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ settings.load_profile("ci" if os.environ.get("CI", "").lower() == "true" else "d
 ROOT = Path(__file__).resolve().parents[1]
 COVERAGE_FLOOR = 90.0  # percent of lines, for each package on its own
 PACKAGES = ("engine", "gui")
-
-
 SHARES = pytest.StashKey[dict]()
 # Tests of cost at scale (100,000 names, 10,000 tensors): smaller tests cover the same lines, and tracing
 # them only doubles their time, so coverage pauses while they run (pytest-cov's no_cover mark).
@@ -38,9 +37,13 @@ COST_TESTS = frozenset({"test_builds_a_100000_name_tree", "test_100000_tensors_c
                         "test_more_tensors_than_burn_allows_is_refused_before_reading_them"})
 
 
+def coverage_controller(config: pytest.Config):
+    """pytest-cov's controller while this run measures coverage, else None (``--no-cov``)."""
+    return getattr(config.pluginmanager.get_plugin("_cov"), "cov_controller", None)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    controller = getattr(config.pluginmanager.get_plugin("_cov"), "cov_controller", None)
-    if controller is None:  # --no-cov: pytest-cov would fail on the mark
+    if coverage_controller(config) is None:  # pytest-cov fails on its own mark under --no-cov
         return
     for item in items:
         if item.name in COST_TESTS:
@@ -74,9 +77,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 
 def coverage_by_package(config: pytest.Config) -> dict[str, float] | None:
     """Each package's percentage of lines covered in this run, or None when coverage was not measured."""
-    plugin = config.pluginmanager.get_plugin("_cov")
-    controller = getattr(plugin, "cov_controller", None)
-    cov = getattr(controller, "cov", None)
+    cov = getattr(coverage_controller(config), "cov", None)
     if cov is None:
         return None
     from coverage.exceptions import NoDataError
