@@ -2,10 +2,14 @@
 
 Worker threads only run plain engine functions; results, failures and cancellations come back as queued
 signals to the runner (a QObject living on the UI thread), which then calls the caller's callbacks there.
+
+QThreadPool threads are not started by ``threading``, so a trace hook set with ``threading.settrace``
+(coverage, debuggers) never reaches them; each task installs that hook itself, as ``threading.Thread`` does.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import traceback
@@ -51,6 +55,12 @@ class Task(QRunnable):
         return self._cancel.is_set()
 
     def run(self) -> None:
+        hook = threading.gettrace()
+        if hook is not None and sys.gettrace() is None:
+            sys.settrace(hook)  # traces the frames below, not this one
+        self._run()
+
+    def _run(self) -> None:
         try:
             result = self._work(self.is_cancelled)
         except BaseException as exc:  # a worker must never take the process down

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import importlib
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -93,6 +94,24 @@ def test_stale_partials_of_killed_exports_are_cleaned(tmp_path):
     stale.write_bytes(b"torn")
     export(model().entries, tmp_path / "out.bpk")
     assert not stale.exists()
+
+
+def test_a_partial_owned_by_a_live_process_survives_another_export_to_the_same_folder(tmp_path):
+    """Another export still writing (a child, this process, or a process of another user: pid 1) keeps its partial."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        owners = {"child": live.pid, "self": os.getpid(), "init": 1, "dead": dead.pid}
+        files = {who: tmp_path / f".out.bpk.{pid}-{i:08x}.partial" for i, (who, pid) in enumerate(owners.items())}
+        for who, path in files.items():
+            path.write_bytes(who.encode())
+        export(model().entries, tmp_path / "out.bpk")
+        assert {who for who, path in files.items() if path.exists()} == {"child", "self", "init"}
+        assert files["child"].read_bytes() == b"child"  # untouched, not only present
+    finally:
+        live.kill()
+        live.wait()
 
 
 def test_duplicate_names_are_refused(tmp_path):

@@ -3,35 +3,24 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QCoreApplication, QMimeData, QPointF, Qt, QThreadPool, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication
 from PySide6.QtWidgets import QMessageBox, QPushButton
 
 from engine import open_store
 from engine.samples import SAMPLES
 from gui.dialogs import ERROR_DIALOG
+from gui.panels import details as details_module
 from gui.main_window import MainWindow
 from gui.models.tree_model import NODE_ROLE, Column
 
 
-def pytorch_reader_missing() -> str | None:
-    """Why .pt files cannot be opened yet, or None once the PyTorch reader has landed."""
-    try:
-        from engine.formats import pytorch
-    except ImportError:
-        return "the PyTorch reader (engine/formats/pytorch) has not landed yet"
-    if not (hasattr(pytorch, "sniff") and hasattr(pytorch, "open")):
-        return "the PyTorch reader (engine/formats/pytorch) is not complete yet (no sniff/open)"
-    return None
-
-
-PT_MISSING = pytorch_reader_missing()
-FORMATS = [pytest.param("bpk"), pytest.param("safetensors"),
-           pytest.param("pt", marks=pytest.mark.skipif(PT_MISSING is not None, reason=PT_MISSING or ""))]
+FORMATS = ["bpk", "safetensors", "pt"]
 
 
 CONFIG_PT = Path(__file__).resolve().parent.parent / "fixtures" / "burn-pytorch-tests" / "config" / "weights_with_config.pt"
@@ -210,13 +199,34 @@ def test_selecting_a_group_shows_its_totals_and_module(window: MainWindow, open_
     assert details.stats_box.isHidden()
 
 
-def test_a_new_selection_replaces_running_statistics(window: MainWindow, open_view, qtbot):
+def test_statistics_that_arrive_after_the_selection_changed_are_ignored(window: MainWindow, open_view, qtbot,
+                                                                       monkeypatch):
+    """fc1.weight's statistics are computed and on their way (a queued signal) when conv1.bias is selected:
+    they must not be shown, nor replace conv1.bias's, which the test releases only afterwards."""
+    release = {"fc1.weight": threading.Event(), "conv1.bias": threading.Event()}
+    release["fc1.weight"].set()
+    real = details_module.stats_for
+
+    def controlled(entry, cancel):
+        assert release[entry.name].wait(10), "the test never released this worker"
+        return real(entry, cancel=cancel)
+
+    monkeypatch.setattr(details_module, "stats_for", controlled)
     view = open_view(_sample("bpk"))
+    details = view.details
     view.select("fc1.weight")
+    assert QThreadPool.globalInstance().waitForDone(10_000)  # fc1.weight's answer is queued, not yet delivered
     view.select("conv1.bias")
-    qtbot.waitUntil(lambda: view.details.stats is not None, timeout=10_000)
-    qtbot.wait(200)  # a late answer for fc1.weight must not replace it
-    assert view.details.stats.count == 16
+    QCoreApplication.processEvents()  # delivers the late answer for fc1.weight
+    QCoreApplication.processEvents()
+    assert details.stats is None
+    assert details.stats_status.text() == "Computing statistics of 16 values…"
+    assert details.progress.isVisibleTo(details)
+    release["conv1.bias"].set()
+    qtbot.waitUntil(lambda: details.stats is not None, timeout=10_000)
+    with open_store(_sample("bpk")) as store:
+        bias = store.read("conv1.bias").astype(np.float64)
+    assert (details.stats.count, details.stats.min, details.stats.max) == (16, bias.min(), bias.max())
 
 
 def test_copy_name_puts_the_full_path_on_the_clipboard(window: MainWindow, open_view):
@@ -236,7 +246,6 @@ def test_file_panel_shows_format_metadata_and_totals(window: MainWindow, open_vi
     assert any(t.startswith(f"{view.store.total_params:,}  (100.0%)") for t in texts)  # parameters by dtype
 
 
-@pytest.mark.skipif(PT_MISSING is not None, reason=PT_MISSING or "")
 def test_pytorch_values_show_as_a_tree_and_copy_as_json(window: MainWindow, open_view, qtbot):
     view = open_view(CONFIG_PT)
     panel = view.file_info

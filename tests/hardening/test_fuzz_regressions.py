@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engine import FormatError, open_store
-from fuzzing import Worker, pytorch_helpers, check_input, pytorch_available
+from fuzzing import Worker, pytorch_helpers, check_input
 
 FOUND = Path(__file__).parent / "regressions"
 
@@ -96,7 +96,6 @@ def test_saved_fuzzer_input_keeps_the_property(path: Path) -> None:
     assert not result.failed, f"{result.kind} {result.signature}\n{result.detail}"
 
 
-@pytest.mark.skipif(pytorch_available() is not None, reason="engine/formats/pytorch has not landed")
 @pytest.mark.parametrize("offset, size, stride, message", [
     (-10**5000, (2,), (1,), "an integer of 2077 bytes, over the limit"),
     (0, (2,), (2**64,), "65-bit number"),
@@ -111,7 +110,6 @@ def test_forged_pytorch_view_numbers_are_refused_with_a_clear_format_error(offse
         open_store(path)
 
 
-@pytest.mark.skipif(pytorch_available() is not None, reason="engine/formats/pytorch has not landed")
 def test_a_forged_stride_on_a_size_one_dim_reads_because_it_never_steps(tmp_path: Path) -> None:
     """Hypothesis found a 2**62 stride on a size-1 dim overflowing numpy's byte strides (a ValueError)."""
     helpers = pytorch_helpers()

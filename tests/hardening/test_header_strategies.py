@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from engine import open_store
-from fuzzing import check_input, pytorch_available, pytorch_helpers, to_json
+from fuzzing import check_input, pytorch_helpers, to_json
 
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=150, deadline=None,  # derandomized in CI by the profile in tests/conftest.py
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 HUGE = st.sampled_from([2**31, 2**32, 2**53, 2**62, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**30])
@@ -100,7 +100,6 @@ def views(draw: st.DrawFn) -> tuple[int, int, int, tuple, tuple]:
     return numel, stored, offset, size, stride
 
 
-@pytest.mark.skipif(pytorch_available() is not None, reason="engine/formats/pytorch has not landed")
 @SETTINGS
 @given(view=views(), layout=st.sampled_from(["zip", "legacy"]))
 def test_forged_pytorch_views_read_only_their_storage_or_raise_format_error(view: tuple, layout: str) -> None:

@@ -68,7 +68,11 @@ def test_header_is_padded_with_spaces_to_eight_bytes(tmp_path):
     export(ArrayStore({"abc": np.zeros(1, np.float32)}).entries, tmp_path / "x.safetensors")
     raw = (tmp_path / "x.safetensors").read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
-    assert n % 8 == 0 and raw[8:8 + n].decode().endswith((" ", "}"))
+    header = raw[8:8 + n].decode()
+    text = header.rstrip(" ")
+    assert n % 8 == 0 and n - len(text) == -len(text) % 8  # only spaces, and no more than needed
+    assert json.loads(text)["abc"] == {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}
+    assert raw[8 + n:] == bytes(4)
 
 
 def test_newer_dtypes_are_listed_not_decoded(tmp_path):

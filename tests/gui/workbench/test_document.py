@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QThreadPool
+from PySide6.QtCore import QCoreApplication, QThreadPool
 
 from engine import ArrayStore, open_store
 from engine.samples import SAMPLES
@@ -39,6 +40,8 @@ def test_starts_with_the_tabs_store_as_the_only_source_and_plans_it(qtbot, docum
     assert document.stores == [cnn]
     assert [s.path for s in document.recipe.sources] == [str(cnn.path)]
     assert result.names == plan([cnn], document.recipe).names
+    assert result.names == cnn.names and len(result.names) == 16  # an empty recipe keeps every tensor, in order
+    assert all(t.read().tobytes() == cnn.read(t.name).tobytes() for t in result.tensors)
     assert not document.is_modified
 
 
@@ -157,3 +160,31 @@ def test_a_10000_tensor_plan_follows_each_edit(qtbot, qapp):
     finally:
         doc.close()
         QThreadPool.globalInstance().waitForDone(10_000)
+
+
+def test_a_plan_that_arrives_after_a_newer_edit_is_ignored(qtbot, document, monkeypatch):
+    """The plan for remap 'A' is finished and on its way (a queued signal) when remap 'B' replaces it: the
+    document must neither show it nor stop waiting for B's plan, which the test releases only afterwards."""
+    import gui.workbench.document as document_module
+    settled(qtbot, document)
+    release_b = threading.Event()
+    real = document_module.plan
+
+    def controlled(stores, recipe, **kwargs):
+        if recipe.remaps and recipe.remaps[0].replacement == "B":
+            assert release_b.wait(10), "the test never released B's plan"
+        return real(stores, recipe, **kwargs)
+
+    monkeypatch.setattr(document_module, "plan", controlled)
+    document.push(document.recipe.with_changes(remaps=(RemapRule("^fc1", "A"),)), "A")
+    document.replan()
+    assert QThreadPool.globalInstance().waitForDone(10_000)  # A's plan is queued, not yet delivered
+    document.push(document.recipe.with_changes(remaps=(RemapRule("^fc1", "B"),)), "B")
+    document.replan()
+    QCoreApplication.processEvents()
+    QCoreApplication.processEvents()
+    assert "A.weight" not in document.plan.names and "fc1.weight" in document.plan.names
+    assert document.busy
+    release_b.set()
+    result = settled(qtbot, document)
+    assert {"B.weight", "B.bias"} <= set(result.names) and "A.weight" not in result.names

@@ -78,6 +78,11 @@ def test_exports_the_plan_to_burnpack_with_edited_metadata(window, sample_docume
         expected = [(t.name, t.dtype, t.shape) for t in plan.tensors]
         assert [(e.name, e.dtype, e.shape) for e in written.entries] == expected
         assert diff(plan, written).all_identical
+        # independently: the Burn layout make_samples.py wrote by hand, plus the int buffers the adapter keeps
+        with open_store(SAMPLES / "sample_cnn.bpk") as burn:
+            assert sorted(written.names) == sorted(burn.names + ["norm1.num_batches_tracked", "norm2.num_batches_tracked"])
+            for name in burn.names:
+                assert np.ascontiguousarray(written.read(name)).tobytes() == burn.read(name).tobytes(), name
         assert written.metadata["author"] == "Ada"
         assert written.metadata["producer"] == "store-studio tests"
         assert "source_files" not in written.metadata

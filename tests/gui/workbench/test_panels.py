@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QComboBox, QMessageBox
 
-from engine import ArrayStore
+from engine import ArrayStore, open_store
 from engine.surgery import Filter, Recipe, RemapRule
 from engine.surgery.printers import as_cli, as_rust
 from gui.main_window import MainWindow
@@ -221,7 +221,9 @@ def test_save_and_open_recipe_round_trip(window: MainWindow, surgery, qtbot, tmp
     assert window.isWindowModified()
     target = tmp_path / "mine.recipe.json"
     monkeypatch.setattr("gui.main_window.QFileDialog.getSaveFileName", lambda *a, **k: (str(target), ""))
-    assert window.actions.save_recipe.trigger() is None and target.exists()
+    window.actions.save_recipe.trigger()
+    written = Recipe.load(target)
+    assert (written.remaps, written.adapters) == ((RemapRule("^fc", "head"),), ("pytorch-to-burn",))
     assert not document.is_modified and not window.isWindowModified()
     saved = document.recipe
     document.add_remap("conv", "c")
@@ -250,9 +252,13 @@ def test_copy_as_puts_the_engine_printers_text_on_the_clipboard(window: MainWind
     document.add_remap("fc", "head")
     window.actions.copy_cli.trigger()
     assert QGuiApplication.clipboard().text() == as_cli(document.recipe)
+    assert QGuiApplication.clipboard().text() == f"store-studio convert {SAMPLE_PT} OUT --remap fc head"
     window.actions.copy_rust.trigger()
     assert QGuiApplication.clipboard().text() == as_rust(document.recipe)
-    assert "with_key_remapping" in QGuiApplication.clipboard().text()
+    assert QGuiApplication.clipboard().text() == (f'let mut store = PytorchStore::from_file(r"{SAMPLE_PT}")\n'
+                                                  '    .with_key_remapping(r"fc", r"head")\n'
+                                                  '    .map_indices_contiguous(false);\n'
+                                                  'let result = model.load_from(&mut store)?;')
 
 
 def test_f5_reruns_the_preview(window: MainWindow, surgery, qtbot):
@@ -266,18 +272,14 @@ def test_f5_reruns_the_preview(window: MainWindow, surgery, qtbot):
 
 
 def test_export_and_diff_actions_reach_the_colleagues_modules(window: MainWindow, surgery, qtbot, monkeypatch):
-    import gui.workbench as workbench
+    from gui.workbench.diff_panel import DiffPanel
     document = surgery()
     calls = []
-    exists = (Path(workbench.__file__).parent / "export_dialog.py").exists()
-    if exists:
-        monkeypatch.setattr("gui.workbench.export_dialog.run_export", lambda w, d: calls.append((w, d)))
-        window.actions.export.trigger()
-        assert calls == [(window, document)]
-    if (Path(workbench.__file__).parent / "diff_panel.py").exists():
-        from gui.workbench.diff_panel import DiffPanel
-        window.actions.diff.trigger()
-        assert isinstance(window.diff_dock.widget(), DiffPanel) and window.diff_dock.isVisible()
+    monkeypatch.setattr("gui.workbench.export_dialog.run_export", lambda w, d: calls.append((w, d)))
+    window.actions.export.trigger()
+    assert calls == [(window, document)]
+    window.actions.diff.trigger()
+    assert isinstance(window.diff_dock.widget(), DiffPanel) and window.diff_dock.isVisible()
     QApplication.processEvents()
 
 
@@ -292,3 +294,96 @@ def test_a_predicate_group_from_a_recipe_file_survives_other_filter_edits(window
     settle(qtbot, document)
     assert document.recipe.filter == Filter(where=(group,), exclude=("bias",))
     assert sorted(document.plan.names) == ["conv1.weight", "conv2.weight", "fc1.weight"]
+
+
+def test_editing_a_remap_rule_in_its_cell_replans_and_a_broken_edit_is_refused(window: MainWindow, surgery, qtbot):
+    from gui.workbench.panels.remap import HITS, PATTERN, REPLACEMENT
+    document = surgery()
+    panel = window.panels["remap"]
+    document.add_remap("^fc1", "head1")
+    settle(qtbot, document)
+    assert not panel.model.flags(panel.model.index(0, HITS)) & Qt.ItemFlag.ItemIsEditable
+    assert panel.model.setData(panel.model.index(0, REPLACEMENT), "out1")
+    settle(qtbot, document)
+    assert document.recipe.remaps == (RemapRule("^fc1", "out1"),)
+    assert {"out1.weight", "out1.bias"} <= set(document.plan.names) and "head1.weight" not in document.plan.names
+    with open_store(SAMPLE_PT) as source:
+        planned = next(t for t in document.plan.tensors if t.name == "out1.weight")
+        assert planned.read().tobytes() == source.read("fc1.weight").tobytes()
+
+    assert not panel.model.setData(panel.model.index(0, PATTERN), "fc(")
+    assert panel.message.isVisibleTo(panel) and "rule 1" in panel.message.text()
+    assert document.recipe.remaps == (RemapRule("^fc1", "out1"),)
+    document.undo_stack.undo()
+    assert document.recipe.remaps == (RemapRule("^fc1", "head1"),)
+    assert panel.model.index(0, REPLACEMENT).data() == "head1"
+
+
+def test_removing_the_selected_remap_rule_keeps_the_others_and_is_undoable(window: MainWindow, surgery, qtbot):
+    document = surgery()
+    panel = window.panels["remap"]
+    document.add_remap("^fc1", "head1")
+    document.add_remap("^conv1", "stem")
+    settle(qtbot, document)
+    panel.table.selectRow(0)
+    panel.remove.click()
+    settle(qtbot, document)
+    assert document.recipe.remaps == (RemapRule("^conv1", "stem"),)
+    assert "fc1.weight" in document.plan.names and "stem.weight" in document.plan.names
+    assert panel.model.rowCount() == 1 and panel.model.index(0, 0).data() == "^conv1"
+    document.undo_stack.undo()
+    assert [r.pattern for r in document.recipe.remaps] == ["^fc1", "^conv1"]
+
+
+def test_a_source_filter_is_checked_as_typed_and_the_source_removed(window: MainWindow, surgery, qtbot, tmp_path: Path):
+    from engine import export
+    document = surgery(SAMPLE_PT)
+    other = tmp_path / "other.safetensors"
+    export(ArrayStore({"fc2.bias": np.full(10, 7, np.float32), "extra.weight": np.ones(3, np.float32)}).entries, other)
+    panel = window.panels["sources"]
+    panel.add_file(other)
+    qtbot.waitUntil(lambda: len(document.stores) == 2, timeout=10_000)
+    settle(qtbot, document)
+    panel.list.setCurrentRow(0)
+    assert not panel.remove.isEnabled()  # the tab's own file stays
+    panel.list.setCurrentRow(1)
+    assert panel.remove.isEnabled()
+
+    qtbot.keyClicks(panel.include, "fc(")
+    assert panel.message.isVisibleTo(panel) and "source 2 include" in panel.message.text()
+    assert document.recipe.sources[1].filter == Filter(include=("fc",))  # the last regex that compiled
+    qtbot.keyClick(panel.include, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(panel.include, r"2\.bias$")
+    settle(qtbot, document)
+    assert document.recipe.sources[1].filter == Filter(include=(r"fc2\.bias$",))
+    assert not panel.message.isVisibleTo(panel) and panel.list.item(1).text().endswith("·  filtered")
+    assert "extra.weight" not in document.plan.names
+    bias = next(t for t in document.plan.tensors if t.name == "fc2.bias")
+    assert bias.read().tolist() == [7.0] * 10  # the later source still overrides
+
+    panel.list.setCurrentRow(1)
+    panel.remove.click()
+    settle(qtbot, document)
+    assert len(document.stores) == 1 and len(document.recipe.sources) == 1 and panel.list.count() == 1
+    with open_store(SAMPLE_PT) as source:
+        bias = next(t for t in document.plan.tensors if t.name == "fc2.bias")
+        assert bias.read().tobytes() == source.read("fc2.bias").tobytes()
+
+
+def test_a_source_that_cannot_be_opened_says_why_and_changes_nothing(window: MainWindow, surgery, qtbot,
+                                                                     tmp_path: Path):
+    from gui.dialogs import ERROR_DIALOG
+    document = surgery(SAMPLE_PT)
+    broken = tmp_path / "broken.safetensors"
+    broken.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{nope}  ")
+    window.panels["sources"].add_file(broken)
+
+    def shown() -> list[QMessageBox]:  # this window's own: other tests' windows may linger until deleted
+        return [box for box in window.findChildren(QMessageBox, ERROR_DIALOG) if box.isVisible()]
+
+    qtbot.waitUntil(lambda: bool(shown()), timeout=10_000)
+    [box] = shown()
+    assert box.text() == "Store Studio could not add broken.safetensors."
+    assert box.informativeText().startswith("Broken.safetensors: ")
+    assert len(document.stores) == 1 and not document.is_modified
+    box.close()

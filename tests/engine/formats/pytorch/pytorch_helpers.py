@@ -167,12 +167,18 @@ def tar_checkpoint(path: Path) -> tuple[Path, dict[str, np.ndarray]]:
     main = dump({"full": Ref(201), "strided": Ref(202), "viewed": Ref(203), "longs": Ref(204), "epoch": 3}, main=True)
     members = {"sys_info": dump({"protocol_version": 1000, "little_endian": True}), "storages": storages,
                "tensors": tensors, "pickle": main}
+    write_tar(path, members)
+    full = floats.reshape(3, 4)
+    expected = {"full": full, "strided": np.lib.stride_tricks.as_strided(floats[1:], (2, 2), (4, 12)),
+                "viewed": floats[4:10].reshape(2, 3), "longs": longs}
+    return path, expected
+
+
+def write_tar(path: Path, members: dict[str, bytes]) -> Path:
+    """A tar archive holding ``members`` (name -> bytes) in order, as torch's tar layout was written."""
     with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as archive:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
-    full = floats.reshape(3, 4)
-    expected = {"full": full, "strided": np.lib.stride_tricks.as_strided(floats[1:], (2, 2), (4, 12)),
-                "viewed": floats[4:10].reshape(2, 3), "longs": longs}
-    return path, expected
+    return path

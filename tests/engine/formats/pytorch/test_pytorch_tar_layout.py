@@ -1,0 +1,132 @@
+"""The tar layout (torch before 0.1.10): what it reads, byte for byte, and each refusal with its reason.
+
+Every file is built here member by member (torch no longer writes this layout); one member at a time
+is broken, so each test fails only on the check it names.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import re
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from engine.errors import FormatError
+from engine.formats import open_store
+from pytorch_helpers import write_tar
+
+FLOATS = np.arange(8, dtype="<f4")
+
+
+class Ref:
+    """A tensor key as the main pickle refers to it (a persistent id)."""
+
+    def __init__(self, key: Any):
+        self.key = key
+
+
+def dump(*objs: Any, refs: bool = False) -> bytes:
+    out = io.BytesIO()
+    for obj in objs:
+        pickler = pickle.Pickler(out, protocol=2)
+        if refs:
+            pickler.persistent_id = lambda o: o.key if isinstance(o, Ref) else None  # type: ignore[method-assign]
+        pickler.dump(obj)
+    return out.getvalue()
+
+
+def storages(records: list[tuple] | None = None, views: Any = (), *, count: int | None = None,
+             big: bool = False) -> bytes:
+    """``(key, location, class, element count, data)`` records, then the views list."""
+    records = [("1", "cpu", torch.FloatStorage, 8, (FLOATS.astype(">f4") if big else FLOATS).tobytes())] \
+        if records is None else records
+    body = dump(len(records) if count is None else count)
+    for key, location, kind, elements, data in records:
+        body += dump((key, location, kind)) + struct.pack(">q" if big else "<q", elements) + data
+    return body + dump(list(views))
+
+
+def tensors(records: list[tuple] | None = None, *, count: int | None = None) -> bytes:
+    """``(key, storage key, ndim, size, stride, offset)`` records."""
+    records = [("10", "1", 2, (2, 3), (3, 1), 2)] if records is None else records
+    body = dump(len(records) if count is None else count)
+    for key, storage, ndim, size, stride, offset in records:
+        body += dump((key, storage, torch.FloatTensor)) + struct.pack("<ii", ndim, 0)
+        body += struct.pack(f"<{len(size)}q", *size) + struct.pack(f"<{len(stride)}q", *stride)
+        body += struct.pack("<q", offset)
+    return body
+
+
+def checkpoint(path: Path, **members: bytes) -> Path:
+    default = {"sys_info": dump({"protocol_version": 1000, "little_endian": True}), "storages": storages(),
+               "tensors": tensors(), "pickle": dump({"w": Ref("10"), "epoch": 3}, refs=True)}
+    return write_tar(path, {**default, **members})
+
+
+def test_a_tensor_reads_its_view_of_the_storage(tmp_path: Path) -> None:
+    with open_store(checkpoint(tmp_path / "ok.pt")) as store:
+        assert store.version == "tar" and store.names == ["w"] and store.values == {"epoch": 3}
+        assert store.read("w").tobytes() == FLOATS[2:8].tobytes()
+
+
+def test_a_big_endian_file_reads_as_little_endian_values(tmp_path: Path) -> None:
+    path = checkpoint(tmp_path / "big.pt", sys_info=dump({"protocol_version": 1000, "little_endian": False}),
+                      storages=storages(big=True))
+    with open_store(path) as store:
+        assert store.metadata["byteorder"] == "big"
+        assert store.read("w").tobytes() == FLOATS[2:8].tobytes()
+
+
+def test_a_storage_view_reads_its_part_of_the_root_storage(tmp_path: Path) -> None:
+    path = checkpoint(tmp_path / "view.pt", storages=storages(views=[("2", "1", 4, 4)]),
+                      tensors=tensors([("10", "2", 1, (3,), (1,), 1)]))
+    with open_store(path) as store:
+        assert store.read("w").tobytes() == FLOATS[5:8].tobytes()
+
+
+@pytest.mark.parametrize(("members", "problem"), [
+    ({"storages": dump(1, ("1", "cpu"))}, "is not (key, location, storage class)"),
+    ({"storages": storages([("1", "cpu", torch.FloatStorage, -1, b"")])}, "storage 1 has a negative size"),
+    ({"storages": storages(views=[("2", "9", 0, 1)])}, "is not (key, known root key, offset, size)"),
+    ({"storages": storages(count=10**9)}, "claims 1000000000 records"),
+    ({"tensors": tensors([("10", "7", 1, (2,), (1,), 0)])}, "is not (key, known storage key, tensor class)"),
+    ({"tensors": tensors([("10", "1", 99, (), (), 0)])}, "tensor 10 claims 99 dimensions"),
+    ({"tensors": tensors(count=-1)}, "claims -1 records"),
+    ({"pickle": dump({"w": Ref("404")}, refs=True)}, "refers to tensor '404', which the archive does not hold"),
+    ({"pickle": dump({"m": Ref(("module", "Net", "net.py", "class Net: ..."))}, refs=True)},
+     "is a whole pickled module ('Net'), not a state_dict"),
+])
+def test_a_broken_member_is_refused_saying_what_is_wrong(tmp_path: Path, members: dict, problem: str) -> None:
+    with pytest.raises(FormatError, match=f"^broken.pt: .*{re.escape(problem)}"):
+        open_store(checkpoint(tmp_path / "broken.pt", **members))
+
+
+def test_a_missing_member_is_refused_naming_it(tmp_path: Path) -> None:
+    path = write_tar(tmp_path / "three.pt", {"sys_info": dump({}), "storages": storages(), "pickle": dump({})})
+    with pytest.raises(FormatError, match="tar archive has no 'tensors' member: not a PyTorch checkpoint"):
+        open_store(path)
+
+
+def test_a_member_cut_short_is_refused(tmp_path: Path) -> None:
+    path = checkpoint(tmp_path / "cut.pt", pickle=dump({"w": Ref("10"), "pad": "x" * 4000}, refs=True))
+    data = path.read_bytes()
+    end = data.rindex(b"x" * 100) + 100  # inside the last member's data
+    path.write_bytes(data[:end])
+    with pytest.raises(FormatError, match=r"^cut.pt: (tar member 'pickle' runs past the end of the file|"
+                                          r"not a readable tar archive: unexpected end of data)"):
+        open_store(path)
+
+
+def test_a_damaged_tar_header_is_refused(tmp_path: Path) -> None:
+    path = checkpoint(tmp_path / "bad.pt")
+    data = bytearray(path.read_bytes())
+    data[148:156] = b"zzzzzzzz"  # the first header's checksum field; "ustar" at 257 still says tar
+    path.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="not a readable tar archive"):
+        open_store(path)
