@@ -19,10 +19,13 @@ from engine import FormatError, StoreStudioError, humanize
 from engine.surgery.printers import as_cli, as_rust
 from gui import settings
 from gui.actions import install
-from gui.dialogs import show_error
+from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
 from gui.resources import icon
-from gui.store_view import LoadedStore, StoreView, load_store
+from gui.loaded_store import LoadedStore, load_store
+from gui.store_view import StoreView
+from gui.workbench.diff_panel import DiffPanel
 from gui.workbench.document import RecipeDocument, load_recipe
+from gui.workbench.export_dialog import run_export
 from gui.workbench.panels.adapters import AdaptersPanel
 from gui.workbench.panels.base import DocumentPanel
 from gui.workbench.panels.filters import FiltersPanel
@@ -32,9 +35,7 @@ from gui.workbench.panels.sources import SourcesPanel
 from gui.workers import Failure, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
-FILE_FILTER = "Model files (*.bpk *.safetensors *.json *.pt *.pth *.bin *.ckpt);;All files (*)"
 DEFAULT_SIZE = (1280, 800)
-RECIPE_FILTER = "Store Studio recipes (*.recipe.json *.json);;All files (*)"
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
 
 
@@ -156,7 +157,7 @@ class MainWindow(QMainWindow):
     # --- opening ----------------------------------------------------------------------------------------
     def open_dialog(self) -> None:
         start = str(Path(settings.recent_files()[0]).parent) if settings.recent_files() else ""
-        paths, _ = QFileDialog.getOpenFileNames(self, "Open model files", start, FILE_FILTER)
+        paths, _ = QFileDialog.getOpenFileNames(self, "Open model files", start, MODEL_FILES)
         self.open_files(paths)
 
     def open_files(self, paths: Iterable[str | Path]) -> None:
@@ -372,11 +373,6 @@ class MainWindow(QMainWindow):
         document = self.surgery()
         if document is None:
             return
-        try:
-            from gui.workbench.export_dialog import run_export  # lands separately; imported when first used
-        except ImportError:
-            self.statusBar().showMessage("Export is not available in this build yet", 10_000)
-            return
         run_export(self, document)
 
     def show_diff(self) -> None:
@@ -384,11 +380,6 @@ class MainWindow(QMainWindow):
         if document is None:
             return
         if document not in self._diff_panels:
-            try:
-                from gui.workbench.diff_panel import DiffPanel  # lands separately; imported when first used
-            except ImportError:
-                self.statusBar().showMessage("Diff is not available in this build yet", 10_000)
-                return
             self._diff_panels[document] = DiffPanel(document)
         self.diff_dock.setWidget(self._diff_panels[document])
         self.diff_dock.show()
@@ -397,7 +388,7 @@ class MainWindow(QMainWindow):
     def open_recipe_dialog(self) -> None:
         view = self.current_view()
         start = str(view.path.parent) if view is not None else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Open a recipe", start, RECIPE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open a recipe", start, RECIPE_FILES)
         if path:
             self.open_recipe(Path(path))
 
@@ -427,7 +418,7 @@ class MainWindow(QMainWindow):
         if document is None or view is None:
             return False
         suggested = document.path or view.path.with_name(f"{view.path.stem}.recipe.json")
-        path, _ = QFileDialog.getSaveFileName(self, "Save the recipe", str(suggested), RECIPE_FILTER)
+        path, _ = QFileDialog.getSaveFileName(self, "Save the recipe", str(suggested), RECIPE_FILES)
         return bool(path) and self._save(document, Path(path))
 
     def _save(self, document: RecipeDocument, path: Path) -> bool:

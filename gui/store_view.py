@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSplitter, QTabWidget, QTreeView, QVBoxLayout, QWidget
 
-from engine import Store, open_store
 from engine.surgery.modules import ModuleGuess, infer_modules, logical_leaf
 from engine.tree import TreeNode, build_tree, filter_entries, name_matcher
+from gui.loaded_store import LoadedStore
 from gui.models.tree_model import Column, TreeModel
 from gui.panels.details import DetailsPanel
 from gui.panels.file_info import FileInfoPanel
@@ -25,30 +22,6 @@ from gui.workers import TaskRunner
 EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this many tensors
 SMALL_STORE = 64  # a store this small opens fully expanded: everything in it at a glance
 INFER_DELAY_MS = 150  # module inference starts once the tree has painted
-
-
-@dataclass
-class LoadedStore:
-    """What a worker hands the window: the store, its tree (top level sorted) and totals worked out once.
-
-    ``tree`` totals the whole store (``tree.params`` is every parameter), so views never re-sum 100,000 entries.
-    """
-
-    store: Store
-    tree: TreeNode
-    params_by_dtype: list[tuple[str, int]]
-    file_size: int
-
-
-def load_store(path: Path, cancelled: Callable[[], bool]) -> LoadedStore:
-    """Open and index a file; runs in a worker so a large header never freezes the window."""
-    store = open_store(path)
-    tree = build_tree(store.entries)
-    tree.children  # noqa: B018 - sort the top level here rather than on the UI thread
-    by_dtype: Counter = Counter()
-    for entry in store.entries:  # keyed by DType, named once at the end: str() per tensor adds up at 100,000
-        by_dtype[entry.dtype] += math.prod(entry.shape)
-    return LoadedStore(store, tree, [(str(d), n) for d, n in by_dtype.most_common()], store.file_size)
 
 
 @dataclass(frozen=True)

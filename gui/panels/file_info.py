@@ -4,7 +4,7 @@ for PyTorch checkpoints, the non-tensor values (``store.values``) as a tree that
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
@@ -12,10 +12,8 @@ from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QHeaderView,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine import humanize
+from gui.loaded_store import LoadedStore
 from gui.resources import icon, monospace
-
-if TYPE_CHECKING:
-    from gui.store_view import LoadedStore
 
 MAX_CHILDREN = 1000  # a values tree lists this many items of a container, then says how many more
 
@@ -76,7 +74,7 @@ def _value_tree(value: Any) -> QTreeWidget:
 class FileInfoPanel(QWidget):
     """A read-only page about one store; sections with nothing to show are left out, not shown empty."""
 
-    def __init__(self, loaded: "LoadedStore", parent: QWidget | None = None) -> None:
+    def __init__(self, loaded: LoadedStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         store = self.store = loaded.store
         totals = loaded.tree

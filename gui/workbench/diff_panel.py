@@ -22,7 +22,7 @@ from engine.surgery import Plan, align, diff
 from engine.surgery.diff import ValueDifference, value_difference
 from engine.surgery.ops import Rename
 from engine.surgery.plan import PlannedTensor
-from gui.dialogs import show_error
+from gui.dialogs import MODEL_FILES, show_error
 from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
                                    status_icon)
 from gui.panels.histogram import HistogramWidget, format_number
@@ -215,9 +215,8 @@ class DiffPanel(QWidget):
                          lambda: self._set_busy(False))
 
     def _choose_file(self) -> None:
-        from gui.main_window import FILE_FILTER  # here, not at the top: the main window imports the workbench
         start = str(self.document.store.path.parent)
-        path, _ = QFileDialog.getOpenFileName(self, "Compare with", start, FILE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Compare with", start, MODEL_FILES)
         if path:
             self.compare_with_file(path)
 

@@ -265,19 +265,15 @@ def test_f5_reruns_the_preview(window: MainWindow, surgery, qtbot):
     assert len(plans) == 1
 
 
-def test_export_and_diff_actions_reach_the_colleagues_modules(window: MainWindow, surgery, qtbot, monkeypatch):
-    import gui.workbench as workbench
+def test_export_and_diff_actions_run_the_export_and_show_the_diff_dock(window: MainWindow, surgery, qtbot, monkeypatch):
+    from gui.workbench.diff_panel import DiffPanel
     document = surgery()
     calls = []
-    exists = (Path(workbench.__file__).parent / "export_dialog.py").exists()
-    if exists:
-        monkeypatch.setattr("gui.workbench.export_dialog.run_export", lambda w, d: calls.append((w, d)))
-        window.actions.export.trigger()
-        assert calls == [(window, document)]
-    if (Path(workbench.__file__).parent / "diff_panel.py").exists():
-        from gui.workbench.diff_panel import DiffPanel
-        window.actions.diff.trigger()
-        assert isinstance(window.diff_dock.widget(), DiffPanel) and window.diff_dock.isVisible()
+    monkeypatch.setattr("gui.main_window.run_export", lambda w, d: calls.append((w, d)))
+    window.actions.export.trigger()
+    assert calls == [(window, document)]
+    window.actions.diff.trigger()
+    assert isinstance(window.diff_dock.widget(), DiffPanel) and window.diff_dock.isVisible()
     QApplication.processEvents()
 
 
