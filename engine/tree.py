@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
 
 from .store import TensorEntry
 
@@ -27,35 +28,94 @@ def natural_key(text: str) -> tuple:
     return tuple(parts), text
 
 
+BUFFER_NAMES = (".running_mean", ".running_var", ".num_batches_tracked")  # BatchNorm state, not trained weights
+FLOAT_KINDS = ("float", "complex", "quantized")
+
+
+def is_buffer(entry: TensorEntry) -> bool:
+    """A buffer, not a parameter: BatchNorm's running statistics and any tensor that is not floating point."""
+    return entry.dtype.kind not in FLOAT_KINDS or ("." + entry.name).endswith(BUFFER_NAMES)
+
+
+def natural_order(node: "TreeNode") -> tuple:
+    return natural_key(node.name)
+
+
+# Orders a view can ask for: each a key and whether the largest comes first. None is the file's own order.
+ORDERS: dict[str, tuple[Callable[["TreeNode"], Any] | None, bool]] = {
+    "file": (None, False),
+    "natural": (natural_order, False),
+    "params": (lambda node: node.params, True),
+    "size": (lambda node: node.nbytes, True),
+    "dtype": (lambda node: str(node.entry.dtype) if node.entry is not None else "", False),
+    "shape": (lambda node: (len(node.entry.shape), node.entry.shape) if node.entry is not None else (-1, ()), True),
+}
+
+
+@dataclass
+class TreeShape:
+    """How one tree lays out its nodes; every node of the tree shares it, so re-sorting needs no rebuild.
+
+    ``key`` None keeps the file's order (the order the model saved its tensors: module order). ``compact``
+    shows a chain of single-child groups as one row (``encoder.block.0``), as VS Code compacts folders;
+    ``flat`` lists every tensor by its full name, one level deep.
+    """
+
+    key: Callable[["TreeNode"], Any] | None = natural_order
+    reverse: bool = False
+    compact: bool = False
+    flat: bool = False
+
+
 class TreeNode:
     """A group of tensors sharing a dotted prefix, or one tensor (``entry`` set), or both.
 
     A name can be a tensor and a prefix at once (``a`` and ``a.b``), so a node may hold an entry and
-    children. ``params``, ``nbytes`` and ``tensors`` total the node's own entry and everything below.
+    children. ``params``, ``nbytes`` and ``tensors`` total the node's own entry and everything below;
+    ``buffer_values`` is the part of ``params`` held by buffers (``is_buffer``), ``parameters`` the rest.
+    In a compact tree a shown node's ``name`` is the whole chain (``block.0``) and its ``parent`` the
+    node it is shown under; the groups folded into it point to it with ``folded_into``.
     """
 
-    __slots__ = ("name", "path", "parent", "entry", "params", "nbytes", "tensors", "row", "_below", "_by_name",
-                 "_children")
+    __slots__ = ("name", "path", "parent", "entry", "params", "buffer_values", "nbytes", "tensors", "row",
+                 "folded_into", "_shape", "_below", "_by_name", "_children")
 
-    def __init__(self, name: str, path: str, parent: "TreeNode | None") -> None:
+    def __init__(self, name: str, path: str, parent: "TreeNode | None", shape: TreeShape | None = None) -> None:
         self.name = name
         self.path = path
         self.parent = parent
         self.entry: TensorEntry | None = None
         self.params = 0
+        self.buffer_values = 0
         self.nbytes = 0
         self.tensors = 0
-        self.row = 0  # position among the parent's children, valid once the parent's children are sorted
-        self._below: list[tuple[str, TensorEntry, int]] = []  # (rest of the name, entry, numel) until split
+        self.row = 0  # position among the parent's children, valid once the parent's children are laid out
+        self.folded_into: TreeNode | None = None  # set on a group a compact tree shows as part of a longer row
+        self._shape = shape if shape is not None else parent._shape if parent is not None else TreeShape()
+        self._below: list[tuple[str, TensorEntry, int, int]] = []  # (rest of the name, entry, numel, buffer numel)
         self._by_name: dict[str, TreeNode] | None = None
         self._children: list[TreeNode] | None = None
 
     @property
+    def parameters(self) -> int:
+        """Trained parameters: every value below this node that is not a buffer's."""
+        return self.params - self.buffer_values
+
+    @property
+    def shape(self) -> TreeShape:
+        return self._shape
+
+    @property
     def children(self) -> list["TreeNode"]:
-        """Children in natural order, made and sorted on first access."""
+        """Children in the tree's order (compacted when it asks), made on first access."""
         if self._children is None:
-            self._children = sorted(self._split().values(), key=lambda n: natural_key(n.name))
-            for row, child in enumerate(self._children):
+            nodes = list(self._split().values())
+            if self._shape.compact:
+                nodes = [self._compacted(node) for node in nodes]
+            if self._shape.key is not None:
+                nodes.sort(key=self._shape.key, reverse=self._shape.reverse)
+            self._children = nodes
+            for row, child in enumerate(nodes):
                 child.row = row
         return self._children
 
@@ -71,14 +131,44 @@ class TreeNode:
         return self._split().get(name)
 
     def find(self, path: str) -> "TreeNode | None":
-        """The node at a dotted path below this one (``""`` is this node)."""
+        """The node shown for a dotted path below this one (``""`` is this node).
+
+        In a compact tree a folded group is found as the row that shows it (``encoder`` -> ``encoder.block.0``).
+        """
+        if self._shape.flat and path:
+            return self._split().get(path)
         node: TreeNode | None = self
         for part in path.split(".") if path else ():
-            node = node.child(part) if node is not None else None
-        return node
+            if node.folded_into is None:
+                node.children  # noqa: B018 - lay this level out: compaction decides which nodes are shown
+            node = node.child(part)
+            if node is None:
+                return None
+        return node.folded_into or node
+
+    def resort(self, key: Callable[["TreeNode"], Any] | None, reverse: bool = False) -> None:
+        """Order every level by ``key`` (None: file order); levels not yet opened sort when first opened.
+
+        Lazy: only children lists already made are re-sorted, so a 100,000-tensor tree re-sorts in the time
+        its opened groups take.
+        """
+        self._shape.key, self._shape.reverse = key, reverse
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if node._children is None:
+                continue
+            if key is None:
+                order = {id(child.folded_into or child): i for i, child in enumerate(node._split().values())}
+                node._children.sort(key=lambda c: order[id(c)])
+            else:
+                node._children.sort(key=key, reverse=reverse)
+            for row, child in enumerate(node._children):
+                child.row = row
+            stack.extend(node._children)
 
     def walk(self) -> Iterator["TreeNode"]:
-        """This node and every node below it, depth first, in natural order."""
+        """This node and every node shown below it, depth first, in the tree's order."""
         stack = [self]
         while stack:
             node = stack.pop()
@@ -86,39 +176,109 @@ class TreeNode:
             stack.extend(reversed(node.children))
 
     def _split(self) -> dict[str, "TreeNode"]:
-        """Group the names below this node by their next segment, once."""
+        """Group the names below this node by their next segment (the whole name in a flat tree), once."""
         if self._by_name is None:
             by_name: dict[str, TreeNode] = {}
             prefix = f"{self.path}." if self.parent is not None else ""
-            for rest, entry, numel in self._below:  # the hot loop of opening a group: kept flat
-                head, dot, tail = rest.partition(".")
+            flat = self._shape.flat
+            for rest, entry, numel, buffer in self._below:  # the hot loop of opening a group: kept flat
+                head, dot, tail = (rest, "", "") if flat else rest.partition(".")
                 child = by_name.get(head)
                 if child is None:
                     child = by_name[head] = TreeNode(head, prefix + head, self)
                 child.params += numel
+                child.buffer_values += buffer
                 child.nbytes += entry.nbytes
                 child.tensors += 1
                 if dot:
-                    child._below.append((tail, entry, numel))
+                    child._below.append((tail, entry, numel, buffer))
                 else:
                     child.entry = entry
             self._by_name = by_name
             self._below = []
         return self._by_name
 
+    def _single_group(self) -> "TreeNode | None":
+        """The only child of a group whose names all continue below one group (``block.0.*``), else None.
+
+        Answers without splitting when the first two names already differ, so checking a wide level is cheap.
+        """
+        if self.entry is not None:
+            return None
+        if self._by_name is None:
+            below = self._below
+            if not below:
+                return None
+            prefix = below[0][0].partition(".")[0] + "."
+            for rest, _, _, _ in below:
+                if not rest.startswith(prefix):
+                    return None
+        children = self._split()
+        if len(children) != 1:
+            return None
+        only = next(iter(children.values()))
+        return only if only.entry is None else None
+
+    def _compacted(self, child: "TreeNode") -> "TreeNode":
+        """``child`` or, when it starts a chain of single-child groups, the chain's last group renamed to it."""
+        if child.folded_into is not None:
+            return child.folded_into
+        folded = []
+        shown = child
+        while (inner := shown._single_group()) is not None:
+            folded.append(shown)
+            inner.name = f"{shown.name}.{inner.name}"
+            shown = inner
+        if folded:
+            shown.parent = self
+            for node in folded:
+                node.folded_into = shown
+        return shown
+
     def __repr__(self) -> str:
         kind = "tensor" if self.entry is not None else "group"
         return f"<TreeNode {kind} {self.path or '<root>'}: {self.tensors} tensors>"
 
 
-def build_tree(entries: Iterable[TensorEntry]) -> TreeNode:
-    """The dotted-path tree of ``entries``; the root has name and path ``""``."""
-    root = TreeNode("", "", None)
-    root._below = [(entry.name, entry, math.prod(entry.shape)) for entry in entries]
-    root.tensors = len(root._below)
-    root.params = sum(numel for _, _, numel in root._below)
-    root.nbytes = sum(entry.nbytes for _, entry, _ in root._below)
+def build_tree(entries: Iterable[TensorEntry], *, order: str = "natural", compact: bool = False,
+               flat: bool = False) -> TreeNode:
+    """The dotted-path tree of ``entries``; the root has name and path ``""``.
+
+    One pass totals the whole store (parameters, buffers, bytes); groups split when first opened.
+    """
+    key, reverse = ORDERS[order]
+    root = TreeNode("", "", None, TreeShape(key, reverse, compact, flat))
+    below = [(entry.name, entry, math.prod(entry.shape)) for entry in entries]
+    root._below = [(name, entry, numel, numel if is_buffer(entry) else 0) for name, entry, numel in below]
+    root.tensors = len(below)
+    root.params = sum(numel for _, _, numel in below)
+    root.buffer_values = sum(buffer for _, _, _, buffer in root._below)
+    root.nbytes = sum(entry.nbytes for _, entry, _ in below)
     return root
+
+
+def first_levels(root: TreeNode, rows: int = 40) -> list[TreeNode]:
+    """Groups to open so a large tree first shows its top levels: breadth first, while about ``rows`` rows fit.
+
+    A level of one row always opens (a single ``model`` row says nothing). Runs where the tree is built
+    (a worker), since opening a group splits the names below it.
+    """
+    opened: list[TreeNode] = []
+    level = root.children
+    shown = len(level)
+    while level:
+        deeper: list[TreeNode] = []
+        for node in level:
+            if not node.has_children:
+                continue
+            count = len(node.children)
+            if shown + count > rows and shown > 1:
+                return opened
+            opened.append(node)
+            shown += count
+            deeper.extend(node.children)
+        level = deeper
+    return opened
 
 
 def name_matcher(pattern: str, *, regex: bool) -> Callable[[str], bool]:

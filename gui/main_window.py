@@ -21,6 +21,7 @@ from gui import settings
 from gui.actions import install
 from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
 from gui.resources import icon
+from gui.widgets import scrolling
 from gui.loaded_store import LoadedStore, load_store
 from gui.store_view import StoreView
 from gui.workbench.diff_panel import DiffPanel
@@ -36,6 +37,9 @@ from gui.workers import Failure, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
 DEFAULT_SIZE = (1280, 800)
+RULES_SHARE = 0.3  # of the window's width, for the rule docks on the right
+PREVIEW_SHARE, PREVIEW_HEIGHT = 0.36, 310  # the preview/diff docks: a share of the height, at least 6 table rows
+TABLE_DOCKS = ("preview", "diff")  # docks that are a table, which scrolls by itself; the others get a scroll area
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
 
 
@@ -55,7 +59,7 @@ class MainWindow(QMainWindow):
         self._opening: set[Path] = set()
         self.undo_group = QUndoGroup(self)  # Edit > Undo follows the current tab's recipe
         self._workbench_shown = False
-        self._diff_panels: dict[RecipeDocument, QWidget] = {}
+        self._diff_panels: dict[RecipeDocument, DiffPanel] = {}
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("documents")
@@ -91,13 +95,16 @@ class MainWindow(QMainWindow):
         toolbar.setObjectName("mainToolbar")
         toolbar.setMovable(False)
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        toolbar.addAction(self.actions.open)
+        for action, short in ((self.actions.open, "Open"), (self.actions.export, "Export…"),
+                              (self.actions.diff, "Diff…"), (self.actions.start_surgery, "Surgery")):
+            action.setIconText(short)
+            toolbar.addAction(action)
         toolbar.addSeparator()
         self.search = QLineEdit()
         self.search.setObjectName("search")
         self.search.setPlaceholderText("Filter tensors by name (text, or a regex with .*)")
         self.search.setClearButtonEnabled(True)
-        self.search.setMinimumWidth(360)
+        self.search.setMinimumWidth(160)
         self.search.setMaximumWidth(560)
         self.search.addAction(icon("search"), QLineEdit.ActionPosition.LeadingPosition)
         self.regex = QAction(icon("regex"), "Regular expression", self)
@@ -119,6 +126,7 @@ class MainWindow(QMainWindow):
         bar = self.statusBar()
         self.summary = QLabel()
         self.summary.setObjectName("statusSummary")
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # a long path never widens the window
         self.busy_label = QLabel()
         self.busy = QProgressBar()
         self.busy.setRange(0, 0)  # busy, not a percentage: opening reads a header of unknown cost
@@ -148,7 +156,7 @@ class MainWindow(QMainWindow):
     def _dock(self, name: str, title: str, panel: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(f"{name}Dock")
-        dock.setWidget(panel)
+        dock.setWidget(panel if name in TABLE_DOCKS else scrolling(panel, f"{name}Scroll"))
         self.addDockWidget(area, dock)
         dock.hide()
         self.actions.workbench.addAction(dock.toggleViewAction())
@@ -327,8 +335,9 @@ class MainWindow(QMainWindow):
                 dock.show()
             self.docks["filters"].raise_()
             self.docks["preview"].raise_()
-            self.resizeDocks([self.docks["filters"]], [int(self.width() * 0.34)], Qt.Orientation.Horizontal)
-            self.resizeDocks([self.docks["preview"]], [int(self.height() * 0.36)], Qt.Orientation.Vertical)
+            self.resizeDocks([self.docks["filters"]], [int(self.width() * RULES_SHARE)], Qt.Orientation.Horizontal)
+            preview = min(max(int(self.height() * PREVIEW_SHARE), PREVIEW_HEIGHT), int(self.height() * 0.55))
+            self.resizeDocks([self.docks["preview"]], [preview], Qt.Orientation.Vertical)
             for other in self.views():
                 other.favour_tree()
         self._follow_document()
@@ -374,6 +383,11 @@ class MainWindow(QMainWindow):
         if document is None:
             return
         run_export(self, document)
+
+    def diff_panel(self) -> DiffPanel | None:
+        """The current tab's diff view, once Diff… has made it."""
+        document = self.document()
+        return self._diff_panels.get(document) if document is not None else None
 
     def show_diff(self) -> None:
         document = self.surgery()

@@ -84,7 +84,7 @@ class HeatMap(QWidget):
         super().__init__(parent)
         self._image: QImage | None = None
         self._view: SliceView | None = None
-        self.setMinimumSize(120, 120)
+        self.setMinimumSize(80, 60)
 
     def sizeHint(self) -> QSize:
         return QSize(300, 300)
