@@ -6,6 +6,7 @@ an error dialog, never a crash.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -36,11 +37,17 @@ from gui.workbench.panels.sources import SourcesPanel
 from gui.workers import Failure, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
+REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dwsb.]|^\^|\$$|\[.+\]|\(.*\||[^\\]\|")  # .* \d ^ $ [..] (a|b)
 DEFAULT_SIZE = (1280, 800)
 RULES_SHARE = 0.3  # of the window's width, for the rule docks on the right
 PREVIEW_SHARE, PREVIEW_HEIGHT = 0.36, 310  # the preview/diff docks: a share of the height, at least 6 table rows
 TABLE_DOCKS = ("preview", "diff")  # docks that are a table, which scrolls by itself; the others get a scroll area
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
+
+
+def looks_like_regex(text: str) -> bool:
+    """True for text a user probably meant as a regex (``^layer\\.\\d+``, ``.*bias``, ``norm|bn``)."""
+    return REGEX_HINTS.search(text) is not None
 
 
 class MainWindow(QMainWindow):
@@ -262,6 +269,7 @@ class MainWindow(QMainWindow):
         self.regex.setChecked(view.filter_regex if view is not None else False)
         self.search.blockSignals(False)
         self.regex.blockSignals(False)
+        self._show_regex_state()
         self._show_filter_result(view)
         self._update_summary()
         self._follow_document()
@@ -277,8 +285,9 @@ class MainWindow(QMainWindow):
             self.summary.setText("")
             return
         store, totals, size = view.store, view.loaded.tree, view.loaded.file_size
+        buffers = f" + {totals.buffer_values:,} buffer values" if totals.buffer_values else ""
         self.summary.setText(f"{store.path} · {store.description} · {totals.tensors:,} tensors · "
-                             f"{totals.params:,} params · {humanize.size(size)}")
+                             f"{totals.parameters:,} parameters{buffers} · {humanize.size(size)}")
         self.summary.setToolTip(f"{size:,} bytes on disk")
 
     # --- search -----------------------------------------------------------------------------------------
@@ -286,8 +295,16 @@ class MainWindow(QMainWindow):
         self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.search.selectAll()
 
-    def _regex_toggled(self) -> None:
+    def _regex_toggled(self, on: bool = False) -> None:
+        self._show_regex_state()
         self.apply_filter()
+
+    def _show_regex_state(self) -> None:
+        """A filled icon while regex search is on: a checkable line-edit action has no pressed look of its own."""
+        on = self.regex.isChecked()
+        self.regex.setIcon(icon("regex-on" if on else "regex"))
+        self.regex.setToolTip("Regular expression search is on (click for plain text)" if on else
+                              "Treat the filter as a regular expression (case-insensitive)")
 
     def apply_filter(self) -> None:
         self._filter_timer.stop()
@@ -305,6 +322,8 @@ class MainWindow(QMainWindow):
             text = f"⚠ {result.error[0].upper()}{result.error[1:]}"
         elif view is not None and view.filter_text:
             text = f"{result.matches:,} of {result.total:,} match"
+            if not view.filter_regex and looks_like_regex(view.filter_text):
+                text += " · searched as text (turn on .* for a regex)"
         else:
             text = f"{result.total:,} tensors"
         self.match_label.setText(text)

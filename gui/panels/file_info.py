@@ -89,7 +89,11 @@ class FileInfoPanel(QWidget):
         summary.addRow("Format", _selectable(store.description))
         summary.addRow("File size", _selectable(humanize.size(size), tooltip=f"{size:,} bytes"))
         summary.addRow("Tensors", _selectable(humanize.count(totals.tensors)))
-        summary.addRow("Parameters", _selectable(humanize.count(totals.params)))
+        summary.addRow("Parameters", _selectable(humanize.count(totals.parameters)))
+        if totals.buffer_values:
+            summary.addRow("Buffer values", _selectable(humanize.count(totals.buffer_values),
+                                                        tooltip="running_mean, running_var, num_batches_tracked "
+                                                        "and other non-float tensors: state, not trained weights"))
         summary.addRow("Tensor data", _selectable(humanize.size(totals.nbytes), tooltip=f"{totals.nbytes:,} bytes"))
         layout.addLayout(summary)
 

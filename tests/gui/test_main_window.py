@@ -65,7 +65,8 @@ def test_each_format_opens_expands_and_shows_statistics(window: MainWindow, open
     assert view.details.findChild(QLabel, "stat_min").text() == f"{expected.min():.6g}"
     assert view.side.currentIndex() == 0  # selecting a tensor brings its details forward
     assert window.summary.text().startswith(str(_sample(ext)))
-    assert f"{view.store.total_params:,} params" in window.summary.text()
+    buffers = sum(e.numel for e in view.store.entries if e.dtype.kind != "float" or "running" in e.name)
+    assert f"{view.store.total_params - buffers:,} parameters + {buffers:,} buffer values" in window.summary.text()
 
 
 def test_groups_show_totals_with_right_aligned_numbers(window: MainWindow, open_view):
@@ -232,7 +233,8 @@ def test_file_panel_shows_format_metadata_and_totals(window: MainWindow, open_vi
     assert view.side.currentWidget() is view.file_info
     texts = [label.text() for label in view.file_info.findChildren(type(window.match_label))]
     assert "Burnpack v1" in texts
-    assert f"{view.store.total_params:,}" in texts
+    buffers = view.loaded.tree.buffer_values
+    assert buffers == 96 and f"{view.store.total_params - buffers:,}" in texts and f"{buffers:,}" in texts
     assert "SampleCnn" in texts  # metadata value
     assert any(t.startswith(f"{view.store.total_params:,}  (100.0%)") for t in texts)  # parameters by dtype
 
