@@ -31,6 +31,8 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--recipe", metavar="JSON", type=Path,
                       help="apply this recipe to the (first) file and show the surgery workbench")
     root.add_argument("--dock", choices=DOCKS, help="bring this workbench panel to the front (implies the workbench)")
+    root.add_argument("--theme", choices=("system", "dark"), default="system",
+                      help="the desktop's colours, or a dark palette (every text colour at 4.5:1 contrast or more)")
     root.add_argument("--diff", metavar="FILE", type=Path,
                       help="show the diff view of the (first) file, after its --recipe if given, against FILE")
     return root
@@ -44,7 +46,8 @@ def _size(text: str) -> tuple[int, int]:
     return int(width), int(height)
 
 
-def create_app(argv: Sequence[str]) -> "QApplication":  # noqa: F821 - Qt is imported lazily
+def create_app(argv: Sequence[str], theme: str = "system") -> "QApplication":  # noqa: F821 - Qt is imported lazily
+    """The application, its palette set before any window module is imported (gui.visual reads it once)."""
     from PySide6.QtWidgets import QApplication
 
     from gui import settings
@@ -55,7 +58,12 @@ def create_app(argv: Sequence[str]) -> "QApplication":  # noqa: F821 - Qt is imp
     app.setApplicationName(settings.APPLICATION)
     app.setApplicationDisplayName("Store Studio")
     app.setWindowIcon(icon("app"))
-    app.setStyleSheet(stylesheet())
+    if theme == "dark":
+        from gui.visual_palette import dark_palette
+        app.setStyle("Fusion")  # the platform style may ignore a palette; Fusion paints with it
+        app.setPalette(dark_palette())
+    from gui.visual import themed
+    app.setStyleSheet(themed(stylesheet()))
     return app  # type: ignore[return-value]
 
 
@@ -65,9 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
         _forget_settings()
     from engine.samples import default_sample
-    from gui.main_window import MainWindow
 
-    app = create_app([sys.argv[0]])
+    app = create_app([sys.argv[0]], args.theme)
+    from gui.main_window import MainWindow  # after the palette: the window's colours follow it
     window = MainWindow()
     files = [Path(f) for f in args.files] or [default_sample()]
     if args.screenshot is not None:

@@ -26,7 +26,7 @@ from gui.workers import TaskRunner
 EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this many tensors
 NAME_SHARE = 0.42  # the Name column keeps at least this share of the tree's width; the others shrink first
 COLUMN_SAMPLES = {Column.DTYPE: "BF16", Column.SHAPE: "[128, 64, 3, 3]", Column.PARAMS: "99,999,999",
-                  Column.SIZE: "999 MiB", Column.RECIPE: "renamed, cast"}  # usual content; longer text elides
+                  Column.SIZE: "999 MiB", Column.RECIPE: "renamed, transposed"}  # usual content; longer text elides
 HIDE_FIRST = (Column.SIZE, Column.DTYPE, Column.SHAPE, Column.PARAMS)  # what a narrow tree gives up, in order
 COLUMN_MINIMUM = 36
 BASE_ORDERS = {"File order": "file", "Name order": "natural"}  # the tree's order when no header sorts it

@@ -32,15 +32,16 @@ from engine.surgery.ops import Rename
 from engine.tree import natural_key
 from gui.numbers import format_number
 from gui.resources import monospace
-from gui.visual import AMBER, BLUE, GREEN, RED
+from gui.visual import TONE_COLOURS
 
 Index = QModelIndex | QPersistentModelIndex
 ROW_ROLE = Qt.ItemDataRole.UserRole  # data(index, ROW_ROLE) is the DiffRow behind a row
 SHARE_ROLE = Qt.ItemDataRole.UserRole + 1  # data(index, SHARE_ROLE): a pair's max |Δ| as a share of the largest
 # The summary bar's groups: what a glance at a comparison asks, in the statuses' colours.
-SUMMARY_GROUPS = (("identical", ("identical", "applied"), "ok"), ("transposed", ("transposed", "renamed"), "transformed"),
-                  ("changed", ("dtype", "different", "shape_mismatch"), "transformed"), ("missing", ("missing",), "problem"),
-                  ("unused", ("unused",), "unused"))
+SUMMARY_GROUPS = (("identical", ("identical", "applied"), "ok"),
+                  ("transposed", ("transposed", "renamed"), "transformed"),
+                  ("changed", ("dtype", "different", "shape_mismatch"), "transformed"),
+                  ("missing", ("missing",), "problem"), ("unused", ("unused",), "unused"))
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,6 @@ STATUSES: dict[str, Status] = {s.key: s for s in (
     Status("missing", "missing", "problem", "minus", "the other file has it; the recipe's result does not"),
     Status("unused", "unused", "unused", "plus", "the recipe's result has it; the other file does not"),
 )}
-TONE_COLOURS = {"ok": GREEN.name(), "transformed": AMBER.name(), "problem": RED.name(), "unused": BLUE.name()}
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ def test_pytorch_to_burn_marks_transposed_and_renamed_in_the_preview(window: Mai
             for r in range(preview.model.rowCount())}
     assert rows["fc1.weight"] == "◆ transposed" and rows["norm1.gamma"] == "◆ renamed"
     assert rows["conv1.weight"] == "✓ kept"
-    assert preview.counts.text().startswith("18 kept · 6 transformed · 0 dropped · 0 conflicts")
+    assert preview.counts.text().startswith("12 unchanged · 6 renamed or transformed · 0 dropped · 0 conflicts")
     view = window.current_view()
     fc1 = next(view.model.index(i, 0) for i in range(view.model.rowCount()) if view.model.index(i, 0).data() == "fc1")
     weight = next(view.model.index(r, 0, fc1) for r in range(view.model.rowCount(fc1))
