@@ -14,6 +14,7 @@ from engine.surgery import Filter, Recipe, RemapRule
 from engine.surgery.printers import as_cli, as_rust
 from gui.main_window import MainWindow
 from gui.models.tree_model import MARK_ROLE, Column
+from gui.visual import RED
 from gui.workbench.document import DROPPED, TRANSFORMED
 from gui.workbench.panels.adapters import KIND
 from gui.workbench.panels.filters import EXCLUDE, INCLUDE, WHERE
@@ -61,7 +62,7 @@ def test_an_invalid_regex_is_marked_in_place_and_the_app_stays_alive(window: Mai
     qtbot.keyClicks(row.edit, "conv(")
     settle(qtbot, document)
     assert row.error is not None and "invalid regex" in row.error
-    assert row.hits.text() == "⚠ invalid" and "c03b3b" in row.edit.styleSheet()
+    assert row.hits.text() == "⚠ invalid" and RED.name() in row.edit.styleSheet()
     assert panel.message.isVisible() and "invalid regex" in panel.message.text()
     assert document.recipe.filter.is_empty and document.error is None  # never planned
     qtbot.keyClicks(row.edit, ")")
