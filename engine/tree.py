@@ -258,26 +258,25 @@ def build_tree(entries: Iterable[TensorEntry], *, order: str = "natural", compac
 
 
 def first_levels(root: TreeNode, rows: int = 40) -> list[TreeNode]:
-    """Groups to open so a large tree first shows its top levels: breadth first, while about ``rows`` rows fit.
+    """Groups to open so a large tree first shows its top levels: whole levels, while about ``rows`` rows fit.
 
-    A level of one row always opens (a single ``model`` row says nothing). Runs where the tree is built
-    (a worker), since opening a group splits the names below it.
+    A level is opened entirely or not at all (never the first few layers of many), except that a single
+    row always opens (a lone ``model`` row says nothing). Counting stops as soon as a level is too big, so
+    a 100,000-tensor tree splits little. Runs where the tree is built (a worker).
     """
     opened: list[TreeNode] = []
     level = root.children
     shown = len(level)
     while level:
-        deeper: list[TreeNode] = []
-        for node in level:
-            if not node.has_children:
-                continue
-            count = len(node.children)
-            if shown + count > rows and shown > 1:
+        groups = [node for node in level if node.has_children]
+        added = 0
+        for node in groups:
+            added += len(node.children)
+            if shown + added > rows and shown > 1:
                 return opened
-            opened.append(node)
-            shown += count
-            deeper.extend(node.children)
-        level = deeper
+        opened += groups
+        shown += added
+        level = [child for node in groups for child in node.children]
     return opened
 
 
