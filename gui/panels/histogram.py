@@ -147,4 +147,4 @@ class HistogramWidget(QWidget):
 
     def _integer_bins(self) -> bool:
         """Integer tensors with a small range get one bin per value, centred on it (edges at .5)."""
-        return all(abs(e - round(e)) == 0.5 for e in self._edges)
+        return not self.is_constant() and all(abs(e - round(e)) == 0.5 for e in self._edges)
