@@ -29,6 +29,7 @@ def natural_key(text: str) -> tuple:
 
 
 BUFFER_NAMES = (".running_mean", ".running_var", ".num_batches_tracked")  # BatchNorm state, not trained weights
+BUFFER_ENDINGS = tuple(name[1:] for name in BUFFER_NAMES)  # a cheap first test
 FLOAT_KINDS = ("float", "complex", "quantized")
 
 
@@ -67,6 +68,9 @@ class TreeShape:
     flat: bool = False
 
 
+_UNKNOWN = object()  # TreeNode._next before anyone looked
+
+
 class TreeNode:
     """A group of tensors sharing a dotted prefix, or one tensor (``entry`` set), or both.
 
@@ -78,7 +82,7 @@ class TreeNode:
     """
 
     __slots__ = ("name", "path", "parent", "entry", "params", "buffer_values", "nbytes", "tensors", "row",
-                 "folded_into", "_shape", "_below", "_by_name", "_children")
+                 "folded_into", "_shape", "_below", "_offset", "_next", "_by_name", "_children")
 
     def __init__(self, name: str, path: str, parent: "TreeNode | None", shape: TreeShape | None = None) -> None:
         self.name = name
@@ -92,7 +96,9 @@ class TreeNode:
         self.row = 0  # position among the parent's children, valid once the parent's children are laid out
         self.folded_into: TreeNode | None = None  # set on a group a compact tree shows as part of a longer row
         self._shape = shape if shape is not None else parent._shape if parent is not None else TreeShape()
-        self._below: list[tuple[str, TensorEntry, int, int]] = []  # (rest of the name, entry, numel, buffer numel)
+        self._below: list[tuple[str, TensorEntry, int, int]] = []  # (full name, entry, numel, buffer numel)
+        self._offset = 0  # where this node's part of each full name in _below starts
+        self._next: object = _UNKNOWN  # the one segment all names below continue with (None: they do not)
         self._by_name: dict[str, TreeNode] | None = None
         self._children: list[TreeNode] | None = None
 
@@ -176,24 +182,38 @@ class TreeNode:
             stack.extend(reversed(node.children))
 
     def _split(self) -> dict[str, "TreeNode"]:
-        """Group the names below this node by their next segment (the whole name in a flat tree), once."""
+        """Group the names below this node by their next segment (the whole name in a flat tree), once.
+
+        Names are never sliced into new strings per level: each node keeps the offset where its part of
+        the full names starts. Splitting also notes, per child, the one segment every name continues with
+        (``_next``), so compaction folds a chain without splitting it again.
+        """
         if self._by_name is None:
             by_name: dict[str, TreeNode] = {}
             prefix = f"{self.path}." if self.parent is not None else ""
+            offset = self._offset
             flat = self._shape.flat
-            for rest, entry, numel, buffer in self._below:  # the hot loop of opening a group: kept flat
-                head, dot, tail = (rest, "", "") if flat else rest.partition(".")
+            for item in self._below:  # the hot loop of opening a group: kept flat
+                name = item[0]
+                dot = -1 if flat else name.find(".", offset)
+                head = name[offset:] if dot < 0 else name[offset:dot]
                 child = by_name.get(head)
                 if child is None:
                     child = by_name[head] = TreeNode(head, prefix + head, self)
-                child.params += numel
-                child.buffer_values += buffer
-                child.nbytes += entry.nbytes
+                    child._offset = offset + len(head) + 1
+                child.params += item[2]
+                child.buffer_values += item[3]
+                child.nbytes += item[1].nbytes
                 child.tensors += 1
-                if dot:
-                    child._below.append((tail, entry, numel, buffer))
-                else:
-                    child.entry = entry
+                if dot < 0:
+                    child.entry = item[1]
+                    child._next = None
+                    continue
+                child._below.append(item)
+                if child._next is not None:
+                    end = name.find(".", dot + 1)
+                    segment = name[dot + 1:end] if end >= 0 else None  # None: a tensor right below
+                    child._next = segment if child._next is _UNKNOWN or child._next == segment else None
             self._by_name = by_name
             self._below = []
         return self._by_name
@@ -201,23 +221,41 @@ class TreeNode:
     def _single_group(self) -> "TreeNode | None":
         """The only child of a group whose names all continue below one group (``block.0.*``), else None.
 
-        Answers without splitting when the first two names already differ, so checking a wide level is cheap.
+        Usually answered from what the parent's split noted, and the child is then made without a split.
         """
         if self.entry is not None:
             return None
-        if self._by_name is None:
-            below = self._below
-            if not below:
-                return None
-            prefix = below[0][0].partition(".")[0] + "."
-            for rest, _, _, _ in below:
-                if not rest.startswith(prefix):
-                    return None
-        children = self._split()
-        if len(children) != 1:
+        if self._by_name is not None:
+            children = self._by_name
+            only = next(iter(children.values())) if len(children) == 1 else None
+            return only if only is not None and only.entry is None else None
+        if self._next is _UNKNOWN:  # the root's children: nobody split above them with notes
+            self._next = self._common_next()
+        head = self._next
+        if head is None or head is _UNKNOWN:
             return None
-        only = next(iter(children.values()))
-        return only if only.entry is None else None
+        only = TreeNode(head, f"{self.path}.{head}", self)
+        only._offset = self._offset + len(head) + 1
+        only._below, self._below = self._below, []
+        only.params, only.buffer_values, only.nbytes, only.tensors = (self.params, self.buffer_values, self.nbytes,
+                                                                      self.tensors)
+        self._by_name = {head: only}
+        return only
+
+    def _common_next(self) -> str | None:
+        """The segment every name below continues with, when each goes on below it; stops at the first misfit."""
+        offset, common = self._offset, None
+        for item in self._below:
+            name = item[0]
+            dot = name.find(".", offset)
+            if dot < 0:
+                return None
+            head = name[offset:dot]
+            if common is None:
+                common = head
+            elif head != common:
+                return None
+        return common
 
     def _compacted(self, child: "TreeNode") -> "TreeNode":
         """``child`` or, when it starts a chain of single-child groups, the chain's last group renamed to it."""
@@ -248,21 +286,31 @@ def build_tree(entries: Iterable[TensorEntry], *, order: str = "natural", compac
     """
     key, reverse = ORDERS[order]
     root = TreeNode("", "", None, TreeShape(key, reverse, compact, flat))
-    below = [(entry.name, entry, math.prod(entry.shape)) for entry in entries]
-    root._below = [(name, entry, numel, numel if is_buffer(entry) else 0) for name, entry, numel in below]
-    root.tensors = len(below)
-    root.params = sum(numel for _, _, numel in below)
-    root.buffer_values = sum(buffer for _, _, _, buffer in root._below)
-    root.nbytes = sum(entry.nbytes for _, entry, _ in below)
+    below = root._below
+    params = buffers = nbytes = 0
+    for entry in entries:  # one pass over 100,000 entries: kept flat
+        numel = math.prod(entry.shape)
+        name = entry.name
+        buffer = numel if entry.dtype.kind not in FLOAT_KINDS or (name.endswith(BUFFER_ENDINGS)
+                                                                   and is_buffer(entry)) else 0
+        below.append((name, entry, numel, buffer))
+        params += numel
+        buffers += buffer
+        nbytes += entry.nbytes
+    root.tensors, root.params, root.buffer_values, root.nbytes = len(below), params, buffers, nbytes
     return root
+
+
+LONE_ROW_LIMIT = 256  # a lone top row opens even past the row budget, up to this many rows in view
 
 
 def first_levels(root: TreeNode, rows: int = 40) -> list[TreeNode]:
     """Groups to open so a large tree first shows its top levels: whole levels, while about ``rows`` rows fit.
 
     A level is opened entirely or not at all (never the first few layers of many), except that a single
-    row always opens (a lone ``model`` row says nothing). Counting stops as soon as a level is too big, so
-    a 100,000-tensor tree splits little. Runs where the tree is built (a worker).
+    row opens past the budget (a lone ``model`` row says nothing) unless that shows over LONE_ROW_LIMIT
+    rows: a view pays for every row it lays out. Counting stops as soon as a level is too big, so a
+    100,000-tensor tree splits little. Runs where the tree is built (a worker).
     """
     opened: list[TreeNode] = []
     level = root.children
@@ -272,7 +320,7 @@ def first_levels(root: TreeNode, rows: int = 40) -> list[TreeNode]:
         added = 0
         for node in groups:
             added += len(node.children)
-            if shown + added > rows and shown > 1:
+            if shown + added > rows and (shown > 1 or shown + added > LONE_ROW_LIMIT):
                 return opened
         opened += groups
         shown += added

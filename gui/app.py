@@ -153,7 +153,8 @@ def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str |
     from PySide6.QtWidgets import QApplication
 
     failures: list[str] = []
-    window.open_failed.connect(lambda path, failure: failures.append(f"{path.name}: {failure.message}"))
+    window.open_failed.connect(lambda path, failure: failures.append(
+        failure.message if failure.message.startswith(path.name) else f"{path.name}: {failure.message}"))
     window.resize(*size)
     window.show()
     window.open_files(files)
@@ -192,7 +193,7 @@ def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str |
 def _grab(window: "MainWindow", out: Path, size: tuple[int, int]) -> bool:  # noqa: F821
     """The window and any dialog over it, as one PNG of exactly ``size``: what a user would see on screen."""
     from PySide6.QtCore import QPoint
-    from PySide6.QtGui import QPainter
+    from PySide6.QtGui import QPainter, QPalette
     from PySide6.QtWidgets import QApplication, QDialog
 
     window.resize(*size)  # the layout may have asked for more; a screen would not have given it
@@ -204,7 +205,10 @@ def _grab(window: "MainWindow", out: Path, size: tuple[int, int]) -> bool:  # no
     for dialog in window.findChildren(QDialog):
         if dialog.isVisible():
             shot = dialog.grab()
-            painter.drawPixmap(QPoint((size[0] - shot.width()) // 2, (size[1] - shot.height()) // 3), shot)
+            corner = QPoint((size[0] - shot.width()) // 2, (size[1] - shot.height()) // 3)
+            painter.drawPixmap(corner, shot)
+            painter.setPen(window.palette().color(QPalette.ColorRole.Mid))  # offscreen dialogs have no frame
+            painter.drawRect(corner.x() - 1, corner.y() - 1, shot.width() + 1, shot.height() + 1)
             dialog.close()
     painter.end()
     return image.save(str(out), "PNG")

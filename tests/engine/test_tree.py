@@ -156,3 +156,8 @@ def test_first_levels_open_a_large_tree_breadth_first_within_a_row_budget():
     opened = first_levels(root, rows=40)
     assert [n.path for n in opened] == ["model.layers"]  # one row always opens; its 30 children fit
     assert len(first_levels(root, rows=200)) > 1
+
+
+def test_a_lone_row_with_a_thousand_children_stays_closed():
+    root = build_tree(_store([f"layers.{i}.w" for i in range(1000)]).entries, order="file", compact=True)
+    assert first_levels(root) == []  # laying out 1,000 rows would cost the window more than it tells
