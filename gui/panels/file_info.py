@@ -98,7 +98,7 @@ class FileInfoPanel(QWidget):
         layout.addLayout(summary)
 
         if loaded.params_by_dtype:
-            box = QGroupBox("Parameters by dtype")
+            box = QGroupBox("Values by dtype")  # parameters and buffers alike
             form = QFormLayout(box)
             for dtype, params in loaded.params_by_dtype:
                 share = params / totals.params if totals.params else 0.0

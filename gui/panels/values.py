@@ -130,7 +130,7 @@ class HeatMap(QWidget):
         self._window = QRectF(0, 0, 1, 1)  # the part of the slice on show, as fractions of its height and width
         self._drag: QPointF | None = None
         self.hover_text = ""
-        self.setMinimumSize(80, 60)
+        self.setMinimumSize(80, 40)
         self.setMouseTracking(True)
         self.setCursor(Qt.CursorShape.CrossCursor)
 
@@ -287,6 +287,7 @@ class ValuesPanel(QWidget):
         self.model = SliceModel(self)
         self.table = QTableView()
         self.table.setObjectName("valuesTable")
+        self.table.setMinimumSize(60, 40)  # a table scrolls: it need not ask for rows it can scroll to
         self.table.setModel(self.model)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setDefaultSectionSize(self.fontMetrics().horizontalAdvance("-0.000000e+00") + 8)
@@ -301,6 +302,7 @@ class ValuesPanel(QWidget):
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
 
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
         top = QHBoxLayout()
         top.addWidget(self.caption, 1)
         top.addWidget(index_box)

@@ -60,7 +60,8 @@ def test_the_minimum_size_stays_within_1024x640_in_every_state(window: MainWindo
 
 def test_at_1024x640_the_preview_and_diff_tables_show_six_rows(window: MainWindow, open_view, qtbot):
     window.resize(*SCREEN)
-    open_view(SAMPLES / "sample_cnn.pt")
+    view = open_view(SAMPLES / "sample_cnn.pt")
+    assert view.select("norm1.weight")  # the selection's details and values take their room above
     window.open_recipe(RECIPE)
     window.show_diff()
     window.diff_panel().compare_with_file(SAMPLES / "sample_cnn.bpk")

@@ -123,7 +123,7 @@ class PreviewModel(QAbstractTableModel):
                     SHAPE: humanize.shape(entry.shape) if entry else "", DTYPE: str(entry.dtype) if entry else "",
                     SOURCE: Path(item.source).name}[column]
         if column == STATUS:
-            return {CONFLICT: "⚠ conflict", TRANSFORMED: f"◆ {op_words(item)}"}.get(state, "✓ kept")
+            return {CONFLICT: "⚠ conflict", TRANSFORMED: f"◆ {op_words(item)}"}.get(state, "✓ unchanged")
         if column == NAME:
             return item.name
         if column == SHAPE:

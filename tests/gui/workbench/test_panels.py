@@ -135,7 +135,7 @@ def test_pytorch_to_burn_marks_transposed_and_renamed_in_the_preview(window: Mai
     rows = {preview.model.index(r, NAME).data(): preview.model.index(r, STATUS).data()
             for r in range(preview.model.rowCount())}
     assert rows["fc1.weight"] == "◆ transposed" and rows["norm1.gamma"] == "◆ renamed"
-    assert rows["conv1.weight"] == "✓ kept"
+    assert rows["conv1.weight"] == "✓ unchanged"
     assert preview.counts.text().startswith("12 unchanged · 6 renamed or transformed · 0 dropped · 0 conflicts")
     view = window.current_view()
     fc1 = next(view.model.index(i, 0) for i in range(view.model.rowCount()) if view.model.index(i, 0).data() == "fc1")
