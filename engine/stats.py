@@ -128,7 +128,7 @@ def compute_stats(array: np.ndarray, *, bins: int = BINS, cancel: Callable[[], b
         delta = mean_b - mean
         mean += delta * n_b / n
         m2 += m2_b + delta * delta * finite * n_b / n
-        squares += float(np.dot(values, values))
+        squares += m2_b + n_b * mean_b * mean_b  # the chunk's sum of squares, from what is already known
         finite = n
     inf = pos_inf + neg_inf
     if not finite:
@@ -144,7 +144,7 @@ def _percentiles(flat: np.ndarray, finite: int, is_float: bool) -> tuple[tuple[t
     """PERCENTILES of the finite values, exact up to PERCENTILE_SAMPLE values, else of a strided sample."""
     step = -(-flat.size // PERCENTILE_SAMPLE)
     sample = np.asarray(flat[::step])
-    sample = sample.astype(np.float64)
+    sample = sample if sample.dtype.kind == "f" and sample.dtype.itemsize >= 4 else sample.astype(np.float64)
     if is_float:
         sample = sample[np.isfinite(sample)]
     if not sample.size:

@@ -27,7 +27,8 @@ from gui.dialogs import MODEL_FILES, show_error
 from gui.models.bulk_rename import BulkRename, suggest_bulk_rename
 from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
                                    status_icon)
-from gui.panels.histogram import HistogramWidget, format_number
+from gui.numbers import format_number
+from gui.panels.histogram import HistogramWidget
 from gui.resources import icon, monospace
 from gui.workbench.diff_bars import DeltaBarDelegate, SummaryBar
 from gui.workbench.document import RecipeDocument
