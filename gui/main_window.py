@@ -45,6 +45,11 @@ TABLE_DOCKS = ("preview", "diff")  # docks that are a table, which scrolls by it
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
 
 
+def default_size(available: tuple[int, int]) -> tuple[int, int]:
+    """DEFAULT_SIZE, or 90% of a screen too small for it: a first start never opens past a laptop's edge."""
+    return min(DEFAULT_SIZE[0], int(available[0] * 0.9)), min(DEFAULT_SIZE[1], int(available[1] * 0.9))
+
+
 def looks_like_regex(text: str) -> bool:
     """True for text a user probably meant as a regex (``^layer\\.\\d+``, ``.*bias``, ``norm|bn``)."""
     return REGEX_HINTS.search(text) is not None
@@ -547,7 +552,7 @@ class MainWindow(QMainWindow):
     def _restore_geometry(self) -> None:
         geometry = settings.app_settings().value("window/geometry")
         if not (isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)):
-            self.resize(*DEFAULT_SIZE)
+            self.resize(*default_size(self.screen().availableGeometry().size().toTuple()))
 
     def _restore_splitters(self, view: StoreView) -> None:
         store = settings.app_settings()

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from safetensors.numpy import save_file
 
 from engine.samples import SAMPLES
-from gui.main_window import MainWindow
+from gui.main_window import DEFAULT_SIZE, MainWindow, default_size
 from gui.models.tree_model import Column
 
 SCREEN = (1024, 640)
@@ -107,3 +107,8 @@ def test_a_long_name_elides_in_the_details_and_the_layout_does_not_jump(window: 
     assert title.full_text == long_name and title.toolTip() == long_name
     assert "…" in title.text() and len(title.text()) < len(long_name)
     assert view.main_split.sizes() == before and window.size().toTuple() == SCREEN
+
+
+def test_the_first_start_opens_within_a_small_screen():
+    assert default_size((1024, 640)) == (921, 576)
+    assert default_size((2560, 1440)) == DEFAULT_SIZE
