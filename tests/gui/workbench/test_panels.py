@@ -19,7 +19,7 @@ from gui.workbench.document import DROPPED, TRANSFORMED
 from gui.workbench.panels.adapters import KIND
 from gui.workbench.panels.filters import EXCLUDE, INCLUDE, WHERE
 from gui.workbench.panels.preview import NAME, STATUS
-from gui.workbench.panels.remap import MIME
+from gui.workbench.panels.remap import MIME, check
 
 from workbench_helpers import FIXTURES, SAMPLE_BPK, SAMPLE_PT, settle
 
@@ -291,3 +291,9 @@ def test_a_predicate_group_from_a_recipe_file_survives_other_filter_edits(window
     settle(qtbot, document)
     assert document.recipe.filter == Filter(where=(group,), exclude=("bias",))
     assert sorted(document.plan.names) == ["conv1.weight", "conv2.weight", "fc1.weight"]
+
+
+def test_a_remap_error_quotes_the_pattern_as_typed():
+    message = check(RemapRule(r"^fc(\d", r"head.\1"), 3)
+    assert message is not None and message.startswith(r"remap rule 3 (“^fc(\d” -> “head.\1”): invalid regex “^fc(\d”")
+    assert "\\\\" not in message  # not Python's repr, which doubles every backslash
