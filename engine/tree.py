@@ -108,10 +108,6 @@ class TreeNode:
         return self.params - self.buffer_values
 
     @property
-    def shape(self) -> TreeShape:
-        return self._shape
-
-    @property
     def children(self) -> list["TreeNode"]:
         """Children in the tree's order (compacted when it asks), made on first access."""
         if self._children is None:
