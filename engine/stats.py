@@ -17,6 +17,8 @@ from .store import TensorEntry
 
 CHUNK_ELEMENTS = 1 << 20  # elements per chunk: 4 MiB of float32
 BINS = 64
+PERCENTILES = (1, 50, 99)
+PERCENTILE_SAMPLE = 1 << 20  # percentiles of larger tensors come from an evenly strided sample this big
 
 
 class StatsUnavailable(StoreStudioError):
@@ -29,10 +31,14 @@ class StatsCancelled(StoreStudioError):
 
 @dataclass(frozen=True)
 class TensorStats:
-    """What a user asks of a tensor's values. min/max/mean/std ignore NaN and Inf.
+    """What a user asks of a tensor's values. min/max/mean/std/abs_max/l2/percentiles ignore NaN and Inf.
 
-    ``histogram`` counts finite values in ``len(histogram)`` equal bins from ``edges[0]`` to ``edges[-1]``.
-    For an all-NaN tensor the finite fields are None.
+    ``histogram`` counts finite values in ``len(histogram)`` equal bins from ``edges[0]`` to ``edges[-1]``;
+    a constant tensor has one bin and ``edges[0] == edges[-1]``, its value (no invented range).
+    For an all-NaN tensor the finite fields are None. ``kind`` ("float", "int" or "bool") says which of
+    these mean something for the dtype: a view shows NaN/Inf only for floats, and for bools the share true.
+    ``percentiles`` pairs each of PERCENTILES with its value; ``sampled`` is how many values they were
+    taken from when that is fewer than ``finite`` (an evenly strided sample of a large tensor), else 0.
     """
 
     count: int
@@ -46,10 +52,22 @@ class TensorStats:
     std: float | None
     histogram: tuple[int, ...]
     edges: tuple[float, ...]
+    kind: str = "float"
+    pos_inf: int = 0
+    neg_inf: int = 0
+    abs_max: float | int | None = None
+    l2: float | None = None
+    percentiles: tuple[tuple[int, float], ...] = ()
+    sampled: int = 0
 
     @property
     def zero_share(self) -> float:
         return self.zeros / self.count if self.count else 0.0
+
+    @property
+    def true_count(self) -> int:
+        """For bools: how many are true (every value that is not zero)."""
+        return self.count - self.zeros
 
 
 def stats_for(entry: TensorEntry, *, bins: int = BINS, cancel: Callable[[], bool] | None = None,
@@ -79,18 +97,22 @@ def compute_stats(array: np.ndarray, *, bins: int = BINS, cancel: Callable[[], b
     if kind not in "fiub" and flat.dtype.name not in _NARROW:
         raise StatsUnavailable(f"statistics are not computed for {flat.dtype} values")
     is_float = kind == "f" or flat.dtype.name in _NARROW
-    count = nan = inf = zeros = finite = 0
+    value_kind = "float" if is_float else "bool" if kind == "b" else "int"
+    count = nan = pos_inf = neg_inf = zeros = finite = 0
     low: float | int | None = None
     high: float | int | None = None
-    mean = m2 = 0.0
+    mean = m2 = squares = 0.0
     for chunk in _chunks(flat, chunk_elements, cancel):
         count += chunk.size
         if is_float:
             bad_nan = np.isnan(chunk)
             bad_inf = np.isinf(chunk)
             nan += int(bad_nan.sum())
-            inf += int(bad_inf.sum())
-            if nan or inf:
+            if bad_inf.any():
+                positive = int(np.count_nonzero(chunk[bad_inf] > 0))
+                pos_inf += positive
+                neg_inf += int(bad_inf.sum()) - positive
+            if nan or pos_inf or neg_inf:
                 chunk = chunk[~(bad_nan | bad_inf)]
         zeros += int(np.count_nonzero(chunk == 0))
         if not chunk.size:
@@ -107,14 +129,20 @@ def compute_stats(array: np.ndarray, *, bins: int = BINS, cancel: Callable[[], b
         delta = mean_b - mean
         mean += delta * n_b / n
         m2 += m2_b + delta * delta * finite * n_b / n
+        squares += m2_b + n_b * mean_b * mean_b  # the chunk's sum of squares, from what is already known
         finite = n
+    inf = pos_inf + neg_inf
     if not finite:
         return TensorStats(count * repeats, 0, nan * repeats, inf * repeats, zeros * repeats, None, None, None, None,
-                           (), ())
-    histogram, edges = _histogram(flat, low, high, bins, is_float, kind == "b", chunk_elements, cancel)
-    # Repeating every value the same number of times changes counts, not the mean or the spread.
+                           (), (), value_kind, pos_inf * repeats, neg_inf * repeats)
+    histogram, edges = _histogram(flat, low, high, finite, bins, is_float, kind == "b", chunk_elements, cancel)
+    percentiles, sampled = ((), 0) if kind == "b" else _percentiles(flat, finite, is_float)
+    # Repeating every value the same number of times changes counts and the norm, not the mean, the spread
+    # or the percentiles.
     return TensorStats(count * repeats, finite * repeats, nan * repeats, inf * repeats, zeros * repeats, low, high,
-                       mean, math.sqrt(m2 / finite), tuple(c * repeats for c in histogram), edges)
+                       mean, math.sqrt(m2 / finite), tuple(c * repeats for c in histogram), edges, value_kind,
+                       pos_inf * repeats, neg_inf * repeats, max(abs(low), abs(high)), math.sqrt(squares * repeats),
+                       percentiles, sampled)
 
 
 def _distinct(array: np.ndarray) -> tuple[np.ndarray, int]:
@@ -125,6 +153,19 @@ def _distinct(array: np.ndarray) -> tuple[np.ndarray, int]:
         return array, 1
     index = tuple(slice(0, 1) if axis in repeated else slice(None) for axis in range(array.ndim))
     return array[index], math.prod(array.shape[axis] for axis in repeated)
+
+
+def _percentiles(flat: np.ndarray, finite: int, is_float: bool) -> tuple[tuple[tuple[int, float], ...], int]:
+    """PERCENTILES of the finite values, exact up to PERCENTILE_SAMPLE values, else of a strided sample."""
+    step = -(-flat.size // PERCENTILE_SAMPLE)
+    sample = np.asarray(flat[::step])
+    sample = sample if sample.dtype.kind == "f" and sample.dtype.itemsize >= 4 else sample.astype(np.float64)
+    if is_float:
+        sample = sample[np.isfinite(sample)]
+    if not sample.size:
+        return (), 0
+    values = np.percentile(sample, PERCENTILES)
+    return tuple(zip(PERCENTILES, (float(v) for v in values))), (sample.size if step > 1 else 0)
 
 
 _NARROW = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16"}
@@ -148,15 +189,15 @@ def _pick(choose, current, value, is_float: bool):
     return value if current is None else choose(current, value)
 
 
-def _histogram(flat: np.ndarray, low, high, bins: int, is_float: bool, is_bool: bool, chunk_elements: int,
+def _histogram(flat: np.ndarray, low, high, finite: int, bins: int, is_float: bool, is_bool: bool, chunk_elements: int,
                cancel: Callable[[], bool] | None) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """Counts of finite values in equal bins; integers get one bin per value when their range is small."""
     if is_bool:
         edges = np.array([0.0, 0.5, 1.0])  # two bins: false, true
     elif not is_float and high - low < bins:
         edges = np.arange(low, high + 2, dtype=np.float64) - 0.5
-    elif low == high:
-        edges = np.array([low - 0.5, high + 0.5], dtype=np.float64)
+    elif low == high:  # a constant (or a scalar): one bin holding every finite value, at that value
+        return (finite,), (float(low), float(high))
     else:
         edges = np.linspace(low, high, bins + 1)
     counts = np.zeros(len(edges) - 1, dtype=np.int64)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
 
 from .store import TensorEntry
 
@@ -27,35 +28,96 @@ def natural_key(text: str) -> tuple:
     return tuple(parts), text
 
 
+BUFFER_NAMES = (".running_mean", ".running_var", ".num_batches_tracked")  # BatchNorm state, not trained weights
+BUFFER_ENDINGS = tuple(name[1:] for name in BUFFER_NAMES)  # a cheap first test
+FLOAT_KINDS = ("float", "complex", "quantized")
+
+
+def is_buffer(entry: TensorEntry) -> bool:
+    """A buffer, not a parameter: BatchNorm's running statistics and any tensor that is not floating point."""
+    return entry.dtype.kind not in FLOAT_KINDS or ("." + entry.name).endswith(BUFFER_NAMES)
+
+
+def natural_order(node: "TreeNode") -> tuple:
+    return natural_key(node.name)
+
+
+# Orders a view can ask for: each a key and whether the largest comes first. None is the file's own order.
+ORDERS: dict[str, tuple[Callable[["TreeNode"], Any] | None, bool]] = {
+    "file": (None, False),
+    "natural": (natural_order, False),
+    "params": (lambda node: node.params, True),
+    "size": (lambda node: node.nbytes, True),
+    "dtype": (lambda node: str(node.entry.dtype) if node.entry is not None else "", False),
+    "shape": (lambda node: (len(node.entry.shape), node.entry.shape) if node.entry is not None else (-1, ()), True),
+}
+
+
+@dataclass
+class TreeShape:
+    """How one tree lays out its nodes; every node of the tree shares it, so re-sorting needs no rebuild.
+
+    ``key`` None keeps the file's order (the order the model saved its tensors: module order). ``compact``
+    shows a chain of single-child groups as one row (``encoder.block.0``), as VS Code compacts folders;
+    ``flat`` lists every tensor by its full name, one level deep.
+    """
+
+    key: Callable[["TreeNode"], Any] | None = natural_order
+    reverse: bool = False
+    compact: bool = False
+    flat: bool = False
+
+
+_UNKNOWN = object()  # TreeNode._next before anyone looked
+
+
 class TreeNode:
     """A group of tensors sharing a dotted prefix, or one tensor (``entry`` set), or both.
 
     A name can be a tensor and a prefix at once (``a`` and ``a.b``), so a node may hold an entry and
-    children. ``params``, ``nbytes`` and ``tensors`` total the node's own entry and everything below.
+    children. ``params``, ``nbytes`` and ``tensors`` total the node's own entry and everything below;
+    ``buffer_values`` is the part of ``params`` held by buffers (``is_buffer``), ``parameters`` the rest.
+    In a compact tree a shown node's ``name`` is the whole chain (``block.0``) and its ``parent`` the
+    node it is shown under; the groups folded into it point to it with ``folded_into``.
     """
 
-    __slots__ = ("name", "path", "parent", "entry", "params", "nbytes", "tensors", "row", "_below", "_by_name",
-                 "_children")
+    __slots__ = ("name", "path", "parent", "entry", "params", "buffer_values", "nbytes", "tensors", "row",
+                 "folded_into", "_shape", "_below", "_offset", "_next", "_by_name", "_children")
 
-    def __init__(self, name: str, path: str, parent: "TreeNode | None") -> None:
+    def __init__(self, name: str, path: str, parent: "TreeNode | None", shape: TreeShape | None = None) -> None:
         self.name = name
         self.path = path
         self.parent = parent
         self.entry: TensorEntry | None = None
         self.params = 0
+        self.buffer_values = 0
         self.nbytes = 0
         self.tensors = 0
-        self.row = 0  # position among the parent's children, valid once the parent's children are sorted
-        self._below: list[tuple[str, TensorEntry, int]] = []  # (rest of the name, entry, numel) until split
+        self.row = 0  # position among the parent's children, valid once the parent's children are laid out
+        self.folded_into: TreeNode | None = None  # set on a group a compact tree shows as part of a longer row
+        self._shape = shape if shape is not None else parent._shape if parent is not None else TreeShape()
+        self._below: list[tuple[str, TensorEntry, int, int]] = []  # (full name, entry, numel, buffer numel)
+        self._offset = 0  # where this node's part of each full name in _below starts
+        self._next: object = _UNKNOWN  # the one segment all names below continue with (None: they do not)
         self._by_name: dict[str, TreeNode] | None = None
         self._children: list[TreeNode] | None = None
 
     @property
+    def parameters(self) -> int:
+        """Trained parameters: every value below this node that is not a buffer's."""
+        return self.params - self.buffer_values
+
+    @property
     def children(self) -> list["TreeNode"]:
-        """Children in natural order, made and sorted on first access."""
+        """Children in the tree's order (compacted when it asks), made on first access."""
         if self._children is None:
-            self._children = sorted(self._split().values(), key=lambda n: natural_key(n.name))
-            for row, child in enumerate(self._children):
+            nodes = list(self._split().values())
+            if self._shape.compact:
+                nodes = [self._compacted(node) for node in nodes]
+            if self._shape.key is not None:
+                nodes.sort(key=self._shape.key, reverse=self._shape.reverse)
+            self._children = nodes
+            for row, child in enumerate(nodes):
                 child.row = row
         return self._children
 
@@ -71,14 +133,44 @@ class TreeNode:
         return self._split().get(name)
 
     def find(self, path: str) -> "TreeNode | None":
-        """The node at a dotted path below this one (``""`` is this node)."""
+        """The node shown for a dotted path below this one (``""`` is this node).
+
+        In a compact tree a folded group is found as the row that shows it (``encoder`` -> ``encoder.block.0``).
+        """
+        if self._shape.flat and path:
+            return self._split().get(path)
         node: TreeNode | None = self
         for part in path.split(".") if path else ():
-            node = node.child(part) if node is not None else None
-        return node
+            if node.folded_into is None:
+                node.children  # noqa: B018 - lay this level out: compaction decides which nodes are shown
+            node = node.child(part)
+            if node is None:
+                return None
+        return node.folded_into or node
+
+    def resort(self, key: Callable[["TreeNode"], Any] | None, reverse: bool = False) -> None:
+        """Order every level by ``key`` (None: file order); levels not yet opened sort when first opened.
+
+        Lazy: only children lists already made are re-sorted, so a 100,000-tensor tree re-sorts in the time
+        its opened groups take.
+        """
+        self._shape.key, self._shape.reverse = key, reverse
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if node._children is None:
+                continue
+            if key is None:
+                order = {id(child.folded_into or child): i for i, child in enumerate(node._split().values())}
+                node._children.sort(key=lambda c: order[id(c)])
+            else:
+                node._children.sort(key=key, reverse=reverse)
+            for row, child in enumerate(node._children):
+                child.row = row
+            stack.extend(node._children)
 
     def walk(self) -> Iterator["TreeNode"]:
-        """This node and every node below it, depth first, in natural order."""
+        """This node and every node shown below it, depth first, in the tree's order."""
         stack = [self]
         while stack:
             node = stack.pop()
@@ -86,39 +178,150 @@ class TreeNode:
             stack.extend(reversed(node.children))
 
     def _split(self) -> dict[str, "TreeNode"]:
-        """Group the names below this node by their next segment, once."""
+        """Group the names below this node by their next segment (the whole name in a flat tree), once.
+
+        Names are never sliced into new strings per level: each node keeps the offset where its part of
+        the full names starts. Splitting also notes, per child, the one segment every name continues with
+        (``_next``), so compaction folds a chain without splitting it again.
+        """
         if self._by_name is None:
             by_name: dict[str, TreeNode] = {}
             prefix = f"{self.path}." if self.parent is not None else ""
-            for rest, entry, numel in self._below:  # the hot loop of opening a group: kept flat
-                head, dot, tail = rest.partition(".")
+            offset = self._offset
+            flat = self._shape.flat
+            for item in self._below:  # the hot loop of opening a group: kept flat
+                name = item[0]
+                dot = -1 if flat else name.find(".", offset)
+                head = name[offset:] if dot < 0 else name[offset:dot]
                 child = by_name.get(head)
                 if child is None:
                     child = by_name[head] = TreeNode(head, prefix + head, self)
-                child.params += numel
-                child.nbytes += entry.nbytes
+                    child._offset = offset + len(head) + 1
+                child.params += item[2]
+                child.buffer_values += item[3]
+                child.nbytes += item[1].nbytes
                 child.tensors += 1
-                if dot:
-                    child._below.append((tail, entry, numel))
-                else:
-                    child.entry = entry
+                if dot < 0:
+                    child.entry = item[1]
+                    child._next = None
+                    continue
+                child._below.append(item)
+                if child._next is not None:
+                    end = name.find(".", dot + 1)
+                    segment = name[dot + 1:end] if end >= 0 else None  # None: a tensor right below
+                    child._next = segment if child._next is _UNKNOWN or child._next == segment else None
             self._by_name = by_name
             self._below = []
         return self._by_name
+
+    def _single_group(self) -> "TreeNode | None":
+        """The only child of a group whose names all continue below one group (``block.0.*``), else None.
+
+        Usually answered from what the parent's split noted, and the child is then made without a split.
+        """
+        if self.entry is not None:
+            return None
+        if self._by_name is not None:
+            children = self._by_name
+            only = next(iter(children.values())) if len(children) == 1 else None
+            return only if only is not None and only.entry is None else None
+        if self._next is _UNKNOWN:  # the root's children: nobody split above them with notes
+            self._next = self._common_next()
+        head = self._next
+        if head is None or head is _UNKNOWN:
+            return None
+        only = TreeNode(head, f"{self.path}.{head}", self)
+        only._offset = self._offset + len(head) + 1
+        only._below, self._below = self._below, []
+        only.params, only.buffer_values, only.nbytes, only.tensors = (self.params, self.buffer_values, self.nbytes,
+                                                                      self.tensors)
+        self._by_name = {head: only}
+        return only
+
+    def _common_next(self) -> str | None:
+        """The segment every name below continues with, when each goes on below it; stops at the first misfit."""
+        offset, common = self._offset, None
+        for item in self._below:
+            name = item[0]
+            dot = name.find(".", offset)
+            if dot < 0:
+                return None
+            head = name[offset:dot]
+            if common is None:
+                common = head
+            elif head != common:
+                return None
+        return common
+
+    def _compacted(self, child: "TreeNode") -> "TreeNode":
+        """``child`` or, when it starts a chain of single-child groups, the chain's last group renamed to it."""
+        if child.folded_into is not None:
+            return child.folded_into
+        folded = []
+        shown = child
+        while (inner := shown._single_group()) is not None:
+            folded.append(shown)
+            inner.name = f"{shown.name}.{inner.name}"
+            shown = inner
+        if folded:
+            shown.parent = self
+            for node in folded:
+                node.folded_into = shown
+        return shown
 
     def __repr__(self) -> str:
         kind = "tensor" if self.entry is not None else "group"
         return f"<TreeNode {kind} {self.path or '<root>'}: {self.tensors} tensors>"
 
 
-def build_tree(entries: Iterable[TensorEntry]) -> TreeNode:
-    """The dotted-path tree of ``entries``; the root has name and path ``""``."""
-    root = TreeNode("", "", None)
-    root._below = [(entry.name, entry, math.prod(entry.shape)) for entry in entries]
-    root.tensors = len(root._below)
-    root.params = sum(numel for _, _, numel in root._below)
-    root.nbytes = sum(entry.nbytes for _, entry, _ in root._below)
+def build_tree(entries: Iterable[TensorEntry], *, order: str = "natural", compact: bool = False,
+               flat: bool = False) -> TreeNode:
+    """The dotted-path tree of ``entries``; the root has name and path ``""``.
+
+    One pass totals the whole store (parameters, buffers, bytes); groups split when first opened.
+    """
+    key, reverse = ORDERS[order]
+    root = TreeNode("", "", None, TreeShape(key, reverse, compact, flat))
+    below = root._below
+    params = buffers = nbytes = 0
+    for entry in entries:  # one pass over 100,000 entries: kept flat
+        numel = math.prod(entry.shape)
+        name = entry.name
+        buffer = numel if entry.dtype.kind not in FLOAT_KINDS or (name.endswith(BUFFER_ENDINGS)
+                                                                   and is_buffer(entry)) else 0
+        below.append((name, entry, numel, buffer))
+        params += numel
+        buffers += buffer
+        nbytes += entry.nbytes
+    root.tensors, root.params, root.buffer_values, root.nbytes = len(below), params, buffers, nbytes
     return root
+
+
+LONE_ROW_LIMIT = 256  # a lone top row opens even past the row budget, up to this many rows in view
+
+
+def first_levels(root: TreeNode, rows: int = 40) -> list[TreeNode]:
+    """Groups to open so a large tree first shows its top levels: whole levels, while about ``rows`` rows fit.
+
+    A level is opened entirely or not at all (never the first few layers of many), except that a single
+    row opens past the budget (a lone ``model`` row says nothing) unless that shows over LONE_ROW_LIMIT
+    rows: a view pays for every row it lays out. Counting stops as soon as a level is too big, so a
+    100,000-tensor tree splits little. Runs where the tree is built (a worker).
+    """
+    opened: list[TreeNode] = []
+    level = root.children
+    shown = len(level)
+    while level:
+        groups = [node for node in level if node.has_children]
+        added = 0
+        for node in groups:
+            added += len(node.children)
+            if shown + added > rows and (shown > 1 or shown + added > LONE_ROW_LIMIT):
+                return opened
+        opened += groups
+        shown += added
+        level = [child for node in groups for child in node.children]
+    return opened
 
 
 def name_matcher(pattern: str, *, regex: bool) -> Callable[[str], bool]:

@@ -6,15 +6,38 @@ Only actions that do something today are here: menus without a working action ar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMenu
+from PySide6.QtGui import QAction, QKeySequence, QUndoGroup
+from PySide6.QtWidgets import QMenu, QMenuBar
 
 from gui.resources import icon
 
-if TYPE_CHECKING:
-    from gui.main_window import MainWindow
+
+class ActionHost(Protocol):
+    """What the actions call: the main window satisfies it, so this module never imports the window."""
+
+    undo_group: QUndoGroup
+
+    def menuBar(self) -> QMenuBar: ...
+    def open_dialog(self) -> None: ...
+    def close_current(self) -> None: ...
+    def close(self) -> bool: ...
+    def focus_search(self) -> None: ...
+    def copy_current_path(self) -> None: ...
+    def collapse_all(self) -> None: ...
+    def show_selection_panel(self) -> None: ...
+    def show_file_panel(self) -> None: ...
+    def show_about(self) -> None: ...
+    def open_recipe_dialog(self) -> None: ...
+    def save_recipe(self) -> bool: ...
+    def save_recipe_as(self) -> bool: ...
+    def export_recipe(self) -> None: ...
+    def start_surgery(self) -> None: ...
+    def rerun_preview(self) -> None: ...
+    def show_diff(self) -> None: ...
+    def copy_as_cli(self) -> None: ...
+    def copy_as_rust(self) -> None: ...
 
 
 @dataclass
@@ -45,7 +68,7 @@ class Actions:
     workbench: QMenu
 
 
-def _action(window: "MainWindow", text: str, slot: Callable[[], object], shortcut: QKeySequence | str | None = None,
+def _action(window: ActionHost, text: str, slot: Callable[[], object], shortcut: QKeySequence | str | None = None,
             tip: str = "", icon_name: str | None = None) -> QAction:
     action = QAction(text, window)
     if shortcut is not None:
@@ -60,7 +83,7 @@ def _action(window: "MainWindow", text: str, slot: Callable[[], object], shortcu
     return action
 
 
-def install(window: "MainWindow") -> Actions:
+def install(window: ActionHost) -> Actions:
     """Create the actions, wire them to the window and build its menu bar."""
     keys = QKeySequence.StandardKey
     actions = Actions(
@@ -85,11 +108,12 @@ def install(window: "MainWindow") -> Actions:
         save_recipe_as=_action(window, "Save Recipe &As…", window.save_recipe_as, "Ctrl+Shift+S",
                                "Save the recipe as JSON under a new name"),
         export=_action(window, "&Export…", window.export_recipe, "Ctrl+E",
-                       "Write what the recipe produces to a new file"),
+                       "Write what the recipe produces to a new file", "export"),
         start_surgery=_action(window, "&Start Surgery", window.start_surgery, "Ctrl+R",
-                              "Show the workbench: filters, remaps, adapters, sources and a live preview"),
+                              "Show the workbench: filters, remaps, adapters, sources and a live preview", "surgery"),
         rerun=_action(window, "&Re-run Preview", window.rerun_preview, "F5", "Plan the recipe again now"),
-        diff=_action(window, "&Diff…", window.show_diff, "Ctrl+D", "Compare the recipe's result with another file"),
+        diff=_action(window, "&Diff…", window.show_diff, "Ctrl+D", "Compare the recipe's result with another file",
+                     "diff"),
         set_template=_action(window, "Set &Template…", window.choose_template, None,
                              "Choose a file saved from the target model: the preview and tree show how the result "
                              "fits it, and Export checks its shapes"),

@@ -25,7 +25,9 @@ def parser() -> argparse.ArgumentParser:
                                    "on the command line instead.")
     root.add_argument("files", nargs="*", metavar="FILE", help="model files to open, one tab each")
     root.add_argument("--screenshot", metavar="PNG", type=Path,
-                      help="render the window offscreen at 1400x900, save it as PNG and exit")
+                      help="render the window offscreen (at --size), save it as PNG and exit")
+    root.add_argument("--size", metavar="WxH", type=_size, default=SCREENSHOT_SIZE,
+                      help="the screenshot's size in pixels (default 1400x900)")
     root.add_argument("--select", metavar="NAME", help="select this tensor or group (full dotted name)")
     root.add_argument("--panel", choices=("selection", "file"), help="show this side panel")
     root.add_argument("--recipe", metavar="JSON", type=Path,
@@ -36,10 +38,23 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--install-desktop", action="store_true", help="add Store Studio to the desktop's menu and "
                       "open .bpk, .safetensors, .pt/.pth and .mpk files with it (freedesktop, per user)")
     root.add_argument("--uninstall-desktop", action="store_true", help="remove what --install-desktop added")
+    root.add_argument("--theme", choices=("system", "dark"), default="system",
+                      help="the desktop's colours, or a dark palette (every text colour at 4.5:1 contrast or more)")
+    root.add_argument("--diff", metavar="FILE", type=Path,
+                      help="show the diff view of the (first) file, after its --recipe if given, against FILE")
     return root
 
 
-def create_app(argv: Sequence[str]) -> "QApplication":  # noqa: F821 - Qt is imported lazily
+def _size(text: str) -> tuple[int, int]:
+    """``1024x640`` as (1024, 640), for --size."""
+    width, sep, height = text.lower().partition("x")
+    if not (sep and width.isdigit() and height.isdigit() and int(width) > 0 and int(height) > 0):
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels, like 1024x640, not {text!r}")
+    return int(width), int(height)
+
+
+def create_app(argv: Sequence[str], theme: str = "system") -> "QApplication":  # noqa: F821 - Qt is imported lazily
+    """The application, its palette set before any window module is imported (gui.visual reads it once)."""
     from PySide6.QtWidgets import QApplication
 
     from gui import settings
@@ -50,7 +65,12 @@ def create_app(argv: Sequence[str]) -> "QApplication":  # noqa: F821 - Qt is imp
     app.setApplicationName(settings.APPLICATION)
     app.setApplicationDisplayName("Store Studio")
     app.setWindowIcon(icon("app"))
-    app.setStyleSheet(stylesheet())
+    if theme == "dark":
+        from gui.visual_palette import dark_palette
+        app.setStyle("Fusion")  # the platform style may ignore a palette; Fusion paints with it
+        app.setPalette(dark_palette())
+    from gui.visual import themed
+    app.setStyleSheet(themed(stylesheet()))
     return app  # type: ignore[return-value]
 
 
@@ -60,23 +80,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
         _forget_settings()
     from engine.samples import default_sample
-    from gui.main_window import MainWindow
 
-    app = create_app([sys.argv[0]])
+    app = create_app([sys.argv[0]], args.theme)
+    from gui.main_window import MainWindow  # after the palette: the window's colours follow it
     window = MainWindow()
     files = [Path(f) for f in args.files] or recipe_home(args.recipe) or [default_sample()]
     if args.screenshot is not None:
-        return screenshot(window, files, args.screenshot, args.select, args.panel, args.recipe, args.dock)
+        return screenshot(window, files, args.screenshot, args.select, args.panel, args.recipe, args.dock,
+                          args.size, args.diff)
     window.show()
     window.open_files(files)
-    if args.select or args.panel or args.recipe or args.dock:
+    if args.select or args.panel or args.recipe or args.dock or args.diff:
         def arrange(view: "StoreView") -> None:  # noqa: F821
             if view.path != files[0].absolute():
                 return
             problem = _arrange(view, args.select, args.panel)
             if problem:
                 window.statusBar().showMessage(problem, 10_000)
-            _start_surgery(window, args.recipe, args.dock)
+            _start_surgery(window, args.recipe, args.dock, args.diff)
 
         window.file_opened.connect(arrange)
     return app.exec()
@@ -110,14 +131,18 @@ def _forget_settings() -> None:
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, folder)
 
 
-def _start_surgery(window: "MainWindow", recipe: Path | None, dock: str | None) -> None:  # noqa: F821
-    """Apply --recipe and --dock: either one shows the workbench."""
+def _start_surgery(window: "MainWindow", recipe: Path | None, dock: str | None,  # noqa: F821
+                   diff: Path | None = None) -> None:
+    """Apply --recipe, --dock and --diff: any one shows the workbench; --diff compares once the recipe is in."""
     if recipe is not None:
         window.open_recipe(recipe)
-    elif dock is not None:
+    elif dock is not None or diff is not None:
         window.start_surgery()
     if dock is not None:
         window.docks[dock].raise_()
+    if diff is not None:
+        window.show_diff()
+        window.diff_panel().compare_with_file(diff)
 
 
 def _arrange(view: "StoreView", select: str | None, panel: str | None) -> str | None:  # noqa: F821
@@ -144,14 +169,19 @@ def _wait(condition: Callable[[], bool], timeout: float) -> bool:
 
 
 def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str | None,  # noqa: F821
-               panel: str | None, recipe: Path | None = None, dock: str | None = None) -> int:
-    """Open, arrange, wait until every worker is done, then grab the window into a PNG."""
-    from PySide6.QtWidgets import QApplication, QMessageBox
+               panel: str | None, recipe: Path | None = None, dock: str | None = None,
+               size: tuple[int, int] = SCREENSHOT_SIZE, diff: Path | None = None) -> int:
+    """Open, arrange, wait until every worker is done, then grab the window, exactly ``size``, into a PNG.
+
+    A file that cannot be opened is shown as the window shows it (its error dialog over the empty window):
+    the PNG is written and the exit code is 1, the file's problem on stderr.
+    """
+    from PySide6.QtWidgets import QApplication
 
     failures: list[str] = []
     window.open_failed.connect(lambda path, failure: failures.append(
         failure.message if failure.message.startswith(f"{path.name}:") else f"{path.name}: {failure.message}"))
-    window.resize(*SCREENSHOT_SIZE)
+    window.resize(*size)
     window.show()
     window.open_files(files)
     if not _wait(window.is_idle, SCREENSHOT_TIMEOUT):
@@ -160,6 +190,7 @@ def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str |
     view = window.current_view()
     if view is None:
         print(f"store-studio: {'; '.join(failures) or 'nothing opened'}", file=sys.stderr)
+        _grab(window, out, size)  # the error state, as a user would see it; still a failure to report
         return 1
     problem = _arrange(view, select, panel)
     if problem:
@@ -172,11 +203,38 @@ def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str |
     if recipe is not None and (view.document is None or view.document.path is None):
         print(f"store-studio: could not apply the recipe {recipe}", file=sys.stderr)
         return 1
-    for box in window.findChildren(QMessageBox):
-        box.close()
+    if diff is not None:
+        _start_surgery(window, None, None, diff)
+        if not _wait(lambda: window.is_idle() and window.diff_panel().is_idle(), SCREENSHOT_TIMEOUT):
+            print("store-studio: timed out comparing", file=sys.stderr)
+            return 1
     QApplication.processEvents()
-    if not window.grab().save(str(out), "PNG"):
+    if not _grab(window, out, size):
         print(f"store-studio: cannot write {out}", file=sys.stderr)
         return 1
     window.close()
     return 0
+
+
+def _grab(window: "MainWindow", out: Path, size: tuple[int, int]) -> bool:  # noqa: F821
+    """The window and any dialog over it, as one PNG of exactly ``size``: what a user would see on screen."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QPainter, QPalette
+    from PySide6.QtWidgets import QApplication, QDialog
+
+    window.resize(*size)  # the layout may have asked for more; a screen would not have given it
+    QApplication.processEvents()
+    image = window.grab()
+    if image.size().toTuple() != size:
+        image = image.copy(0, 0, *size)
+    painter = QPainter(image)
+    for dialog in window.findChildren(QDialog):
+        if dialog.isVisible():
+            shot = dialog.grab()
+            corner = QPoint((size[0] - shot.width()) // 2, (size[1] - shot.height()) // 3)
+            painter.drawPixmap(corner, shot)
+            painter.setPen(window.palette().color(QPalette.ColorRole.Mid))  # offscreen dialogs have no frame
+            painter.drawRect(corner.x() - 1, corner.y() - 1, shot.width() + 1, shot.height() + 1)
+            dialog.close()
+    painter.end()
+    return image.save(str(out), "PNG")

@@ -1,4 +1,4 @@
-"""The error dialog: a sentence a user can act on first, the traceback behind "Show Details…"."""
+"""The error dialog (a sentence a user can act on first, the traceback behind "Show Details…") and file-dialog filters."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 ERROR_DIALOG = "errorDialog"  # object name, so tests and scripts can find open error dialogs
+MODEL_FILES = "Model files (*.bpk *.safetensors *.json *.pt *.pth *.bin *.ckpt *.mpk *.gz);;All files (*)"  # file dialogs
+RECIPE_FILES = "Store Studio recipes (*.recipe.json *.json);;All files (*)"
 
 
 def as_sentence(text: str) -> str:

@@ -6,6 +6,7 @@ an error dialog, never a crash.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -19,11 +20,15 @@ from engine import FormatError, StoreStudioError, humanize
 from engine.surgery.printers import as_cli, as_rust
 from gui import settings
 from gui.actions import install
-from gui.dialogs import show_error
+from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
 from gui.resources import icon
 from gui.stale_watch import StaleWatch
-from gui.store_view import LoadedStore, StoreView, load_store
+from gui.widgets import scrolling
+from gui.loaded_store import LoadedStore, load_store
+from gui.store_view import StoreView
+from gui.workbench.diff_panel import DiffPanel
 from gui.workbench.document import RecipeDocument, load_recipe
+from gui.workbench.export_dialog import run_export
 from gui.workbench.panels.adapters import AdaptersPanel
 from gui.workbench.panels.base import DocumentPanel
 from gui.workbench.panels.filters import FiltersPanel
@@ -35,10 +40,22 @@ from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
-FILE_FILTER = "Model files (*.bpk *.safetensors *.json *.pt *.pth *.bin *.ckpt *.mpk *.gz);;All files (*)"
+REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dwsb.]|^\^|\$$|\[.+\]|\(.*\||[^\\]\|")  # .* \d ^ $ [..] (a|b)
 DEFAULT_SIZE = (1280, 800)
-RECIPE_FILTER = "Store Studio recipes (*.recipe.json *.json);;All files (*)"
+RULES_SHARE = 0.3  # of the window's width, for the rule docks on the right
+PREVIEW_SHARE, PREVIEW_HEIGHT = 0.36, 310  # the preview/diff docks: a share of the height, at least 6 table rows
+TABLE_DOCKS = ("preview", "diff")  # docks that are a table, which scrolls by itself; the others get a scroll area
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
+
+
+def default_size(available: tuple[int, int]) -> tuple[int, int]:
+    """DEFAULT_SIZE, or 90% of a screen too small for it: a first start never opens past a laptop's edge."""
+    return min(DEFAULT_SIZE[0], int(available[0] * 0.9)), min(DEFAULT_SIZE[1], int(available[1] * 0.9))
+
+
+def looks_like_regex(text: str) -> bool:
+    """True for text a user probably meant as a regex (``^layer\\.\\d+``, ``.*bias``, ``norm|bn``)."""
+    return REGEX_HINTS.search(text) is not None
 
 
 class MainWindow(QMainWindow):
@@ -57,7 +74,7 @@ class MainWindow(QMainWindow):
         self._opening: set[Path] = set()
         self.undo_group = QUndoGroup(self)  # Edit > Undo follows the current tab's recipe
         self._workbench_shown = False
-        self._diff_panels: dict[RecipeDocument, QWidget] = {}
+        self._diff_panels: dict[RecipeDocument, DiffPanel] = {}
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("documents")
@@ -95,13 +112,16 @@ class MainWindow(QMainWindow):
         toolbar.setObjectName("mainToolbar")
         toolbar.setMovable(False)
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        toolbar.addAction(self.actions.open)
+        for action, short in ((self.actions.open, "Open"), (self.actions.export, "Export…"),
+                              (self.actions.diff, "Diff…"), (self.actions.start_surgery, "Surgery")):
+            action.setIconText(short)
+            toolbar.addAction(action)
         toolbar.addSeparator()
         self.search = QLineEdit()
         self.search.setObjectName("search")
         self.search.setPlaceholderText("Filter tensors by name (text, or a regex with .*)")
         self.search.setClearButtonEnabled(True)
-        self.search.setMinimumWidth(360)
+        self.search.setMinimumWidth(160)
         self.search.setMaximumWidth(560)
         self.search.addAction(icon("search"), QLineEdit.ActionPosition.LeadingPosition)
         self.regex = QAction(icon("regex"), "Regular expression", self)
@@ -123,6 +143,7 @@ class MainWindow(QMainWindow):
         bar = self.statusBar()
         self.summary = QLabel()
         self.summary.setObjectName("statusSummary")
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # a long path never widens the window
         self.busy_label = QLabel()
         self.busy = QProgressBar()
         self.busy.setRange(0, 0)  # busy, not a percentage: opening reads a header of unknown cost
@@ -153,7 +174,7 @@ class MainWindow(QMainWindow):
     def _dock(self, name: str, title: str, panel: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(f"{name}Dock")
-        dock.setWidget(panel)
+        dock.setWidget(panel if name in TABLE_DOCKS else scrolling(panel, f"{name}Scroll"))
         self.addDockWidget(area, dock)
         dock.hide()
         self.actions.workbench.addAction(dock.toggleViewAction())
@@ -162,7 +183,7 @@ class MainWindow(QMainWindow):
     # --- opening ----------------------------------------------------------------------------------------
     def open_dialog(self) -> None:
         start = str(Path(settings.recent_files()[0]).parent) if settings.recent_files() else ""
-        paths, _ = QFileDialog.getOpenFileNames(self, "Open model files", start, FILE_FILTER)
+        paths, _ = QFileDialog.getOpenFileNames(self, "Open model files", start, MODEL_FILES)
         self.open_files(paths)
 
     def open_files(self, paths: Iterable[str | Path]) -> None:
@@ -268,6 +289,7 @@ class MainWindow(QMainWindow):
         self.regex.setChecked(view.filter_regex if view is not None else False)
         self.search.blockSignals(False)
         self.regex.blockSignals(False)
+        self._show_regex_state()
         self._show_filter_result(view)
         self._update_summary()
         self._follow_document()
@@ -283,8 +305,9 @@ class MainWindow(QMainWindow):
             self.summary.setText("")
             return
         store, totals, size = view.store, view.loaded.tree, view.loaded.file_size
+        buffers = f" + {totals.buffer_values:,} buffer values" if totals.buffer_values else ""
         self.summary.setText(f"{store.path} · {store.description} · {totals.tensors:,} tensors · "
-                             f"{totals.params:,} params · {humanize.size(size)}")
+                             f"{totals.parameters:,} parameters{buffers} · {humanize.size(size)}")
         self.summary.setToolTip(f"{size:,} bytes on disk")
 
     # --- search -----------------------------------------------------------------------------------------
@@ -292,8 +315,16 @@ class MainWindow(QMainWindow):
         self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.search.selectAll()
 
-    def _regex_toggled(self) -> None:
+    def _regex_toggled(self, on: bool = False) -> None:
+        self._show_regex_state()
         self.apply_filter()
+
+    def _show_regex_state(self) -> None:
+        """A filled icon while regex search is on: a checkable line-edit action has no pressed look of its own."""
+        on = self.regex.isChecked()
+        self.regex.setIcon(icon("regex-on" if on else "regex"))
+        self.regex.setToolTip("Regular expression search is on (click for plain text)" if on else
+                              "Treat the filter as a regular expression (case-insensitive)")
 
     def apply_filter(self) -> None:
         self._filter_timer.stop()
@@ -311,6 +342,8 @@ class MainWindow(QMainWindow):
             text = f"⚠ {result.error[0].upper()}{result.error[1:]}"
         elif view is not None and view.filter_text:
             text = f"{result.matches:,} of {result.total:,} match"
+            if not view.filter_regex and looks_like_regex(view.filter_text):
+                text += " · searched as text (turn on .* for a regex)"
         else:
             text = f"{result.total:,} tensors"
         self.match_label.setText(text)
@@ -342,8 +375,9 @@ class MainWindow(QMainWindow):
                 dock.show()
             self.docks["filters"].raise_()
             self.docks["preview"].raise_()
-            self.resizeDocks([self.docks["filters"]], [int(self.width() * 0.34)], Qt.Orientation.Horizontal)
-            self.resizeDocks([self.docks["preview"]], [int(self.height() * 0.36)], Qt.Orientation.Vertical)
+            self.resizeDocks([self.docks["filters"]], [int(self.width() * RULES_SHARE)], Qt.Orientation.Horizontal)
+            preview = min(max(int(self.height() * PREVIEW_SHARE), PREVIEW_HEIGHT), int(self.height() * 0.55))
+            self.resizeDocks([self.docks["preview"]], [preview], Qt.Orientation.Vertical)
             for other in self.views():
                 other.favour_tree()
         self._follow_document()
@@ -399,23 +433,18 @@ class MainWindow(QMainWindow):
         document = self.surgery()
         if document is None:
             return
-        try:
-            from gui.workbench.export_dialog import run_export  # lands separately; imported when first used
-        except ImportError:
-            self.statusBar().showMessage("Export is not available in this build yet", 10_000)
-            return
         run_export(self, document)
+
+    def diff_panel(self) -> DiffPanel | None:
+        """The current tab's diff view, once Diff… has made it."""
+        document = self.document()
+        return self._diff_panels.get(document) if document is not None else None
 
     def show_diff(self) -> None:
         document = self.surgery()
         if document is None:
             return
         if document not in self._diff_panels:
-            try:
-                from gui.workbench.diff_panel import DiffPanel  # lands separately; imported when first used
-            except ImportError:
-                self.statusBar().showMessage("Diff is not available in this build yet", 10_000)
-                return
             self._diff_panels[document] = DiffPanel(document)
         self.diff_dock.setWidget(self._diff_panels[document])
         self.diff_dock.show()
@@ -435,7 +464,7 @@ class MainWindow(QMainWindow):
     def open_recipe_dialog(self) -> None:
         view = self.current_view()
         start = str(view.path.parent) if view is not None else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Open a recipe", start, RECIPE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open a recipe", start, RECIPE_FILES)
         if path:
             self.open_recipe(Path(path))
 
@@ -479,7 +508,7 @@ class MainWindow(QMainWindow):
         if document is None or view is None:
             return False
         suggested = document.path or view.path.with_name(f"{view.path.stem}.recipe.json")
-        path, _ = QFileDialog.getSaveFileName(self, "Save the recipe", str(suggested), RECIPE_FILTER)
+        path, _ = QFileDialog.getSaveFileName(self, "Save the recipe", str(suggested), RECIPE_FILES)
         return bool(path) and self._save(document, Path(path))
 
     def _save(self, document: RecipeDocument, path: Path) -> bool:
@@ -575,7 +604,7 @@ class MainWindow(QMainWindow):
     def _restore_geometry(self) -> None:
         geometry = settings.app_settings().value("window/geometry")
         if not (isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)):
-            self.resize(*DEFAULT_SIZE)
+            self.resize(*default_size(self.screen().availableGeometry().size().toTuple()))
 
     def _restore_splitters(self, view: StoreView) -> None:
         store = settings.app_settings()

@@ -2,53 +2,35 @@
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSplitter, QTabWidget, QTreeView, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QSplitter, QTabWidget,
+                               QToolButton, QTreeView, QVBoxLayout, QWidget)
 
-from engine import Store, open_store
 from engine.surgery.modules import ModuleGuess, infer_modules, logical_leaf
-from engine.tree import TreeNode, build_tree, filter_entries, name_matcher
+from engine.tree import TreeNode, build_tree, filter_entries, first_levels, name_matcher
+from gui.loaded_store import SMALL_STORE, LoadedStore
 from gui.models.tree_model import Column, TreeModel
 from gui.panels.details import DetailsPanel
 from gui.panels.file_info import FileInfoPanel
 from gui.panels.values import ValuesPanel
+from gui.resources import monospace
+from gui.widgets import scrolling
 from gui.workbench.document import RecipeDocument
 from gui.workers import TaskRunner
 
 EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this many tensors
-SMALL_STORE = 64  # a store this small opens fully expanded: everything in it at a glance
+NAME_SHARE = 0.42  # the Name column keeps at least this share of the tree's width; the others shrink first
+COLUMN_SAMPLES = {Column.DTYPE: "BF16", Column.SHAPE: "[128, 64, 3, 3]", Column.PARAMS: "99,999,999",
+                  Column.SIZE: "999 MiB", Column.RECIPE: "renamed, transposed"}  # usual content; longer text elides
+HIDE_FIRST = (Column.SIZE, Column.DTYPE, Column.SHAPE, Column.PARAMS)  # what a narrow tree gives up, in order
+COLUMN_MINIMUM = 36
+BASE_ORDERS = {"File order": "file", "Name order": "natural"}  # the tree's order when no header sorts it
 INFER_DELAY_MS = 150  # module inference starts once the tree has painted
-
-
-@dataclass
-class LoadedStore:
-    """What a worker hands the window: the store, its tree (top level sorted) and totals worked out once.
-
-    ``tree`` totals the whole store (``tree.params`` is every parameter), so views never re-sum 100,000 entries.
-    """
-
-    store: Store
-    tree: TreeNode
-    params_by_dtype: list[tuple[str, int]]
-    file_size: int
-
-
-def load_store(path: Path, cancelled: Callable[[], bool]) -> LoadedStore:
-    """Open and index a file; runs in a worker so a large header never freezes the window."""
-    store = open_store(path)
-    tree = build_tree(store.entries)
-    tree.children  # noqa: B018 - sort the top level here rather than on the UI thread
-    by_dtype: Counter = Counter()
-    for entry in store.entries:  # keyed by DType, named once at the end: str() per tensor adds up at 100,000
-        by_dtype[entry.dtype] += math.prod(entry.shape)
-    return LoadedStore(store, tree, [(str(d), n) for d, n in by_dtype.most_common()], store.file_size)
 
 
 @dataclass(frozen=True)
@@ -84,18 +66,47 @@ class StoreView(QWidget):
         self.tree_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree_view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        self.tree_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # keeps a row's end: its recipe word
+        header = self.tree_view.header()
+        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # the file's order until a header is clicked
+        header.setSortIndicatorClearable(True)  # a third click goes back to it
+        self.tree_view.setSortingEnabled(True)
+        self.tree_view.viewport().installEventFilter(self)
         self._size_columns()
-        if loaded.tree.tensors <= SMALL_STORE:
-            self.tree_view.expandAll()
+        self._expand_first_levels(loaded.tree, loaded.opened)
         self.tree_view.selectionModel().currentChanged.connect(self._current_changed)
+
+        self.order = QComboBox()
+        self.order.setObjectName("treeOrder")
+        self.order.addItems(list(BASE_ORDERS))
+        self.order.setToolTip("File order is the order the model saved its tensors (its module order); "
+                              "name order sorts layer.2 before layer.10. Click a column header to sort by it.")
+        self.order.currentTextChanged.connect(self._base_order_changed)
+        self.flat = QToolButton()
+        self.flat.setObjectName("flatList")
+        self.flat.setText("Flat list")
+        self.flat.setCheckable(True)
+        self.flat.setToolTip("List every tensor by its full name instead of grouping by dotted prefix")
+        self.flat.toggled.connect(lambda _: self._rebuild())
+        tree_bar = QHBoxLayout()
+        tree_bar.setContentsMargins(4, 2, 4, 2)
+        tree_bar.addWidget(self.order)
+        tree_bar.addWidget(self.flat)
+        tree_bar.addStretch(1)
+        tree_pane = QWidget()
+        tree_layout = QVBoxLayout(tree_pane)
+        tree_layout.setContentsMargins(0, 0, 0, 0)
+        tree_layout.setSpacing(0)
+        tree_layout.addLayout(tree_bar)
+        tree_layout.addWidget(self.tree_view, 1)
 
         self.details = DetailsPanel(runner)
         self.values = ValuesPanel(runner)
         self.file_info = FileInfoPanel(loaded)
         self.selection_split = QSplitter(Qt.Orientation.Vertical)
-        self.selection_split.addWidget(self.details)
+        self.selection_split.addWidget(scrolling(self.details, "detailsScroll"))
         self.selection_split.addWidget(self.values)
-        self.selection_split.setStretchFactor(0, 0)  # details take what they need, values the rest
+        self.selection_split.setStretchFactor(0, 1)  # both scroll, so neither imposes its height
         self.selection_split.setStretchFactor(1, 1)
         self.side = QTabWidget()
         self.side.addTab(self.selection_split, "Selection")
@@ -103,7 +114,7 @@ class StoreView(QWidget):
         self.side.setCurrentWidget(self.file_info)
 
         self.main_split = QSplitter(Qt.Orientation.Horizontal)
-        self.main_split.addWidget(self.tree_view)
+        self.main_split.addWidget(tree_pane)
         self.main_split.addWidget(self.side)
         self.main_split.setStretchFactor(0, 3)
         self.main_split.setStretchFactor(1, 2)
@@ -118,13 +129,40 @@ class StoreView(QWidget):
     def _size_columns(self) -> None:
         header = self.tree_view.header()
         header.setStretchLastSection(False)
+        header.setMinimumSectionSize(COLUMN_MINIMUM)
         header.setSectionResizeMode(Column.NAME, QHeaderView.ResizeMode.Stretch)
-        metrics = self.tree_view.fontMetrics()
-        samples = {Column.DTYPE: "F8_E4M3 ", Column.SHAPE: "[151936, 4096]  ", Column.PARAMS: "9,999,999,999  ",
-                   Column.SIZE: "1023 MiB  "}
-        for column, sample in samples.items():
+        for column in COLUMN_SAMPLES:
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
-            header.resizeSection(column, int(metrics.horizontalAdvance(sample) * 1.15) + 12)
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """Columns take what their usual content needs; when the tree is narrow the least useful ones hide,
+        so Name keeps NAME_SHARE of the width and no column shows a squeezed ``2 t…ors``."""
+        header = self.tree_view.header()
+        metrics = QFontMetrics(monospace())
+        wanted = {column: metrics.horizontalAdvance(sample) + 20 for column, sample in COLUMN_SAMPLES.items()}
+        shown = [c for c in COLUMN_SAMPLES if c != Column.RECIPE or self.model.has_marks]
+        room = self.tree_view.viewport().width() * (1 - NAME_SHARE)
+        for column in HIDE_FIRST:
+            if sum(wanted[c] for c in shown) <= room:
+                break
+            shown.remove(column)
+        for column, width in wanted.items():
+            self.tree_view.setColumnHidden(column, column not in shown)
+            header.resizeSection(column, width)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_columns()
+        return super().eventFilter(watched, event)
+
+    def _expand_first_levels(self, tree: TreeNode, opened: list[TreeNode]) -> None:
+        """A small store opens fully; a larger one shows its first levels (groups chosen off the UI thread)."""
+        if tree.tensors <= SMALL_STORE:
+            self.tree_view.expandAll()
+            return
+        for node in opened:
+            self.tree_view.expand(self.model.index_of(node))
 
     @property
     def path(self) -> Path:
@@ -142,8 +180,9 @@ class StoreView(QWidget):
         return self.document
 
     def favour_tree(self) -> None:
-        """The workbench docks take room beside the tab: fold the details away (Ctrl+1 / Ctrl+2 bring them back)."""
-        self.main_split.setSizes([sum(self.main_split.sizes()), 0])
+        """The workbench docks take room beside the tab: the tree keeps 3/5 of it, the details stay in view."""
+        width = sum(self.main_split.sizes())
+        self.main_split.setSizes([width * 3 // 5, width - width * 3 // 5])
 
     def show_side(self) -> None:
         """Unfold the details beside the tree when they were folded away."""
@@ -155,6 +194,7 @@ class StoreView(QWidget):
     def _plan_ready(self, _plan: object) -> None:
         if self.document is not None:
             self.model.set_marks(self.document.marks)
+            self._fit_columns()  # the Recipe column shows while there are marks
 
     def close_store(self) -> None:
         if self.document is not None:
@@ -211,9 +251,9 @@ class StoreView(QWidget):
             except re.error as exc:
                 self.filter_result = FilterResult(self.filter_result.matches, total, f"invalid regex: {exc}")
                 return self.filter_result
-            tree = build_tree(filter_entries(self.store.entries, matcher))
+            tree = self._build(filter_entries(self.store.entries, matcher))
         else:
-            tree = self._full_tree
+            tree = self._sorted(self._full_tree)
         current = self.current_node()
         self.model.set_root(tree)
         if text and tree.tensors <= EXPAND_LIMIT:
@@ -222,3 +262,29 @@ class StoreView(QWidget):
             self._current_changed(QModelIndex(), QModelIndex())
         self.filter_result = FilterResult(tree.tensors, total)
         return self.filter_result
+
+    # --- order and shape ----------------------------------------------------------------------------
+    def _build(self, entries: list) -> TreeNode:
+        """A tree of ``entries`` in this view's current order and shape (compact groups, or a flat list)."""
+        return self._sorted(build_tree(entries, order="file", compact=True, flat=self.flat.isChecked()))
+
+    def _sorted(self, tree: TreeNode) -> TreeNode:
+        """``tree`` in the order on show: a clicked header's, else the base order (lazy: opened levels only)."""
+        header = self.tree_view.header()
+        self.model.sort_tree(tree, header.sortIndicatorSection(), header.sortIndicatorOrder(), self.model.base_order)
+        return tree
+
+    def _rebuild(self) -> None:
+        """Lay the tree out again (flat list toggled): the full tree is rebuilt, then the filter re-applied."""
+        self._full_tree = self._build(self.store.entries)
+        self.apply_filter(self.filter_text, self.filter_regex)
+        if not self.filter_text:
+            self._expand_first_levels(self._full_tree, first_levels(self._full_tree))
+
+    def _base_order_changed(self, text: str) -> None:
+        self.model.base_order = BASE_ORDERS[text]
+        header = self.tree_view.header()
+        if header.sortIndicatorSection() >= 0:
+            header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # the view asks the model for sort(-1)
+        else:
+            self.model.sort(-1)

@@ -8,6 +8,7 @@ colour-blind users lose nothing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
@@ -29,11 +30,18 @@ from engine import Store, TensorEntry, humanize
 from engine.surgery import AlignmentReport, DiffReport, Plan
 from engine.surgery.ops import Rename
 from engine.tree import natural_key
+from gui.numbers import format_number
 from gui.resources import monospace
-from gui.visual import AMBER, BLUE, GREEN, GREY, RED
+from gui.visual import TONE_COLOURS
 
 Index = QModelIndex | QPersistentModelIndex
 ROW_ROLE = Qt.ItemDataRole.UserRole  # data(index, ROW_ROLE) is the DiffRow behind a row
+SHARE_ROLE = Qt.ItemDataRole.UserRole + 1  # data(index, SHARE_ROLE): a pair's max |Δ| as a share of the largest
+# The summary bar's groups: what a glance at a comparison asks, in the statuses' colours.
+SUMMARY_GROUPS = (("identical", ("identical", "applied"), "ok"),
+                  ("transposed", ("transposed", "renamed"), "transformed"),
+                  ("changed", ("dtype", "different", "shape_mismatch"), "transformed"),
+                  ("missing", ("missing",), "problem"), ("unused", ("unused",), "unused"))
 
 
 @dataclass(frozen=True)
@@ -59,8 +67,6 @@ STATUSES: dict[str, Status] = {s.key: s for s in (
     Status("unused", "unused", "unused", "plus", "the recipe's result has it; the other file does not"),
     Status("dropped", "dropped", "dropped", "slash", "the recipe drops it from its source, for the reason shown"),
 )}
-TONE_COLOURS = {"ok": GREEN.name(), "transformed": AMBER.name(), "problem": RED.name(), "unused": BLUE.name(),
-                "dropped": GREY.name()}
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,7 @@ class DiffRow:
     other: TensorEntry | None
     note: str = ""
     suggestions: tuple[str, ...] = ()  # for a missing tensor: the closest unused source names
+    max_abs: float | None = None  # the largest |source - other| when values were compared
 
     @property
     def name(self) -> str:
@@ -131,7 +138,8 @@ def build_rows(plan: Plan, other: Store, report: AlignmentReport, values: DiffRe
             status, value_note = _value_status(compared[name].status, compared[name].max_abs)
             notes.insert(0, value_note)
         note = "; ".join(text for text in notes if text)
-        rows.append(DiffRow(status, tensor, theirs[name], note))
+        max_abs = compared[name].max_abs if name in compared else None
+        rows.append(DiffRow(status, tensor, theirs[name], note, max_abs=max_abs))
     for mismatch in report.shape_mismatches:
         source_name = report.through_variants.get(mismatch.name, mismatch.name)
         shapes = f"source {humanize.shape(mismatch.source_shape)}, other {humanize.shape(mismatch.template_shape)}"
@@ -166,11 +174,12 @@ class Column(IntEnum):
     OTHER_NAME = 4
     OTHER_SHAPE = 5
     OTHER_DTYPE = 6
+    DELTA = 7  # max |source - other|, with a bar so the worst pairs stand out
 
 
 HEADERS = {Column.SOURCE_NAME: "Source (after recipe)", Column.SOURCE_SHAPE: "Shape", Column.SOURCE_DTYPE: "DType",
            Column.STATUS: "Status", Column.OTHER_NAME: "Other file", Column.OTHER_SHAPE: "Shape",
-           Column.OTHER_DTYPE: "DType"}
+           Column.OTHER_DTYPE: "DType", Column.DELTA: "max |Δ|"}
 SOURCE_COLUMNS = (Column.SOURCE_NAME, Column.SOURCE_SHAPE, Column.SOURCE_DTYPE)
 
 
@@ -235,6 +244,7 @@ class DiffModel(QAbstractTableModel):
         super().__init__(parent)
         self._rows: list[DiffRow] = []
         self._font = monospace()
+        self._largest = 0.0  # the largest finite max |Δ| of the rows, for the bars
 
     @property
     def rows(self) -> list[DiffRow]:
@@ -243,7 +253,14 @@ class DiffModel(QAbstractTableModel):
     def set_rows(self, rows: Sequence[DiffRow]) -> None:
         self.beginResetModel()
         self._rows = list(rows)
+        deltas = [r.max_abs for r in self._rows if r.max_abs is not None and math.isfinite(r.max_abs)]
+        self._largest = max(deltas, default=0.0)
         self.endResetModel()
+
+    def summary(self) -> list[tuple[str, int, str]]:
+        """(word, count, tone) for each SUMMARY_GROUPS group, in order: what the summary bar draws."""
+        counts = self.counts()
+        return [(word, sum(counts[k] for k in keys), tone) for word, keys, tone in SUMMARY_GROUPS]
 
     def counts(self) -> dict[str, int]:
         found = {key: 0 for key in STATUSES}
@@ -260,6 +277,8 @@ class DiffModel(QAbstractTableModel):
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return HEADERS[Column(section)]
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.InitialSortOrderRole:
+            return Qt.SortOrder.DescendingOrder if section == Column.DELTA else Qt.SortOrder.AscendingOrder
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -272,6 +291,12 @@ class DiffModel(QAbstractTableModel):
             return self._text(row, column)
         if role == ROW_ROLE:
             return row
+        if role == SHARE_ROLE and column == Column.DELTA:
+            if row.max_abs is None:
+                return None
+            return 1.0 if not math.isfinite(row.max_abs) else row.max_abs / self._largest if self._largest else 0.0
+        if role == Qt.ItemDataRole.TextAlignmentRole and column == Column.DELTA:
+            return Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         if role == Qt.ItemDataRole.DecorationRole and column == Column.STATUS:
             return status_icon(row.status)
         if role == Qt.ItemDataRole.ForegroundRole and status.tone != "ok":
@@ -286,6 +311,8 @@ class DiffModel(QAbstractTableModel):
     def _text(row: DiffRow, column: Column) -> str:
         if column == Column.STATUS:
             return STATUSES[row.status].word
+        if column == Column.DELTA:
+            return format_number(row.max_abs, 3) if row.max_abs is not None else ""
         item = row.source if column in SOURCE_COLUMNS else row.other
         if item is None:
             return "—" if column in (Column.SOURCE_NAME, Column.OTHER_NAME) else ""
@@ -322,5 +349,9 @@ class DiffFilterModel(QSortFilterProxyModel):
         return row.status not in self._hidden and (not self._text or row.matches(self._text))
 
     def lessThan(self, left: Index, right: Index) -> bool:
+        if left.column() == Column.DELTA:  # by size: sorted descending, the worst pairs come first
+            a, b = (index.data(ROW_ROLE).max_abs for index in (left, right))
+            return (-1.0 if a is None else math.inf if math.isnan(a) else a) < \
+                (-1.0 if b is None else math.inf if math.isnan(b) else b)
         a, b = left.data() or "", right.data() or ""
         return natural_key(a) < natural_key(b)

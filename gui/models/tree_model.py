@@ -17,8 +17,10 @@ from PySide6.QtCore import (
     Qt,
 )
 
+from PySide6.QtGui import QFont
+
 from engine import humanize
-from engine.tree import TreeNode
+from engine.tree import ORDERS, TreeNode, is_buffer
 from gui.resources import icon, monospace
 from gui.visual import brush, struck
 from gui.workbench.document import DROPPED, Mark
@@ -34,13 +36,17 @@ class Column(IntEnum):
     SHAPE = 2
     PARAMS = 3
     SIZE = 4
+    RECIPE = 5  # what the recipe does to the tensor, in a word: shown only during surgery
 
 
 HEADERS = {Column.NAME: "Name", Column.DTYPE: "DType", Column.SHAPE: "Shape", Column.PARAMS: "Parameters",
-           Column.SIZE: "Size"}
+           Column.SIZE: "Size", Column.RECIPE: "Recipe"}
 NUMERIC = (Column.PARAMS, Column.SIZE)
 MONOSPACE = (Column.NAME, Column.DTYPE, Column.SHAPE)
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+# What clicking a header sorts by; numbers start largest first ("which tensors are biggest?").
+SORT_ORDERS = {Column.NAME: "natural", Column.DTYPE: "dtype", Column.SHAPE: "shape", Column.PARAMS: "params",
+               Column.SIZE: "size"}
 
 
 class TreeModel(QAbstractItemModel):
@@ -51,7 +57,10 @@ class TreeModel(QAbstractItemModel):
         self._root = root
         self._font = monospace()
         self._struck = struck(self._font)
+        self._italic = QFont()
+        self._italic.setItalic(True)
         self._marks: dict[str, Mark] = {}
+        self.base_order = "file"  # the order without a clicked header: "file" or "natural"
 
     @property
     def root(self) -> TreeNode:
@@ -62,6 +71,30 @@ class TreeModel(QAbstractItemModel):
         self.beginResetModel()
         self._root = root
         self.endResetModel()
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sort every opened level by a column (Qt calls this on a header click); column -1 is ``base_order``."""
+        self.layoutAboutToBeChanged.emit()
+        persistent = self.persistentIndexList()
+        nodes = [(index.internalPointer(), index.column()) if index.isValid() else None for index in persistent]
+        self.sort_tree(self._root, column, order, self.base_order)
+        moved = [self.createIndex(n[0].row, n[1], n[0]) if n is not None else QModelIndex() for n in nodes]
+        self.changePersistentIndexList(persistent, moved)
+        self.layoutChanged.emit()
+
+    @staticmethod
+    def sort_tree(tree: TreeNode, column: int, order: Qt.SortOrder, base_order: str = "file") -> None:
+        """Sort ``tree`` as a click on ``column``'s header would (-1: the base order, file or natural)."""
+        if column < 0:
+            key, reverse = ORDERS[base_order]
+        else:
+            key, _ = ORDERS[SORT_ORDERS[Column(column)]]
+            reverse = order == Qt.SortOrder.DescendingOrder
+        tree.resort(key, reverse)
+
+    @property
+    def has_marks(self) -> bool:
+        return bool(self._marks)
 
     def set_marks(self, marks: dict[str, Mark]) -> None:
         """Mark tensors (by full name) as the recipe's plan treats them; an empty dict clears the marks."""
@@ -115,6 +148,8 @@ class TreeModel(QAbstractItemModel):
             return HEADERS[Column(section)]
         if role == Qt.ItemDataRole.TextAlignmentRole and section in NUMERIC:
             return RIGHT
+        if role == Qt.ItemDataRole.InitialSortOrderRole:
+            return Qt.SortOrder.DescendingOrder if section in NUMERIC else Qt.SortOrder.AscendingOrder
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -124,8 +159,10 @@ class TreeModel(QAbstractItemModel):
         column = index.column()
         mark = self._marks.get(node.entry.name) if node.entry is not None and self._marks else None
         if role == Qt.ItemDataRole.DisplayRole:
+            if column == Column.RECIPE:
+                return mark.word if mark is not None else ""
             text = self._text(node, column)
-            return f"{text}  ({mark.word})" if mark is not None and column == Column.NAME else text
+            return _renamed(text, node, mark) if mark is not None and column == Column.NAME else text
         if role == NODE_ROLE:
             return node
         if role == MARK_ROLE:
@@ -136,12 +173,17 @@ class TreeModel(QAbstractItemModel):
             return RIGHT
         if role == Qt.ItemDataRole.FontRole and (column in MONOSPACE or mark is not None):
             return self._struck if mark is not None and mark.state == DROPPED else self._font
+        if role == Qt.ItemDataRole.FontRole and column == Column.PARAMS and node.entry is not None \
+                and is_buffer(node.entry):
+            return self._italic
         if role == Qt.ItemDataRole.DecorationRole and column == Column.NAME:
             return icon("tensor" if node.is_tensor else "group")
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == Column.SIZE:
                 return f"{node.nbytes:,} bytes"
-            if column == Column.NAME:
+            if column == Column.PARAMS:
+                return _params_tip(node)
+            if column in (Column.NAME, Column.RECIPE):
                 return f"{node.path}\n{mark.word}: {mark.detail}" if mark is not None else node.path
         return None
 
@@ -157,5 +199,21 @@ class TreeModel(QAbstractItemModel):
                 return humanize.shape(entry.shape)
             return f"{node.tensors:,} tensor{'s' if node.tensors != 1 else ''}"
         if column == Column.PARAMS:
-            return humanize.count(node.params)
+            return humanize.count(node.params if node.entry is not None else node.parameters)
         return humanize.size(node.nbytes)
+
+
+def _renamed(name: str, node: TreeNode, mark: Mark) -> str:
+    """``weight → bn1.gamma``: the new name beside the old (the word itself is in the Recipe column)."""
+    new = mark.tensor.name if mark.tensor is not None and mark.state != DROPPED else None
+    return f"{name} → {new}" if new is not None and new != node.path else name
+
+
+def _params_tip(node: TreeNode) -> str:
+    """Parameters and buffer values told apart: a BatchNorm's running statistics are not trained weights."""
+    if node.entry is not None:
+        kind = "buffer values (not trained parameters)" if is_buffer(node.entry) else "parameters"
+        return f"{node.params:,} {kind}"
+    if node.buffer_values:
+        return f"{node.parameters:,} parameters + {node.buffer_values:,} buffer values"
+    return f"{node.parameters:,} parameters"

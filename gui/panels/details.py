@@ -7,20 +7,48 @@ a late result for an older selection is never shown.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
-                               QSizePolicy, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QProgressBar,
+                               QPushButton, QVBoxLayout, QWidget)
 
 from engine import humanize
 from engine.stats import TensorStats, stats_for
 from engine.surgery.modules import ModuleGuess
-from engine.tree import TreeNode
-from gui.panels.histogram import HistogramWidget, format_number
+from engine.tree import TreeNode, is_buffer
+from gui.numbers import DEFAULT_DIGITS, digits_for, format_number, format_percent
+from gui.panels.histogram import HistogramWidget
 from gui.resources import monospace
+from gui.widgets import ElidedLabel
 from gui.workers import Failure, Task, TaskRunner
 
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-STAT_FIELDS = (("min", "Min"), ("max", "Max"), ("mean", "Mean"), ("std", "Std"),
-               ("nan", "NaN"), ("inf", "Inf"), ("zeros", "Zeros"))
+PAIRS_PER_ROW = 2  # two caption/value pairs a row: room for values like -1.60887e-05
+
+
+def stat_rows(stats: TensorStats, digits: int) -> list[tuple[str, str, str, str]]:
+    """(key, caption, value, tooltip) for the statistics that mean something for the tensor's dtype.
+
+    Bools: count and share true. Integers: range, mean, percentiles, zeros; never NaN or Inf. Floats add
+    abs-max, L2 norm and +Inf/-Inf counts. Every number goes through the one ``format_number``.
+    """
+    number = lambda v: format_number(v, digits) if v is not None else "–"  # noqa: E731
+    zeros = (f"{format_percent(stats.zero_share)}", f"{stats.zeros:,} of {stats.count:,} values are zero")
+    if stats.kind == "bool":
+        share = stats.true_count / stats.count if stats.count else 0.0
+        return [("count", "Count", f"{stats.count:,}", ""),
+                ("true", "True", f"{stats.true_count:,} ({format_percent(share)})", f"{stats.zeros:,} false")]
+    rows = [("min", "Min", number(stats.min), repr(stats.min)), ("max", "Max", number(stats.max), repr(stats.max)),
+            ("mean", "Mean", number(stats.mean), repr(stats.mean)), ("std", "Std", number(stats.std), repr(stats.std))]
+    if stats.kind == "float":
+        rows += [("abs_max", "Abs max", number(stats.abs_max), "largest magnitude of the finite values"),
+                 ("l2", "L2 norm", number(stats.l2), "square root of the sum of squares of the finite values")]
+    sampled = f" (of a sample of {stats.sampled:,} values)" if stats.sampled else ""
+    rows += [(f"p{p}", f"P{p}", number(v), f"{p}th percentile of the finite values{sampled}")
+             for p, v in stats.percentiles]
+    rows.append(("zeros", "Zeros", *zeros))
+    if stats.kind == "float":
+        rows += [("nan", "NaN", f"{stats.nan:,}", ""), ("pos_inf", "+Inf", f"{stats.pos_inf:,}", ""),
+                 ("neg_inf", "-Inf", f"{stats.neg_inf:,}", "")]
+    return rows
 
 
 def _value_label(mono: bool = False) -> QLabel:
@@ -32,18 +60,22 @@ def _value_label(mono: bool = False) -> QLabel:
 
 
 class DetailsPanel(QWidget):
-    """Facts about the selection; ``stats_ready`` tells tests and screenshots when numbers are shown."""
+    """Facts about the selection; ``stats`` holds the numbers on show once computed.
+
+    Each fact appears once: the title is the full name, one summary line has dtype, shape, values and size,
+    and the form below only adds what the line does not say (offset, param id, module).
+    """
 
     def __init__(self, runner: TaskRunner, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._runner = runner
         self._task: Task | None = None
+        self._digits = DEFAULT_DIGITS
         self.stats: TensorStats | None = None  # the statistics on show, for the current tensor
 
-        self.title = _value_label(mono=True)
+        self.title = ElidedLabel()
         self.title.setObjectName("detailsTitle")
-        self.title.setWordWrap(True)
-        font = self.title.font()
+        font = monospace()
         font.setBold(True)
         font.setPointSizeF(font.pointSizeF() * 1.15)
         self.title.setFont(font)
@@ -55,30 +87,17 @@ class DetailsPanel(QWidget):
         self.facts = QFormLayout()
         self.facts.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
         self._fact_labels: dict[str, QLabel] = {}
-        for key, caption, mono in (("path", "Path", True), ("dtype", "DType", True), ("shape", "Shape", True),
-                                   ("elements", "Elements", False), ("size", "Size", False),
-                                   ("tensors", "Tensors", False), ("offset", "Offset", False),
+        for key, caption, mono in (("tensors", "Tensors", False), ("offset", "Offset", False),
                                    ("param_id", "Param ID", True), ("module", "Module", False)):
             label = _value_label(mono)
-            label.setWordWrap(key in ("path", "module"))
+            label.setWordWrap(key == "module")
             self._fact_labels[key] = label
             self.facts.addRow(caption, label)
 
         self.stats_box = QGroupBox("Statistics")
-        grid = QGridLayout()
+        self.stats_grid = QGridLayout()
+        self.stats_grid.setHorizontalSpacing(10)
         self._stat_labels: dict[str, QLabel] = {}
-        for i, (key, caption) in enumerate(STAT_FIELDS):
-            value = _value_label(mono=True)
-            value.setAlignment(RIGHT)
-            value.setObjectName(f"stat_{key}")
-            self._stat_labels[key] = value
-            row, col = divmod(i, 2)  # two pairs a row: room for values like -1.60887e-05
-            grid.addWidget(QLabel(caption), row, col * 3)
-            grid.addWidget(value, row, col * 3 + 1)
-        grid.setHorizontalSpacing(10)
-        grid.setColumnMinimumWidth(2, 24)  # a gap between the two pairs
-        for col in (1, 4):
-            grid.setColumnStretch(col, 1)
         self.stats_status = QLabel()
         self.stats_status.setObjectName("statsStatus")
         self.stats_status.setWordWrap(True)
@@ -94,10 +113,15 @@ class DetailsPanel(QWidget):
         status_row.addWidget(self.progress)
         status_row.addWidget(self.stop)
         self.histogram = HistogramWidget()
+        self.log_counts = QCheckBox("Log count")
+        self.log_counts.setObjectName("logCounts")
+        self.log_counts.setToolTip("Bar heights on a log scale: rare values next to common ones stay visible")
+        self.log_counts.toggled.connect(self.histogram.set_log_counts)
         box_layout = QVBoxLayout(self.stats_box)
-        box_layout.addLayout(grid)
+        box_layout.addLayout(self.stats_grid)
         box_layout.addLayout(status_row)
         box_layout.addWidget(self.histogram, 1)
+        box_layout.addWidget(self.log_counts, 0, Qt.AlignmentFlag.AlignRight)
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
@@ -106,7 +130,6 @@ class DetailsPanel(QWidget):
         layout.addLayout(self.facts)
         layout.addWidget(self.stats_box)
         layout.addStretch(1)
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         self.show_node(None, None)
 
     # --- showing a selection ----------------------------------------------------------------------
@@ -124,27 +147,23 @@ class DetailsPanel(QWidget):
             self.stats_box.hide()
             return
         facts = self._fact_labels
-        self._set_fact(facts["path"], node.path)
-        self._set_fact(facts["size"], humanize.size(node.nbytes), f"{node.nbytes:,} bytes")
         entry = node.entry
+        self.summary.setToolTip(f"{node.nbytes:,} bytes")
         if entry is None:
-            self.summary.setText(f"group · {node.tensors:,} tensors · {node.params:,} parameters · "
-                                 f"{humanize.size(node.nbytes)}")
-            self._set_fact(facts["tensors"], f"{node.tensors:,}")
-            self._set_fact(facts["elements"], f"{node.params:,}")
+            buffers = f" + {humanize.count(node.buffer_values)} buffer values" if node.buffer_values else ""
+            self.summary.setText(f"group · {node.tensors:,} tensors · {humanize.count(node.parameters)} parameters"
+                                 f"{buffers} · {humanize.size(node.nbytes)}")
             self.stats_box.hide()
             return
+        kind = " · buffer" if is_buffer(entry) else ""
         self.summary.setText(f"{entry.dtype} · {humanize.shape(entry.shape)} · {entry.numel:,} values · "
-                             f"{humanize.size(entry.nbytes)}")
-        self.summary.setToolTip(f"{entry.nbytes:,} bytes")
-        self._set_fact(facts["dtype"], str(entry.dtype))
-        self._set_fact(facts["shape"], humanize.shape(entry.shape))
-        self._set_fact(facts["elements"], f"{entry.numel:,}")
+                             f"{humanize.size(entry.nbytes)}{kind}")
         if node.has_children:
             self._set_fact(facts["tensors"], f"{node.tensors:,} (this one and those below it)")
         self._set_fact(facts["offset"], f"{entry.offset:,}" if entry.offset is not None else None,
                        "Absolute byte offset of the tensor's data in the file")
         self._set_fact(facts["param_id"], str(entry.param_id) if entry.param_id is not None else None)
+        self._digits = digits_for(entry.dtype)
         self.stats_box.show()
         self._start_stats(node)
 
@@ -201,23 +220,39 @@ class DetailsPanel(QWidget):
         self.stop.setVisible(busy)
 
     def _show_stats(self, stats: TensorStats | None) -> None:
-        labels = self._stat_labels
-        self.histogram.set_stats(stats)
+        self.histogram.set_stats(stats, self._digits)
         self.histogram.setVisible(bool(stats and stats.histogram))
+        self.log_counts.setVisible(bool(stats and stats.histogram) and not self.histogram.is_constant())
+        self._fill_grid(stat_rows(stats, self._digits) if stats is not None else [])
         if stats is None:
-            for label in labels.values():
-                label.setText("–")
             return
-        for key in ("min", "max", "mean", "std"):
-            value = getattr(stats, key)
-            labels[key].setText(format_number(value) if value is not None else "–")
-            labels[key].setToolTip(repr(value) if value is not None else "no finite values")
-        labels["nan"].setText(f"{stats.nan:,}")
-        labels["inf"].setText(f"{stats.inf:,}")
-        labels["zeros"].setText(f"{stats.zero_share:.1%}")
-        labels["zeros"].setToolTip(f"{stats.zeros:,} of {stats.count:,} values are zero")
         problems = stats.nan + stats.inf
         self.stats_status.setProperty("role", "problem" if problems else "")
         self.stats_status.style().polish(self.stats_status)
-        self.stats_status.setText(f"Warning: {problems:,} values are NaN or infinite." if problems else
-                                  f"{stats.count:,} values; min, max, mean and std over the finite ones.")
+        if problems:
+            self.stats_status.setText(f"Warning: {problems:,} values are NaN or infinite.")
+        elif stats.kind == "float":
+            self.stats_status.setText("Over the finite values.")
+        else:
+            self.stats_status.setText("")
+
+    def _fill_grid(self, rows: list[tuple[str, str, str, str]]) -> None:
+        """Rebuild the caption/value grid for this dtype's statistics (a bool has two rows, a float many)."""
+        while self.stats_grid.count():
+            widget = self.stats_grid.takeAt(0).widget()
+            if widget is not None:
+                widget.deleteLater()
+        self._stat_labels = {}
+        for i, (key, caption, text, tooltip) in enumerate(rows):
+            value = _value_label(mono=True)
+            value.setAlignment(RIGHT)
+            value.setObjectName(f"stat_{key}")
+            value.setText(text)
+            value.setToolTip(tooltip)
+            self._stat_labels[key] = value
+            row, col = divmod(i, PAIRS_PER_ROW)
+            self.stats_grid.addWidget(QLabel(caption), row, col * 3)
+            self.stats_grid.addWidget(value, row, col * 3 + 1)
+        self.stats_grid.setColumnMinimumWidth(2, 24)  # a gap between the two pairs
+        for col in (1, 4):
+            self.stats_grid.setColumnStretch(col, 1)

@@ -4,7 +4,7 @@ for PyTorch checkpoints, the non-tensor values (``store.values``) as a tree that
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
@@ -12,10 +12,8 @@ from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QHeaderView,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine import humanize
+from gui.loaded_store import LoadedStore
 from gui.resources import icon, monospace
-
-if TYPE_CHECKING:
-    from gui.store_view import LoadedStore
 
 MAX_CHILDREN = 1000  # a values tree lists this many items of a container, then says how many more
 
@@ -76,7 +74,7 @@ def _value_tree(value: Any) -> QTreeWidget:
 class FileInfoPanel(QWidget):
     """A read-only page about one store; sections with nothing to show are left out, not shown empty."""
 
-    def __init__(self, loaded: "LoadedStore", parent: QWidget | None = None) -> None:
+    def __init__(self, loaded: LoadedStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         store = self.store = loaded.store
         totals = loaded.tree
@@ -93,12 +91,16 @@ class FileInfoPanel(QWidget):
             summary.addRow("Note", _selectable(store.note))
         summary.addRow("File size", _selectable(humanize.size(size), tooltip=f"{size:,} bytes"))
         summary.addRow("Tensors", _selectable(humanize.count(totals.tensors)))
-        summary.addRow("Parameters", _selectable(humanize.count(totals.params)))
+        summary.addRow("Parameters", _selectable(humanize.count(totals.parameters)))
+        if totals.buffer_values:
+            summary.addRow("Buffer values", _selectable(humanize.count(totals.buffer_values),
+                                                        tooltip="running_mean, running_var, num_batches_tracked "
+                                                        "and other non-float tensors: state, not trained weights"))
         summary.addRow("Tensor data", _selectable(humanize.size(totals.nbytes), tooltip=f"{totals.nbytes:,} bytes"))
         layout.addLayout(summary)
 
         if loaded.params_by_dtype:
-            box = QGroupBox("Parameters by dtype")
+            box = QGroupBox("Values by dtype")  # parameters and buffers alike
             form = QFormLayout(box)
             for dtype, params in loaded.params_by_dtype:
                 share = params / totals.params if totals.params else 0.0

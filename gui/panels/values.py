@@ -9,18 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QImage, QLinearGradient, QPainter, QPaintEvent, QPalette
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QImage, QLinearGradient, QMouseEvent, QPainter, QPaintEvent, QPalette, QWheelEvent
 from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QSpinBox, QTableView, QTabWidget, QVBoxLayout,
                                QWidget)
 
 from engine import humanize
 from engine.store import TensorEntry
 from gui.models.slice_model import SliceModel
-from gui.panels.histogram import format_number
+from gui.numbers import digits_for, format_number
 from gui.workers import Failure, Task, TaskRunner
 
-HEAT_MAX = 512  # heat maps sample at most this many rows and columns
+HEAT_MAX = 512  # heat maps show at most this many rows and columns (blocks of cells beyond that)
+BAND_ELEMENTS = 1 << 22  # cells downsampled at a time
+ZOOM_STEP = 1.25  # one wheel notch
+MIN_WINDOW = 1 / 256  # the deepest zoom: 1/256 of the slice's height or width
 # Diverging map for signed values (blue, white, red) and a sequential one (dark blue to yellow) otherwise.
 DIVERGING = np.array([[33, 102, 172], [146, 197, 222], [247, 247, 247], [244, 165, 130], [178, 24, 43]], float)
 SEQUENTIAL = np.array([[40, 30, 90], [40, 90, 140], [40, 150, 130], [120, 200, 80], [250, 230, 40]], float)
@@ -35,7 +38,11 @@ def _lut(stops: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class SliceView:
-    """One 2-D slice, ready to show: the cells (a view, not a copy) and a coloured, downsampled image."""
+    """One 2-D slice, ready to show: the cells (a view, not a copy) and a coloured, downsampled image.
+
+    Each image pixel stands for a ``step`` block of cells and shows the block's value of largest magnitude,
+    grey when any cell of it is NaN: downsampling never hides the extremes or the NaN a warning reports.
+    """
 
     leading: tuple[int, ...]
     cells: np.ndarray
@@ -55,12 +62,41 @@ def as_2d(array: np.ndarray, leading: tuple[int, ...]) -> np.ndarray:
     return array[leading] if leading else array
 
 
+def block_extremes(cells: np.ndarray, step: tuple[int, int]) -> np.ndarray:
+    """Downsample by ``step`` blocks keeping, per block, the value of largest magnitude; NaN if any cell is NaN.
+
+    Works a band of block rows at a time (about BAND_ELEMENTS cells), so a [151936, 4096] slice never
+    needs a float copy of itself.
+    """
+    rows, cols = cells.shape
+    out_rows, out_cols = -(-rows // step[0]), -(-cols // step[1])
+    out = np.empty((out_rows, out_cols), np.float32)
+    band = max(1, BAND_ELEMENTS // max(1, step[0] * cols))
+    for first in range(0, out_rows, band):
+        last = min(out_rows, first + band)
+        block = np.asarray(cells[first * step[0]:last * step[0]], dtype=np.float32)
+        pad = ((0, (last - first) * step[0] - block.shape[0]), (0, out_cols * step[1] - cols))
+        block = np.pad(block, pad, mode="edge") if any(p for _, p in pad) else block
+        grouped = block.reshape(last - first, step[0], out_cols, step[1]).transpose(0, 2, 1, 3)
+        grouped = grouped.reshape(last - first, out_cols, step[0] * step[1])
+        nan = np.isnan(grouped)
+        filled = np.where(nan, 0, grouped)
+        pick = np.abs(filled).argmax(axis=2)
+        values = np.take_along_axis(filled, pick[..., None], axis=2)[..., 0]
+        values[nan.any(axis=2)] = np.nan
+        out[first:last] = values
+    return out
+
+
 def make_slice(array: np.ndarray, leading: tuple[int, ...]) -> SliceView:
     """Pick a slice and colour it; runs in a worker because it touches the tensor's pages."""
     cells = as_2d(array, leading)
     step = (max(1, -(-cells.shape[0] // HEAT_MAX)), max(1, -(-cells.shape[1] // HEAT_MAX)))
-    sample = np.asarray(cells[::step[0], ::step[1]])
-    sample = sample.astype(np.float32) if sample.dtype.kind != "f" or sample.dtype.itemsize < 4 else sample
+    if step == (1, 1) or cells.dtype.kind in "biu":
+        sample = np.asarray(cells[::step[0], ::step[1]])
+        sample = sample.astype(np.float32) if sample.dtype.kind != "f" or sample.dtype.itemsize < 4 else sample
+    else:
+        sample = block_extremes(cells, step)
     finite = np.isfinite(sample)
     if not sample.size or not finite.any():
         return SliceView(leading, cells, None, 0.0, 0.0, False, step)
@@ -71,33 +107,124 @@ def make_slice(array: np.ndarray, leading: tuple[int, ...]) -> SliceView:
         scaled = (sample + bound) / (2 * bound)
     else:
         scaled = (sample - low) / (high - low) if high > low else np.full(sample.shape, 0.5)
-    indices = np.clip(np.nan_to_num(scaled, nan=0.0) * 255, 0, 255).astype(np.uint8)
+    indices = np.clip(np.nan_to_num(scaled, nan=0.0, posinf=1.0, neginf=0.0) * 255, 0, 255).astype(np.uint8)
     rgb = _lut(DIVERGING if diverging else SEQUENTIAL)[indices]
-    rgb[~finite] = NAN_COLOUR
+    rgb[np.isnan(sample)] = NAN_COLOUR
+    rgb[np.isposinf(sample)] = _lut(DIVERGING if diverging else SEQUENTIAL)[255]
+    rgb[np.isneginf(sample)] = _lut(DIVERGING if diverging else SEQUENTIAL)[0]
     return SliceView(leading, cells, np.ascontiguousarray(rgb), low, high, diverging, step)
 
 
 class HeatMap(QWidget):
-    """The slice's image, scaled without smoothing so each value stays a crisp block, with a colour scale."""
+    """The slice's image stretched over the whole area without smoothing (each value a crisp block).
+
+    Hovering shows a cell's index and value; the wheel zooms around the pointer, dragging pans, and a
+    double click shows the whole slice again. ``hover_text`` is what the legend line shows.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setObjectName("heatMap")
         self._image: QImage | None = None
         self._view: SliceView | None = None
-        self.setMinimumSize(120, 120)
+        self._window = QRectF(0, 0, 1, 1)  # the part of the slice on show, as fractions of its height and width
+        self._drag: QPointF | None = None
+        self.hover_text = ""
+        self.setMinimumSize(80, 40)
+        self.setMouseTracking(True)
+        self.setCursor(Qt.CursorShape.CrossCursor)
 
-    def sizeHint(self) -> QSize:
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
         return QSize(300, 300)
 
     def set_view(self, view: SliceView | None) -> None:
         self._view = view
         self._image = None
+        self._window = QRectF(0, 0, 1, 1)
+        self.hover_text = ""
         if view is not None and view.rgb is not None:
             rows, cols, _ = view.rgb.shape
             self._image = QImage(view.rgb.data, cols, rows, cols * 3, QImage.Format.Format_RGB888).copy()
         self.update()
 
-    def paintEvent(self, event: QPaintEvent) -> None:
+    # --- geometry ---------------------------------------------------------------------------------
+    def image_area(self) -> QRectF:
+        legend_height = self.fontMetrics().height() * 3 + 12
+        return QRectF(self.rect()).adjusted(4, 4, -4, -legend_height)
+
+    def cell_at(self, pos: QPointF) -> tuple[int, int] | None:
+        """The (row, column) of the slice's cell under a point of the widget, or None outside the image."""
+        view, area = self._view, self.image_area()
+        if view is None or self._image is None or not area.contains(pos):
+            return None
+        rows, cols = view.cells.shape
+        fy = self._window.top() + (pos.y() - area.top()) / area.height() * self._window.height()
+        fx = self._window.left() + (pos.x() - area.left()) / area.width() * self._window.width()
+        return min(rows - 1, int(fy * rows)), min(cols - 1, int(fx * cols))
+
+    def zoom(self, factor: float, around: QPointF | None = None) -> None:
+        """Zoom by ``factor`` (>1 closer) keeping the point ``around`` (default: the centre) in place."""
+        area = self.image_area()
+        around = around if around is not None else area.center()
+        ax = (around.x() - area.left()) / max(1.0, area.width())
+        ay = (around.y() - area.top()) / max(1.0, area.height())
+        window = self._window
+        width = min(1.0, max(MIN_WINDOW, window.width() / factor))
+        height = min(1.0, max(MIN_WINDOW, window.height() / factor))
+        left = window.left() + ax * (window.width() - width)
+        top = window.top() + ay * (window.height() - height)
+        self._window = self._clamped(QRectF(left, top, width, height))
+        self.update()
+
+    def _clamped(self, window: QRectF) -> QRectF:
+        window.moveLeft(min(max(0.0, window.left()), 1.0 - window.width()))
+        window.moveTop(min(max(0.0, window.top()), 1.0 - window.height()))
+        return window
+
+    # --- events -----------------------------------------------------------------------------------
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt's name
+        steps = event.angleDelta().y() / 120
+        if steps:
+            self.zoom(ZOOM_STEP ** steps, event.position())
+        event.accept()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._drag = event.position()
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+        self._drag = None
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+        self._window = QRectF(0, 0, 1, 1)
+        self.update()
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+        pos = event.position()
+        if self._drag is not None:
+            area = self.image_area()
+            dx = (pos.x() - self._drag.x()) / max(1.0, area.width()) * self._window.width()
+            dy = (pos.y() - self._drag.y()) / max(1.0, area.height()) * self._window.height()
+            self._window = self._clamped(self._window.translated(-dx, -dy))
+            self._drag = pos
+        self.show_hover(pos)
+
+    def leaveEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        self.hover_text = ""
+        self.update()
+
+    def show_hover(self, pos: QPointF) -> None:
+        """Say which cell is under ``pos`` and its value (the real cell, not the downsampled block)."""
+        cell = self.cell_at(pos)
+        if cell is None or self._view is None:
+            self.hover_text = ""
+        else:
+            value = self._view.cells[cell]
+            self.hover_text = f"[{cell[0]:,}, {cell[1]:,}] = {format_number(value, digits_for(self._view.cells.dtype))}"
+        self.setToolTip(self.hover_text)
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt's name
         painter = QPainter(self)
         metrics = self.fontMetrics()
         text = self.palette().color(QPalette.ColorRole.Text)
@@ -106,14 +233,12 @@ class HeatMap(QWidget):
             painter.setPen(text)
             painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "No finite values to colour.")
             return
-        legend_height = metrics.height() * 2 + 10
-        area = QRectF(self.rect()).adjusted(4, 4, -4, -legend_height)
-        image_size = self._image.size()
-        scale = min(area.width() / image_size.width(), area.height() / image_size.height())
-        target = QRectF(0, 0, image_size.width() * scale, image_size.height() * scale)
-        target.moveCenter(area.center())
+        area = self.image_area()
+        size = self._image.size()
+        source = QRectF(self._window.left() * size.width(), self._window.top() * size.height(),
+                        self._window.width() * size.width(), self._window.height() * size.height())
         painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
-        painter.drawImage(target, self._image)
+        painter.drawImage(area, self._image, source)
         bar = QRectF(area.left(), area.bottom() + 6, area.width(), metrics.height() * 0.8)
         gradient = QLinearGradient(bar.topLeft(), bar.topRight())
         stops = DIVERGING if view.diverging else SEQUENTIAL
@@ -123,12 +248,19 @@ class HeatMap(QWidget):
         painter.setPen(text)
         labels = QRectF(bar.left(), bar.bottom() + 2, bar.width(), metrics.height())
         low, high = (-max(-view.low, view.high), max(-view.low, view.high)) if view.diverging else (view.low, view.high)
-        painter.drawText(labels, Qt.AlignmentFlag.AlignLeft, format_number(low))
-        painter.drawText(labels, Qt.AlignmentFlag.AlignRight, format_number(high))
-        middle = "0" if view.diverging else ""
-        if view.step != (1, 1):
-            middle = f"{middle}   (every {view.step[0]}×{view.step[1]} value shown)".strip()
-        painter.drawText(labels, Qt.AlignmentFlag.AlignHCenter, middle)
+        digits = digits_for(view.cells.dtype)
+        painter.drawText(labels, Qt.AlignmentFlag.AlignLeft, format_number(low, digits))
+        painter.drawText(labels, Qt.AlignmentFlag.AlignRight, format_number(high, digits))
+        painter.drawText(labels, Qt.AlignmentFlag.AlignHCenter, "0" if view.diverging else "")
+        note = self.hover_text
+        if not note:
+            zoomed = f"zoom {1 / self._window.width():.3g}× · " if self._window.width() < 1 else ""
+            blocks = (f"each pixel the largest |value| of {view.step[0]}×{view.step[1]} cells · "
+                      if view.step != (1, 1) else "")
+            note = f"{zoomed}{blocks}wheel zooms, drag pans, hover reads a value"
+        painter.drawText(QRectF(labels.left(), labels.bottom() + 2, labels.width(), metrics.height()),
+                         Qt.AlignmentFlag.AlignLeft, metrics.elidedText(note, Qt.TextElideMode.ElideRight,
+                                                                       int(labels.width())))
         painter.end()
 
 
@@ -155,6 +287,7 @@ class ValuesPanel(QWidget):
         self.model = SliceModel(self)
         self.table = QTableView()
         self.table.setObjectName("valuesTable")
+        self.table.setMinimumSize(60, 40)  # a table scrolls: it need not ask for rows it can scroll to
         self.table.setModel(self.model)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setDefaultSectionSize(self.fontMetrics().horizontalAdvance("-0.000000e+00") + 8)
@@ -169,6 +302,7 @@ class ValuesPanel(QWidget):
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
 
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
         top = QHBoxLayout()
         top.addWidget(self.caption, 1)
         top.addWidget(index_box)

@@ -8,25 +8,29 @@ name into a remap rule on the document (an undoable edit).
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QItemSelection, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDockWidget, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QMainWindow, QProgressBar, QPushButton, QSplitter, QTableView,
-                               QVBoxLayout, QWidget)
+                               QLabel, QLineEdit, QMainWindow, QProgressBar, QPushButton, QSizePolicy, QSplitter,
+                               QTableView, QVBoxLayout, QWidget)
 
 from engine import Store, open_store
 from engine.surgery import Plan, align, diff
 from engine.surgery.diff import ValueDifference, value_difference
 from engine.surgery.ops import Rename
 from engine.surgery.plan import PlannedTensor
-from gui.dialogs import show_error
+from gui.dialogs import MODEL_FILES, show_error
+from gui.models.bulk_rename import BulkRename, suggest_bulk_rename
 from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
                                    dropped_tensors, status_icon)
-from gui.panels.histogram import HistogramWidget, format_number
+from gui.numbers import format_number
+from gui.panels.histogram import HistogramWidget
 from gui.resources import icon, monospace
+from gui.workbench.diff_bars import DeltaBarDelegate, SummaryBar
 from gui.workbench.document import RecipeDocument
 from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, ProgressRelay, Task, TaskRunner
@@ -92,8 +96,12 @@ class DiffPanel(QWidget):
         self.progress.setMaximumHeight(16)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.cancel)
+        self.message = QLabel()
+        self.message.setObjectName("diffMessage")
+        self.message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # clips, never widens
         top = QHBoxLayout()
-        top.addWidget(self.against, 1)
+        top.addWidget(self.against)
+        top.addWidget(self.message, 1)
         top.addWidget(self.progress)
         top.addWidget(self.cancel_button)
         top.addWidget(self.values_box)
@@ -122,6 +130,21 @@ class DiffPanel(QWidget):
         self.filter_edit.textChanged.connect(lambda text: self.proxy.set_text(text))
         filters.addWidget(self.filter_edit)
 
+        self.summary_bar = SummaryBar()
+        self.bulk_label = QLabel()
+        self.bulk_label.setObjectName("bulkRename")
+        self.bulk_label.setWordWrap(True)
+        self.bulk_button = QPushButton("Add Rule")
+        self.bulk_button.setObjectName("bulkRenameButton")
+        self.bulk_button.clicked.connect(self.add_bulk_rule)
+        self.bulk: BulkRename | None = None
+        bulk_row = QHBoxLayout()
+        bulk_row.addWidget(self.bulk_label, 1)
+        bulk_row.addWidget(self.bulk_button)
+        self.bulk_box = QWidget()
+        self.bulk_box.setLayout(bulk_row)
+        bulk_row.setContentsMargins(0, 0, 0, 0)
+
         self.model = DiffModel(self)
         self.proxy = DiffFilterModel(self)
         self.proxy.setSourceModel(self.model)
@@ -141,6 +164,9 @@ class DiffPanel(QWidget):
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # rows come in natural order until a click
         self.table.setSortingEnabled(True)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
+        self.table.setItemDelegateForColumn(Column.DELTA, DeltaBarDelegate(self.table))
+        header.setSectionResizeMode(Column.DELTA, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(Column.DELTA, self.table.fontMetrics().horizontalAdvance("max |Δ| 0.000e-00") + 12)
 
         self.pair_title = QLabel()
         self.pair_title.setObjectName("pairTitle")
@@ -168,7 +194,7 @@ class DiffPanel(QWidget):
                        self.histogram_caption):
             column.addWidget(widget)
         column.addStretch(1)
-        details.setMinimumWidth(260)
+        details.setMinimumWidth(200)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.table)
@@ -176,14 +202,13 @@ class DiffPanel(QWidget):
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
 
-        self.message = QLabel()
-        self.message.setObjectName("diffMessage")
-        self.message.setWordWrap(True)
         layout = QVBoxLayout(self)
+        layout.setSpacing(4)
         layout.addLayout(top)
+        layout.addWidget(self.summary_bar)
         layout.addLayout(filters)
+        layout.addWidget(self.bulk_box)
         layout.addWidget(self.splitter, 1)
-        layout.addWidget(self.message)
         self._show_pair(None)
         self._set_busy(False)
         self._update_controls()
@@ -223,9 +248,8 @@ class DiffPanel(QWidget):
                          lambda: self._set_busy(False))
 
     def _choose_file(self) -> None:
-        from gui.main_window import FILE_FILTER  # here, not at the top: the main window imports the workbench
         start = str(self.document.store.path.parent)
-        path, _ = QFileDialog.getOpenFileName(self, "Compare with", start, FILE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Compare with", start, MODEL_FILES)
         if path:
             self.compare_with_file(path)
 
@@ -346,6 +370,27 @@ class DiffPanel(QWidget):
         for key, box in self.status_boxes.items():
             box.setText(f"{STATUSES[key].word} {counts[key]:,}")
             box.setVisible(counts[key] > 0)
+        self.summary_bar.set_groups(self.model.summary())
+        self.summary_bar.setVisible(bool(self.model.rows))
+        self.table.setColumnHidden(Column.DELTA, all(row.max_abs is None for row in self.model.rows))
+        self._offer_bulk_rename()
+
+    def _offer_bulk_rename(self) -> None:
+        """Before row-by-row suggestions: one remap rule that explains many missing names, with its hit count."""
+        rows = self.model.rows
+        self.bulk = suggest_bulk_rename((r.source.name for r in rows if r.status == "unused"),
+                                        (r.other.name for r in rows if r.status == "missing"))
+        self.bulk_box.setVisible(self.bulk is not None)
+        if self.bulk is not None:
+            rule = self.bulk.rule
+            self.bulk_label.setText(f"<b>{html.escape(self.bulk.label)}</b> with the remap rule "
+                                    f"<code>{html.escape(rule.pattern)}</code> → "
+                                    f"<code>{html.escape(rule.replacement) or '(nothing)'}</code>")
+            self.bulk_button.setToolTip("Add this rule at the end of the remap rules (undo with Ctrl+Z)")
+
+    def add_bulk_rule(self) -> None:
+        if self.bulk is not None:
+            self.document.add_remap(self.bulk.rule.pattern, self.bulk.rule.replacement)
 
     @staticmethod
     def _summary(rows: list[DiffRow], plan: Plan) -> str:
@@ -359,6 +404,7 @@ class DiffPanel(QWidget):
 
     def _show_message(self, text: str, problem: bool = False) -> None:
         self.message.setText(text)
+        self.message.setToolTip(text)
         self.message.setProperty("role", "problem" if problem else "hint")
         self.message.style().unpolish(self.message)
         self.message.style().polish(self.message)

@@ -71,9 +71,14 @@ class ExportDialog(QDialog):
 
     # --- building -------------------------------------------------------------------------------------
     def _build(self) -> None:
+        self._confirmed: Path | None = None  # a destination the file chooser already asked to replace
+        self.exists_note = QLabel()
+        self.exists_note.setObjectName("exportExists")
+        self.exists_note.setProperty("role", "problem")
+        self.exists_note.setWordWrap(True)
         self.path_edit = QLineEdit(str(self._default_path()))
         self.path_edit.setObjectName("exportPath")
-        self.path_edit.setMinimumWidth(420)
+        self.path_edit.setMinimumWidth(300)
         self.path_edit.textChanged.connect(self._path_edited)
         browse = QPushButton("Browse…")
         browse.clicked.connect(self.choose_path)
@@ -95,6 +100,7 @@ class ExportDialog(QDialog):
         self.problem.setWordWrap(True)
         form = QFormLayout()
         form.addRow("Save as:", where)
+        form.addRow("", self.exists_note)
         form.addRow("Format:", self.format_combo)
         form.addRow("Contents:", self.summary)
         form.addRow("", self.problem)
@@ -157,10 +163,12 @@ class ExportDialog(QDialog):
         self.resize(660, 440)
 
     def _default_path(self) -> Path:
+        """Beside the source, never a file that exists: ``model.bpk``, else ``model-export.bpk``, ``-export-2``…"""
         source = self.document.store.path
         ext = burnpack.EXTENSIONS[0]
-        path = source.with_suffix(ext)
-        return path.with_name(f"{source.stem}-export{ext}") if path == source else path
+        candidates = [source.with_suffix(ext)] + [
+            source.with_name(f"{source.stem}-export{f'-{n}' if n > 1 else ''}{ext}") for n in range(1, 1000)]
+        return next(path for path in candidates if not path.exists())
 
     def _default_metadata(self) -> dict[str, str]:
         """The sources' own metadata (as ``convert`` carries it, unless the recipe clears it), then ours."""
@@ -179,13 +187,18 @@ class ExportDialog(QDialog):
         return self.format_combo.currentData()
 
     def choose_path(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path_edit.text(), SAVE_FILTER,
-                                              options=QFileDialog.Option.DontConfirmOverwrite)  # we ask ourselves
-        if path:
+        path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path_edit.text(), SAVE_FILTER)
+        if path:  # the chooser asked already if it exists: Export will not ask again
+            self._confirmed = Path(path)
             self.path_edit.setText(path)
 
     def _path_edited(self, text: str) -> None:
-        """The format follows the extension typed or chosen."""
+        """The format follows the extension typed or chosen; an existing file is pointed out right away."""
+        path = Path(text.strip()).expanduser() if text.strip() else None
+        exists = path is not None and path.exists()
+        self.exists_note.setText(f"⚠ {path.name} exists: exporting replaces it (the old file stays until the new "
+                                 f"one is complete)." if exists and path is not None else "")
+        self.exists_note.setVisible(exists)
         fmt = format_for_path(text) if text.strip() else None
         index = self.format_combo.findData(fmt)
         if index >= 0 and index != self.format_combo.currentIndex():
@@ -299,8 +312,8 @@ class ExportDialog(QDialog):
         box.open()
 
     def _replace_or_run(self, plan: Plan, dest: Path) -> None:
-        if not dest.exists():
-            self._run(plan, dest, overwrite=False)
+        if not dest.exists() or dest == self._confirmed:
+            self._run(plan, dest, overwrite=dest.exists())
             return
         box = QMessageBox(QMessageBox.Icon.Question, "Replace file?", f"{dest.name} already exists.",
                           QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)

@@ -10,9 +10,8 @@ from pathlib import Path
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from engine import open_store
-from gui.dialogs import show_error
+from gui.dialogs import MODEL_FILES, show_error
 from gui.workbench.document import RecipeDocument
-from gui.workbench.panels.sources import FILE_FILTER
 from gui.workers import Failure, Task, TaskRunner
 
 TEMPLATE_TITLE = "Choose a template: a file saved from the target model"
@@ -21,7 +20,7 @@ TEMPLATE_TITLE = "Choose a template: a file saved from the target model"
 def choose_template(parent: QWidget, document: RecipeDocument, runner: TaskRunner) -> bool:
     """Ask for a template file and open it; False when the user cancelled."""
     start = str((document.template or document.store).path.parent)
-    path, _ = QFileDialog.getOpenFileName(parent, TEMPLATE_TITLE, start, FILE_FILTER)
+    path, _ = QFileDialog.getOpenFileName(parent, TEMPLATE_TITLE, start, MODEL_FILES)
     if not path:
         return False
     open_template(parent, document, runner, Path(path))

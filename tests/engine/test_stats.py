@@ -7,7 +7,8 @@ import pytest
 from engine import ArrayStore, TensorEntry, open_store
 from engine.dtypes import quantized
 from engine.samples import SAMPLES
-from engine.stats import StatsCancelled, StatsUnavailable, compute_stats, stats_for
+from engine.stats import (PERCENTILE_SAMPLE, PERCENTILES, StatsCancelled, StatsUnavailable, compute_stats,
+                          stats_for)
 
 
 def _check_against_numpy(values: np.ndarray, stats, *, rel: float = 1e-6) -> None:
@@ -106,3 +107,34 @@ def test_quantized_and_complex_tensors_explain_why_there_are_no_stats():
     store = ArrayStore({"c": np.ones(3, np.complex64)})
     with pytest.raises(StatsUnavailable, match="complex"):
         stats_for(store.entry("c"))
+
+
+def test_float_stats_add_abs_max_l2_signed_infinities_and_percentiles():
+    values = np.linspace(-2.0, 1.0, 1001, dtype=np.float32)
+    array = np.concatenate([values, np.array([np.inf, np.inf, -np.inf, np.nan], np.float32)])
+    stats = compute_stats(array, chunk_elements=300)
+    assert (stats.kind, stats.pos_inf, stats.neg_inf, stats.inf, stats.nan) == ("float", 2, 1, 3, 1)
+    assert stats.abs_max == pytest.approx(2.0)
+    assert stats.l2 == pytest.approx(float(np.sqrt(np.sum(values.astype(np.float64) ** 2))))
+    expected = np.percentile(values.astype(np.float64), PERCENTILES)
+    assert [p for p, _ in stats.percentiles] == list(PERCENTILES)
+    assert [v for _, v in stats.percentiles] == pytest.approx(list(expected))
+    assert stats.sampled == 0  # exact: small enough to take every value
+
+
+def test_percentiles_of_a_large_tensor_come_from_a_strided_sample():
+    stats = compute_stats(np.arange(PERCENTILE_SAMPLE * 3, dtype=np.float32))
+    assert 0 < stats.sampled <= PERCENTILE_SAMPLE
+    assert dict(stats.percentiles)[50] == pytest.approx(PERCENTILE_SAMPLE * 1.5, rel=1e-3)
+
+
+def test_bool_stats_say_how_many_are_true_and_nothing_about_nan():
+    stats = compute_stats(np.array([True, False, True, True, False]))
+    assert (stats.kind, stats.count, stats.true_count, stats.zeros) == ("bool", 5, 3, 2)
+    assert stats.percentiles == () and stats.inf == 0
+
+
+def test_a_scalar_or_constant_tensor_has_its_value_as_its_whole_range():
+    for array in (np.array(3.5, np.float32), np.full((4, 4), 3.5, ml_dtypes.bfloat16)):
+        stats = compute_stats(array)
+        assert stats.edges == (3.5, 3.5) and stats.histogram == (array.size,)

@@ -8,7 +8,7 @@ import pytest
 from engine import ArrayStore, TensorEntry, open_store
 from engine.dtypes import F32
 from engine.samples import SAMPLES
-from engine.tree import build_tree, filter_entries, name_matcher, natural_key
+from engine.tree import ORDERS, build_tree, filter_entries, first_levels, is_buffer, name_matcher, natural_key
 
 
 def _store(names: list[str]) -> ArrayStore:
@@ -82,3 +82,82 @@ def test_regex_filter_searches_names_and_rejects_invalid_patterns():
     assert [e.name for e in filter_entries(entries, name_matcher(r"^conv\d\.w", regex=True))] == ["conv1.weight"]
     with pytest.raises(re.error):
         name_matcher("[", regex=True)
+
+
+T5_NAMES = ["shared.weight"] + [f"encoder.block.0.layer.0.SelfAttention.{x}.weight" for x in "qkvo"] + [
+    "encoder.block.0.layer.0.layer_norm.weight", "encoder.block.0.layer.1.DenseReluDense.wi.weight",
+    "encoder.block.0.layer.1.DenseReluDense.wo.weight", "encoder.block.0.layer.1.layer_norm.weight"]
+
+
+def _shown(root) -> list[str]:
+    return [node.path for node in root.walk()][1:]
+
+
+def test_compact_tree_shows_a_single_child_chain_as_one_row():
+    entries = _store(T5_NAMES).entries
+    compact, full = build_tree(entries, order="file", compact=True), build_tree(entries, order="file")
+    assert [c.name for c in compact.children] == ["shared", "encoder.block.0.layer"]
+    assert len(_shown(compact)) == 23 and len(_shown(full)) == 26  # encoder, block, 0 fold into one row
+    chain = compact.children[1]
+    assert chain.path == "encoder.block.0.layer" and chain.parent is compact and chain.tensors == 8
+    assert [c.name for c in chain.children] == ["0", "1"]
+    assert compact.find("encoder") is chain and compact.find("encoder.block") is chain  # found as its row
+    assert compact.find("encoder.block.0.layer.1.layer_norm.weight").entry.name.endswith("1.layer_norm.weight")
+
+
+def test_compaction_stops_at_a_group_holding_one_tensor():
+    root = build_tree(_store(["conv.weight", "fc.weight", "fc.bias"]).entries, compact=True)
+    assert [c.name for c in root.children] == ["conv", "fc"]  # like a folder with one file: not folded
+    assert [c.name for c in root.children[0].children] == ["weight"]
+
+
+def test_file_order_keeps_the_order_the_file_lists_its_tensors():
+    names = ["layer.10.w", "layer.2.w", "head.b", "head.a", "embed.w"]
+    root = build_tree(_store(names).entries, order="file")
+    assert [c.name for c in root.children] == ["layer", "head", "embed"]
+    assert [c.name for c in root.find("layer").children] == ["10", "2"]
+    assert [c.name for c in root.find("head").children] == ["b", "a"]
+
+
+def test_resort_orders_opened_levels_and_later_ones_then_returns_to_file_order():
+    store = ArrayStore({"small.w": np.zeros(2, np.float32), "big.w": np.zeros(100, np.float32),
+                        "mid.a": np.zeros(10, np.float32), "mid.b": np.zeros(30, np.float32)})
+    root = build_tree(store.entries, order="file", compact=True)
+    assert [c.name for c in root.children] == ["small", "big", "mid"]
+    key, reverse = ORDERS["params"]
+    root.resort(key, reverse)
+    assert [c.name for c in root.children] == ["big", "mid", "small"] and [c.row for c in root.children] == [0, 1, 2]
+    assert [c.name for c in root.find("mid").children] == ["b", "a"]  # opened after the sort: sorted too
+    root.resort(None)
+    assert [c.name for c in root.children] == ["small", "big", "mid"]
+    assert [c.name for c in root.find("mid").children] == ["a", "b"]
+
+
+def test_flat_tree_lists_full_names_one_level_deep():
+    root = build_tree(_store(["b.x", "a.y.z"]).entries, order="file", flat=True)
+    assert [c.name for c in root.children] == ["b.x", "a.y.z"] and not root.children[1].has_children
+    assert root.find("a.y.z") is root.children[1]
+
+
+def test_buffers_are_counted_apart_from_parameters():
+    store = ArrayStore({"bn.weight": np.zeros(4, np.float32), "bn.running_mean": np.zeros(4, np.float32),
+                        "bn.running_var": np.zeros(4, np.float32), "bn.num_batches_tracked": np.array(3, np.int64),
+                        "mask": np.zeros(5, bool), "fc.weight": np.zeros((2, 3), np.float32)})
+    root = build_tree(store.entries)
+    assert (root.params, root.buffer_values, root.parameters) == (24, 14, 10)
+    assert (root.find("bn").parameters, root.find("bn").buffer_values) == (4, 9)
+    assert [e.name for e in store.entries if is_buffer(e)] == ["bn.running_mean", "bn.running_var",
+                                                               "bn.num_batches_tracked", "mask"]
+
+
+def test_first_levels_open_a_large_tree_breadth_first_within_a_row_budget():
+    names = [f"model.layers.{i}.{p}" for i in range(30) for p in ("attn.q", "attn.k", "mlp")]
+    root = build_tree(_store(names).entries, order="file", compact=True)
+    opened = first_levels(root, rows=40)
+    assert [n.path for n in opened] == ["model.layers"]  # one row always opens; its 30 children fit
+    assert len(first_levels(root, rows=200)) > 1
+
+
+def test_a_lone_row_with_a_thousand_children_stays_closed():
+    root = build_tree(_store([f"layers.{i}.w" for i in range(1000)]).entries, order="file", compact=True)
+    assert first_levels(root) == []  # laying out 1,000 rows would cost the window more than it tells

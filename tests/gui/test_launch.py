@@ -8,10 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from PySide6.QtGui import QImage
+import pytest
+from PySide6.QtGui import QColor, QImage
 
 import engine
 from engine.samples import SAMPLES
+from gui.app import main as window_main
+from gui.app import parser as window_parser
 from gui.launch import mistyped_command
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -87,3 +90,46 @@ def test_version_prints_the_engine_version_from_both_halves():
     assert _run("--version").stdout == f"store-studio {engine.__version__}\n"
     result = subprocess.run([sys.executable, "-m", "engine", "--version"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout == f"store-studio {engine.__version__}\n"
+
+
+RECIPE = SAMPLES / "pytorch_to_burn.recipe.json"
+
+
+@pytest.mark.parametrize("extra", [
+    ["--select", "fc1.weight"],
+    ["--panel", "file"],
+    ["--recipe", str(RECIPE), "--dock", "adapters"],
+    ["--recipe", str(RECIPE), "--diff", str(SAMPLES / "sample_cnn.bpk")],
+    ["--diff", str(SAMPLES / "sample_cnn.safetensors")],
+], ids=["select", "panel", "recipe-dock", "recipe-diff", "diff"])
+def test_screenshot_is_exactly_the_requested_size_in_every_state(qapp, tmp_path: Path, extra: list[str]):
+    out = tmp_path / "window.png"
+    assert window_main([str(SAMPLES / "sample_cnn.pt"), "--size", "1024x640", "--screenshot", str(out), *extra]) == 0
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1024, 640)
+
+
+def test_screenshot_of_a_broken_file_shows_the_error_state_and_fails(tmp_path: Path):
+    broken = tmp_path / "broken.safetensors"
+    broken.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all")
+    out = tmp_path / "error.png"
+    result = _run(str(broken), "--size", "1024x640", "--screenshot", str(out), QT_QPA_PLATFORM="offscreen")
+    assert result.returncode == 1 and "broken.safetensors" in result.stderr
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1024, 640)
+    assert len({image.pixel(x, y) for x in range(300, 700, 7) for y in range(150, 400, 7)}) > 3  # a dialog drawn
+
+
+def test_dark_theme_screenshot_paints_a_dark_window(tmp_path: Path):
+    out = tmp_path / "dark.png"
+    result = _run(str(SAMPLES / "sample_cnn.bpk"), "--theme", "dark", "--size", "1024x640", "--screenshot",
+                  str(out), QT_QPA_PLATFORM="offscreen")
+    assert result.returncode == 0, result.stderr
+    image = QImage(str(out))
+    assert QColor(image.pixel(500, 620)).lightness() < 100  # the status bar, on the dark window colour
+
+
+def test_a_malformed_size_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        window_parser().parse_args(["--size", "1024by640"])
+    assert exit_info.value.code == 2 and "WIDTHxHEIGHT" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QCoreApplication, QMimeData, QPointF, Qt, QThreadPool, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication
-from PySide6.QtWidgets import QMessageBox, QPushButton
+from PySide6.QtWidgets import QApplication, QLabel, QMessageBox, QPushButton
 
 from engine import open_store
 from engine.samples import SAMPLES
@@ -39,7 +39,8 @@ def test_each_format_opens_expands_and_shows_statistics(window: MainWindow, open
     conv1 = model.index(names.index("conv1"), 0)
     view.tree_view.expand(conv1)
     children = [model.index(row, 0, conv1).data() for row in range(model.rowCount(conv1))]
-    assert children == ["bias", "weight"]  # natural order, not file order
+    file_order = [e.name.split(".")[1] for e in view.store.entries if e.name.startswith("conv1.")]
+    assert children == file_order  # the order the file holds them (module order), not sorted
 
     weight = model.index(children.index("weight"), 0, conv1)
     view.tree_view.setCurrentIndex(weight)
@@ -50,10 +51,11 @@ def test_each_format_opens_expands_and_shows_statistics(window: MainWindow, open
     assert stats.count == expected.size
     assert stats.min == pytest.approx(expected.min()) and stats.std == pytest.approx(expected.std(), rel=1e-5)
     assert view.details.title.text() == "conv1.weight"
-    assert view.details.findChild(type(view.details.title), "stat_min").text() == f"{expected.min():.6g}"
+    assert view.details.findChild(QLabel, "stat_min").text() == f"{expected.min():.6g}"
     assert view.side.currentIndex() == 0  # selecting a tensor brings its details forward
     assert window.summary.text().startswith(str(_sample(ext)))
-    assert f"{view.store.total_params:,} params" in window.summary.text()
+    buffers = sum(e.numel for e in view.store.entries if e.dtype.kind != "float" or "running" in e.name)
+    assert f"{view.store.total_params - buffers:,} parameters + {buffers:,} buffer values" in window.summary.text()
 
 
 def test_groups_show_totals_with_right_aligned_numbers(window: MainWindow, open_view):
@@ -194,7 +196,7 @@ def test_selecting_a_group_shows_its_totals_and_module(window: MainWindow, open_
     qtbot.waitUntil(lambda: view.modules is not None, timeout=10_000)
     assert view.select("norm1")
     details = view.details
-    assert details.summary.text().startswith("group · 4 tensors · 64 parameters")
+    assert details.summary.text().startswith("group · 4 tensors · 32 parameters + 32 buffer values")  # running stats
     assert details._fact_labels["module"].text().startswith("BatchNorm")
     assert details.stats_box.isHidden()
 
@@ -241,7 +243,8 @@ def test_file_panel_shows_format_metadata_and_totals(window: MainWindow, open_vi
     assert view.side.currentWidget() is view.file_info
     texts = [label.text() for label in view.file_info.findChildren(type(window.match_label))]
     assert "Burnpack v1" in texts
-    assert f"{view.store.total_params:,}" in texts
+    buffers = view.loaded.tree.buffer_values
+    assert buffers == 96 and f"{view.store.total_params - buffers:,}" in texts and f"{buffers:,}" in texts
     assert "SampleCnn" in texts  # metadata value
     assert any(t.startswith(f"{view.store.total_params:,}  (100.0%)") for t in texts)  # parameters by dtype
 
@@ -262,15 +265,12 @@ def test_pytorch_values_show_as_a_tree_and_copy_as_json(window: MainWindow, open
     assert json.loads(QGuiApplication.clipboard().text()) == json.loads(json.dumps(view.store.values, default=str))
 
 
-def test_details_folded_by_surgery_come_back_on_the_next_open(qapp, qtbot, open_view, window: MainWindow):
+def test_starting_surgery_keeps_the_selection_details_in_view(qapp, qtbot, open_view, window: MainWindow):
     view = open_view(_sample("bpk"))
     view.main_split.setSizes([300, 700])
-    window.close_tab(0)  # remembered: the user's own split
-    view = open_view(_sample("bpk"))
-    view.favour_tree()  # what starting surgery does to make room for the docks
-    assert view.main_split.sizes()[1] == 0
-    window.close_tab(0)
-
-    view = open_view(_sample("bpk"))
+    assert view.select("fc1.weight")
+    window.start_surgery()
+    QApplication.processEvents()
     sizes = view.main_split.sizes()
-    assert sizes[1] > 0 and sizes[0] < sizes[1]
+    assert sizes[1] > 0 and sizes[0] > sizes[1]  # the tree favoured, the details still beside it
+    assert view.details.isVisible() and view.details.title.full_text == "fc1.weight"

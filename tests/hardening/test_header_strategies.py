@@ -14,7 +14,6 @@ from pathlib import Path
 
 import cbor2
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

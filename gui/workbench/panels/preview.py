@@ -47,10 +47,12 @@ SORT_ROLE = Qt.ItemDataRole.UserRole + 10
 
 
 def count_line(plan: Plan) -> str:
-    """``193 kept · 12 dropped · 0 conflicts`` (plus transformed and replaced counts)."""
-    kept = len(plan.tensors) - len(plan.conflicts)
-    changed = sum(1 for t in plan.tensors if t.ops)
-    parts = [f"{kept:,} kept", f"{changed:,} transformed", f"{len(plan.dropped):,} dropped",
+    """``16 unchanged · 12 renamed or transformed · 2 dropped · 0 conflicts``: each tensor counted once."""
+    conflicted = {c.name for c in plan.conflicts}
+    clear = [t for t in plan.tensors if t.name not in conflicted]
+    changed = sum(1 for t in clear if t.ops)
+    parts = [f"{len(clear) - changed:,} unchanged", f"{changed:,} renamed or transformed",
+             f"{len(plan.dropped):,} dropped",
              f"{len(plan.conflicts):,} conflict{'s' if len(plan.conflicts) != 1 else ''}"]
     if plan.overrides:
         parts.append(f"{len(plan.overrides):,} replaced by later sources")
@@ -196,7 +198,7 @@ class PreviewModel(QAbstractTableModel):
         if column == STATUS:
             if state not in (CONFLICT, TRANSFORMED, ""):
                 state = TRANSFORMED if item.ops else ""  # the template's verdict has its own column
-            word = {CONFLICT: "⚠ conflict", TRANSFORMED: f"◆ {op_words(item)}"}.get(state, "✓ kept")
+            word = {CONFLICT: "⚠ conflict", TRANSFORMED: f"◆ {op_words(item)}"}.get(state, "✓ unchanged")
             return f"{word} · {GUESSED}" if item.name in self.guesses else word
         if column == NAME:
             return item.name

@@ -44,11 +44,17 @@ PATTERN, REPLACEMENT, HITS = 0, 1, 2
 
 
 def check(rule: RemapRule, number: int) -> str | None:
-    """The engine's complaint about one rule (numbered as the table shows it), or None."""
+    """The engine's complaint about one rule (numbered as the table shows it), or None.
+
+    The engine quotes patterns as Python literals (``'^fc(\\\\d)'``); here they read as typed (``“^fc(\\d)”``).
+    """
     try:
         compile_rules([rule])
     except RecipeError as exc:
-        return str(exc).replace("remap rule 1", f"remap rule {number}", 1)
+        message = str(exc).replace("remap rule 1", f"remap rule {number}", 1)
+        for text in dict.fromkeys((rule.pattern, rule.replacement)):
+            message = message.replace(repr(text), f"“{text}”")
+        return message
     return None
 
 

@@ -28,14 +28,12 @@ from engine import Store, open_store
 from engine.errors import RecipeError
 from engine.surgery import Filter, Plan
 from engine.surgery.filters import compile_pattern
-from gui.dialogs import show_error
+from gui.dialogs import MODEL_FILES, show_error
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
 from gui.workbench.panels.adapters import WHOLE_FILE, top_level_keys
 from gui.workbench.panels.base import DocumentPanel
 from gui.workers import Failure, TaskRunner
-
-FILE_FILTER = "Model files (*.bpk *.safetensors *.pt *.pth *.bin *.ckpt *.mpk *.json *.gz);;All files (*)"
 
 
 class SourcesPanel(DocumentPanel):
@@ -101,7 +99,7 @@ class SourcesPanel(DocumentPanel):
     # --- adding (a file opens in a worker) -------------------------------------------------------------------
     def add_dialog(self) -> None:
         start = str(Path(self.document.store.path).parent) if self.document is not None else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Add a source to merge", start, FILE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Add a source to merge", start, MODEL_FILES)
         if path:
             self.add_file(Path(path))
 

@@ -13,7 +13,7 @@ from engine import ArrayStore, export, open_store
 from engine.samples import SAMPLES
 from engine.surgery import RemapRule
 from gui.main_window import MainWindow
-from gui.models.diff_model import ROW_ROLE, STATUSES, TONE_COLOURS, Column
+from gui.models.diff_model import ROW_ROLE, SHARE_ROLE, STATUSES, TONE_COLOURS, Column
 from gui.workbench.diff_panel import DiffPanel, show_diff_dock
 from gui.workbench.document import RecipeDocument
 
@@ -196,3 +196,38 @@ def test_surgery_diff_shows_the_panel_for_the_current_tab(window, open_view, qtb
     _compared(panel, qtbot)
     statuses = {row.name: row.status for row in panel.model.rows}
     assert statuses["fc1.weight"] == "transposed" and statuses["conv1.weight"] == "identical"
+
+
+def test_a_common_prefix_is_offered_as_one_remap_rule_with_its_hit_count(window, document, qtbot, tmp_path):
+    values = {"model." + t.name: np.asarray(t.read()) for t in document.plan.tensors}
+    path = export(ArrayStore(values).entries, tmp_path / "prefixed.safetensors")
+    panel = show_diff_dock(window, document)
+    panel.compare_with_file(path)
+    _compared(panel, qtbot)
+    count = len(document.plan.tensors)
+    assert panel.bulk_box.isVisible() and panel.bulk is not None
+    assert panel.bulk.rule == RemapRule("^", "model.") and panel.bulk.hits == count
+    assert f"add the prefix model.: fixes {count} of {count} missing" in panel.bulk_label.text()
+    panel.bulk_button.click()
+    assert document.recipe.remaps[-1] == RemapRule("^", "model.")
+    qtbot.waitUntil(lambda: panel.is_idle() and not document.busy and panel.model.rows
+                    and all(row.status == "identical" for row in panel.model.rows), timeout=10_000)
+    assert not panel.bulk_box.isVisible()
+
+
+def test_the_summary_bar_and_the_worst_pairs_first(window, document, template, qtbot):
+    panel = show_diff_dock(window, document)
+    panel.compare_with(template, role="template", values=True)
+    _compared(panel, qtbot)
+    groups = dict((word, count) for word, count, _ in panel.summary_bar.groups)
+    counts = panel.model.counts()
+    assert groups["missing"] == counts["missing"] == 1 and groups["unused"] == counts["unused"]
+    assert sum(groups.values()) == len(panel.model.rows)
+    assert not panel.table.isColumnHidden(Column.DELTA)
+    panel.table.sortByColumn(Column.DELTA, Qt.SortOrder.DescendingOrder)
+    shown = [panel.proxy.index(r, 0).data(ROW_ROLE).max_abs for r in range(panel.proxy.rowCount())]
+    compared = [delta for delta in shown if delta is not None]
+    assert compared == sorted(compared, reverse=True) and shown[:len(compared)] == compared  # worst first
+    assert panel.proxy.index(0, 0).data(ROW_ROLE).name == "conv1.weight"  # the 0.125 added to every value
+    assert panel.proxy.index(0, Column.DELTA).data() == "0.125"
+    assert panel.proxy.index(0, Column.DELTA).data(SHARE_ROLE) == 1.0

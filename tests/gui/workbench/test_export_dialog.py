@@ -208,3 +208,22 @@ def test_file_export_opens_the_dialog_for_the_current_tab_and_the_diff_lands_in_
     assert isinstance(panel, DiffPanel) and panel.document is document and window.diff_dock.isVisible()
     qtbot.waitUntil(lambda: panel.is_idle() and panel.model.rowCount() == 18, timeout=10_000)
     assert {row.status for row in panel.model.rows} == {"identical"}
+
+
+def test_the_default_destination_never_names_an_existing_file_and_an_existing_one_is_flagged_at_once(
+        window: MainWindow, qtbot, tmp_path: Path):
+    source = tmp_path / "model.safetensors"
+    export(ArrayStore({"w": np.ones(3, np.float32)}).entries, source)
+    for taken in ("model.bpk", "model-export.bpk"):
+        (tmp_path / taken).write_bytes(b"someone else's file")
+    with open_store(source) as store:
+        document = _planned(RecipeDocument(store, window.work), qtbot)
+        dialog = ExportDialog(document, window)
+        qtbot.addWidget(dialog)
+        dialog.show()
+        assert dialog.destination() == tmp_path / "model-export-2.bpk"
+        assert dialog.exists_note.isHidden()
+        dialog.path_edit.setText(str(tmp_path / "model.bpk"))  # typed: the warning comes now, not on Export
+        assert dialog.exists_note.isVisible() and "model.bpk exists" in dialog.exists_note.text()
+        dialog.close()
+        document.close()

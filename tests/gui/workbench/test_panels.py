@@ -13,12 +13,13 @@ from engine import ArrayStore, open_store
 from engine.surgery import Filter, Recipe, RemapRule
 from engine.surgery.printers import as_cli, as_rust
 from gui.main_window import MainWindow
-from gui.models.tree_model import MARK_ROLE
+from gui.models.tree_model import MARK_ROLE, Column
+from gui.visual import RED
 from gui.workbench.document import DROPPED, TRANSFORMED
 from gui.workbench.panels.adapters import KIND
 from gui.workbench.panels.filters import EXCLUDE, INCLUDE, WHERE
 from gui.workbench.panels.preview import NAME, STATUS
-from gui.workbench.panels.remap import MIME
+from gui.workbench.panels.remap import MIME, check
 
 from workbench_helpers import FIXTURES, SAMPLE_BPK, SAMPLE_PT, settle
 
@@ -49,7 +50,8 @@ def test_typing_a_regex_shows_its_count_and_the_tree_greys_what_is_dropped(windo
     assert DROPPED in marks
     dropped = next(view.model.index(r, 0, parent) for r in range(view.model.rowCount(parent))
                    if "running_mean" in view.model.index(r, 0, parent).data())
-    assert dropped.data().endswith("(dropped)") and dropped.data(Qt.ItemDataRole.FontRole).strikeOut()
+    assert dropped.siblingAtColumn(Column.RECIPE).data() == "dropped"
+    assert dropped.data(Qt.ItemDataRole.FontRole).strikeOut()
 
 
 def test_an_invalid_regex_is_marked_in_place_and_the_app_stays_alive(window: MainWindow, surgery, qtbot):
@@ -60,7 +62,7 @@ def test_an_invalid_regex_is_marked_in_place_and_the_app_stays_alive(window: Mai
     qtbot.keyClicks(row.edit, "conv(")
     settle(qtbot, document)
     assert row.error is not None and "invalid regex" in row.error
-    assert row.hits.text() == "⚠ invalid" and "c03b3b" in row.edit.styleSheet()
+    assert row.hits.text() == "⚠ invalid" and RED.name() in row.edit.styleSheet()
     assert panel.message.isVisible() and "invalid regex" in panel.message.text()
     assert document.recipe.filter.is_empty and document.error is None  # never planned
     qtbot.keyClicks(row.edit, ")")
@@ -133,13 +135,14 @@ def test_pytorch_to_burn_marks_transposed_and_renamed_in_the_preview(window: Mai
     rows = {preview.model.index(r, NAME).data(): preview.model.index(r, STATUS).data()
             for r in range(preview.model.rowCount())}
     assert rows["fc1.weight"] == "◆ transposed" and rows["norm1.gamma"] == "◆ renamed"
-    assert rows["conv1.weight"] == "✓ kept"
-    assert preview.counts.text().startswith("18 kept · 6 transformed · 0 dropped · 0 conflicts")
+    assert rows["conv1.weight"] == "✓ unchanged"
+    assert preview.counts.text().startswith("12 unchanged · 6 renamed or transformed · 0 dropped · 0 conflicts")
     view = window.current_view()
     fc1 = next(view.model.index(i, 0) for i in range(view.model.rowCount()) if view.model.index(i, 0).data() == "fc1")
     weight = next(view.model.index(r, 0, fc1) for r in range(view.model.rowCount(fc1))
                   if view.model.index(r, 0, fc1).data().startswith("weight"))
-    assert weight.data(MARK_ROLE).state == TRANSFORMED and weight.data() == "weight  (transposed)"
+    assert weight.data(MARK_ROLE).state == TRANSFORMED and weight.data() == "weight"  # same name, transposed
+    assert weight.siblingAtColumn(Column.RECIPE).data() == "transposed"
 
 
 def test_overriding_a_module_type_with_its_combo_changes_the_plan(window: MainWindow, surgery, qtbot):
@@ -271,11 +274,11 @@ def test_f5_reruns_the_preview(window: MainWindow, surgery, qtbot):
     assert len(plans) == 1
 
 
-def test_export_and_diff_actions_reach_the_colleagues_modules(window: MainWindow, surgery, qtbot, monkeypatch):
+def test_export_and_diff_actions_run_the_export_and_show_the_diff_dock(window: MainWindow, surgery, qtbot, monkeypatch):
     from gui.workbench.diff_panel import DiffPanel
     document = surgery()
     calls = []
-    monkeypatch.setattr("gui.workbench.export_dialog.run_export", lambda w, d: calls.append((w, d)))
+    monkeypatch.setattr("gui.main_window.run_export", lambda w, d: calls.append((w, d)))
     window.actions.export.trigger()
     assert calls == [(window, document)]
     window.actions.diff.trigger()
@@ -387,3 +390,9 @@ def test_a_source_that_cannot_be_opened_says_why_and_changes_nothing(window: Mai
     assert box.informativeText().startswith("Broken.safetensors: ")
     assert len(document.stores) == 1 and not document.is_modified
     box.close()
+
+
+def test_a_remap_error_quotes_the_pattern_as_typed():
+    message = check(RemapRule(r"^fc(\d", r"head.\1"), 3)
+    assert message is not None and message.startswith(r"remap rule 3 (“^fc(\d” -> “head.\1”): invalid regex “^fc(\d”")
+    assert "\\\\" not in message  # not Python's repr, which doubles every backslash
