@@ -20,9 +20,12 @@ def rendered(widget: HeatMap) -> np.ndarray:
     return raw[:, :width * 3].reshape(height, width, 3).copy()
 
 
-def where(pixels: np.ndarray, colour) -> tuple[np.ndarray, np.ndarray]:
-    """Rows and columns of the pixels that have exactly ``colour``."""
-    return np.nonzero((pixels == np.asarray(colour, np.uint8)).all(axis=2))
+def where(pixels: np.ndarray, colour, run: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of the pixels that have exactly ``colour``, in rows holding at least ``run`` of them
+    (blocks, not the grey of the hint text's glyphs)."""
+    hits = (pixels == np.asarray(colour, np.uint8)).all(axis=2)
+    hits &= (hits.sum(axis=1) >= run)[:, None]
+    return np.nonzero(hits)
 
 
 def heat_map(qtbot, array: np.ndarray) -> HeatMap:

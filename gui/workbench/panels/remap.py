@@ -44,17 +44,11 @@ PATTERN, REPLACEMENT, HITS = 0, 1, 2
 
 
 def check(rule: RemapRule, number: int) -> str | None:
-    """The engine's complaint about one rule (numbered as the table shows it), or None.
-
-    The engine quotes patterns as Python literals (``'^fc(\\\\d)'``); here they read as typed (``“^fc(\\d)”``).
-    """
+    """The engine's complaint about one rule (numbered as the table shows it), or None; patterns read as typed."""
     try:
         compile_rules([rule])
     except RecipeError as exc:
-        message = str(exc).replace("remap rule 1", f"remap rule {number}", 1)
-        for text in dict.fromkeys((rule.pattern, rule.replacement)):
-            message = message.replace(repr(text), f"“{text}”")
-        return message
+        return str(exc).replace("remap rule 1", f"remap rule {number}", 1)
     return None
 
 

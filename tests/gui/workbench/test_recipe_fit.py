@@ -54,7 +54,7 @@ def test_applying_a_recipe_that_does_not_fit_warns_in_status_bar_and_preview(win
     qtbot.waitUntil(lambda: "⚠" in window.statusBar().currentMessage(), timeout=5_000)
     message = window.statusBar().currentMessage()
     assert message.startswith("⚠ Recipe other.recipe.json on net.pt: ")
-    assert "1 of 2 remap rules matches no tensor ('^fc(\\\\d)' -> 'head$1')" in message
+    assert r"1 of 2 remap rules matches no tensor ('^fc(\d)' -> 'head$1')" in message
     assert "1 of 2 filter rules matches no tensor ('running_')" in message
     assert "module type set for 'encoder.fc', which no source has" in message
     notes = window.panels["preview"].notes

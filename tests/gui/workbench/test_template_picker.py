@@ -49,9 +49,9 @@ def test_set_template_shows_applied_missing_unused_and_mismatch_like_the_cli(win
         cli = align(document.plan, again)  # what `convert --template` reports
     assert (len(cli.applied), len(cli.shape_mismatches), len(cli.missing), len(cli.unused)) == (2, 1, 1, 1)
     rows = preview_rows(window)
-    assert rows["0.weight"] == ("✓ kept", "applied") and rows["0.bias"] == ("✓ kept", "applied")
-    assert rows["2.weight"] == ("✓ kept", "shape mismatch")
-    assert rows["2.bias"] == ("✓ kept", "unused")
+    assert rows["0.weight"] == ("✓ unchanged", "applied") and rows["0.bias"] == ("✓ unchanged", "applied")
+    assert rows["2.weight"] == ("✓ unchanged", "shape mismatch")
+    assert rows["2.bias"] == ("✓ unchanged", "unused")
     assert rows["3.weight"] == ("✕ missing", "missing")
     assert not panel.table.isColumnHidden(TEMPLATE)
     assert panel.notes.text() == "Template target.safetensors: 2 applied · 1 shape mismatch · 1 missing · 1 unused"

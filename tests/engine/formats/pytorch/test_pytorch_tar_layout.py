@@ -108,8 +108,8 @@ def test_a_broken_member_is_refused_saying_what_is_wrong(tmp_path: Path, members
 
 
 def test_a_missing_member_is_refused_naming_it(tmp_path: Path) -> None:
-    path = write_tar(tmp_path / "three.pt", {"sys_info": dump({}), "storages": storages(), "pickle": dump({})})
-    with pytest.raises(FormatError, match="tar archive has no 'tensors' member: not a PyTorch checkpoint"):
+    path = write_tar(tmp_path / "three.pt", {"sys_info": dump({}), "storages": storages(), "tensors": dump([])})
+    with pytest.raises(FormatError, match="tar archive has no 'pickle' member: not a PyTorch checkpoint"):
         open_store(path)
 
 
