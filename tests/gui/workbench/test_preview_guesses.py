@@ -32,10 +32,15 @@ def _status(window: MainWindow) -> dict[str, object]:
     return {proxy.index(r, NAME).data(): proxy.index(r, STATUS) for r in range(proxy.rowCount())}
 
 
+def _open_editor(window: MainWindow) -> QComboBox | None:
+    """The type editor now open (a closed one lingers, hidden, until Qt deletes it)."""
+    editors = window.panels["adapters"].table.findChildren(QComboBox, "kindEditor")
+    return next((editor for editor in editors if editor.isVisible()), None)
+
+
 def _choose_in_editor(window: MainWindow, qtbot, kind: str) -> list[str]:
-    qtbot.waitUntil(lambda: window.panels["adapters"].table.findChild(QComboBox, "kindEditor") is not None,
-                    timeout=5_000)
-    editor = window.panels["adapters"].table.findChild(QComboBox, "kindEditor")
+    qtbot.waitUntil(lambda: _open_editor(window) is not None, timeout=5_000)
+    editor = _open_editor(window)
     offered = [editor.itemText(i) for i in range(editor.count())]
     editor.setCurrentText(kind)
     editor.activated.emit(editor.currentIndex())
