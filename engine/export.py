@@ -116,7 +116,7 @@ def _signals_clean_up() -> Iterator[None]:
         raise _Terminated(signum)
 
     previous = {sig: signal.signal(sig, handler) for sig in CLEANUP_SIGNALS
-                if signal.getsignal(sig) in (signal.SIG_DFL, None)}
+                if signal.getsignal(sig) is signal.SIG_DFL}  # None (set outside Python) cannot be restored
     try:
         yield
     finally:

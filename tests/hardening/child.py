@@ -62,7 +62,7 @@ def run(args: list[str], cwd: Path = REPO) -> Run:
         usage = json.loads(report.read() or "{}")
     output = done.stdout.decode("utf-8", "replace")
     if not usage:
-        return Run(done.returncode, output + "\n(the launcher did not report)", 0, 0.0)
+        return Run(done.returncode, output + "\n(the launcher did not report)", 0, TIMEOUT)  # unmeasured: not within limits
     return Run(usage["status"], output, usage["rss"], usage["cpu"])
 
 

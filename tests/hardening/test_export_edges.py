@@ -70,9 +70,12 @@ def test_a_cleanup_that_fails_does_not_hide_the_real_error(tmp_path: Path) -> No
     out = tmp_path / "out"
     out.mkdir()
 
+    sabotaged = []
+
     def sabotage(done: int, total: int) -> None:
         for partial in out.glob(".*.partial"):
             if partial.is_file():
+                sabotaged.append(partial)
                 partial.unlink()
                 partial.mkdir()
                 (partial / "keep").write_bytes(b"x")  # a non-empty folder: unlink raises IsADirectoryError
@@ -81,6 +84,7 @@ def test_a_cleanup_that_fails_does_not_hide_the_real_error(tmp_path: Path) -> No
     with open_store(source) as store:
         with pytest.raises(FormatError, match="changed on disk since it was opened"):
             export(store.entries, out / "model.bpk", progress=sabotage)
+    assert sabotaged, "no partial file was there to sabotage: the cleanup failure went untested"
     assert not (out / "model.bpk").exists()
 
 

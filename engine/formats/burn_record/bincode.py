@@ -22,7 +22,7 @@ from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
 from ..mapped import MappedFile
-from .record import BOOL_STORES, DTYPE_TABLES, Metadata, Tensor, check_size, param_id
+from .record import BOOL_STORES, DTYPE_TABLES, MAX_TENSORS, Metadata, Tensor, check_size, param_id
 
 MAX_TEXT = 1 << 20  # a metadata string (the recorder's type name is ~100 characters)
 _FIXED = {251: 2, 252: 4, 253: 8}
@@ -140,6 +140,8 @@ class _Scanner:
         while (found := ids.search(self.codec.buf, pos)) is not None:
             tensor, pos = self._param(found.start(), len(tensors))
             tensors.append(tensor)
+            if len(tensors) > MAX_TENSORS:  # refused while scanning, before millions are built
+                raise FormatError(self.shown, f"more than {MAX_TENSORS} tensors, over the limit")
         return tensors
 
     def _param(self, pos: int, index: int) -> tuple[Tensor, int]:

@@ -132,6 +132,7 @@ class _Machine:
         # that its id is never reused for another object.
         self.depths: dict[int, tuple[Any, int]] = {}
         self.hashes: dict[tuple[int, int], int] = {}  # (container id, hash) -> how many non-text keys had it
+        self.hashed_containers: dict[int, Any] = {}  # keeps each counted container alive, so its id is not reused
 
     def run(self) -> Any:
         stream = self.stream
@@ -219,6 +220,7 @@ class _Machine:
     def hashed(self, container: Any, key: Any) -> None:
         """Count a non-text key's hash per container; many equal ones would make it quadratic."""
         h = (id(container), hash(key))
+        self.hashed_containers[h[0]] = container
         count = self.hashes[h] = self.hashes.get(h, 0) + 1
         if count > MAX_EQUAL_HASHES:
             raise FormatError(self.path, f"{self.stream.what} has more than {MAX_EQUAL_HASHES} dict keys or set "

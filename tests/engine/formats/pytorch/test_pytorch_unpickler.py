@@ -70,3 +70,15 @@ def test_malformed_pickles_say_why(raw: bytes, problem: str) -> None:
 def test_allowed_globals_build_plain_values(tmp_path: Path) -> None:
     raw = pickle.dumps({"s": {1, 2}, "f": frozenset([3]), "sl": slice(1, 5, 2), "b": b"\x00\xff"}, protocol=2)
     assert unpickle(raw) == {"s": {1, 2}, "f": frozenset([3]), "sl": slice(1, 5, 2), "b": b"\x00\xff"}
+
+
+def test_many_small_frozensets_with_equal_hashes_across_them_are_not_a_hash_flood(tmp_path):
+    """Each frozenset counts its own equal hashes: 199 sets sharing the item 0 are not 199 equal keys in one."""
+    import pickle
+
+    from engine import open_store
+
+    path = tmp_path / "sets.pt"
+    path.write_bytes(pickle.dumps([frozenset({0, i}) for i in range(1, 200)], protocol=4))
+    with open_store(path) as store:
+        assert len(store.values) == 199 and store.values[-1] == [0, 199]
