@@ -487,13 +487,21 @@ class MainWindow(QMainWindow):
 
     def _warn_misfit(self, document: RecipeDocument, what: str) -> None:
         """Once the applied recipe is planned, say in the status bar if parts of it find nothing in this file."""
-        def planned(plan: object) -> None:
+        def finished() -> None:  # the next plan only, made or failed: a later one must not warn about this recipe
             document.planReady.disconnect(planned)
+            document.planFailed.disconnect(failed)
+
+        def planned(plan: object) -> None:
+            finished()
             unfit = misfit(document.plan) if document.plan is not None else ""
             if unfit:
                 self.statusBar().showMessage(f"⚠ {what}: {unfit}", 20_000)
 
+        def failed(message: str) -> None:
+            finished()
+
         document.planReady.connect(planned)
+        document.planFailed.connect(failed)
 
     def save_recipe(self) -> bool:
         document = self.surgery()

@@ -15,6 +15,8 @@ from typing import Callable
 from PySide6.QtCore import QFileSystemWatcher, QObject
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QTabWidget, QWidget
 
+from gui.visual import AMBER
+
 STALE_BAR = "staleBar"
 STALE_SUFFIX = " (changed)"
 
@@ -61,7 +63,9 @@ class StaleWatch(QObject):
     def _mark(self, view: QWidget) -> None:
         bar = QFrame(view)
         bar.setObjectName(STALE_BAR)
-        bar.setStyleSheet(f"QFrame#{STALE_BAR} {{ background: #fff4d6; border-bottom: 1px solid #d9a53a; }}")
+        amber = AMBER.getRgb()[:3]  # the theme's warning colour, faint behind the text, so both themes read it
+        bar.setStyleSheet(f"QFrame#{STALE_BAR} {{ background: rgba({amber[0]}, {amber[1]}, {amber[2]}, 40); "
+                          f"border-bottom: 1px solid {AMBER.name()}; }}")
         bar.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         row = QHBoxLayout(bar)
         row.setContentsMargins(8, 4, 8, 4)

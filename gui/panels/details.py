@@ -97,7 +97,6 @@ class DetailsPanel(QWidget):
         self.stats_box = QGroupBox("Statistics")
         self.stats_grid = QGridLayout()
         self.stats_grid.setHorizontalSpacing(10)
-        self._stat_labels: dict[str, QLabel] = {}
         self.stats_status = QLabel()
         self.stats_status.setObjectName("statsStatus")
         self.stats_status.setWordWrap(True)
@@ -242,14 +241,12 @@ class DetailsPanel(QWidget):
             widget = self.stats_grid.takeAt(0).widget()
             if widget is not None:
                 widget.deleteLater()
-        self._stat_labels = {}
         for i, (key, caption, text, tooltip) in enumerate(rows):
             value = _value_label(mono=True)
             value.setAlignment(RIGHT)
             value.setObjectName(f"stat_{key}")
             value.setText(text)
             value.setToolTip(tooltip)
-            self._stat_labels[key] = value
             row, col = divmod(i, PAIRS_PER_ROW)
             self.stats_grid.addWidget(QLabel(caption), row, col * 3)
             self.stats_grid.addWidget(value, row, col * 3 + 1)

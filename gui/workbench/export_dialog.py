@@ -274,8 +274,11 @@ class ExportDialog(QDialog):
 
     def _mismatches(self) -> list[ShapeMismatch]:
         """The shapes the template wants otherwise: the CLI's validation; none without a template."""
-        plan, template = self.document.plan, self.document.template
-        return validate(plan, template) if plan is not None and template is not None else []
+        plan, template, alignment = self.document.plan, self.document.template, self.document.alignment
+        if plan is None or template is None:
+            return []
+        # the worker aligned this plan with this template already; only a plan made before the template lacks it
+        return list(alignment.shape_mismatches) if alignment is not None else validate(plan, template)
 
     # --- exporting --------------------------------------------------------------------------------------
     def start_export(self) -> None:
