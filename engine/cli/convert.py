@@ -101,7 +101,7 @@ def parse_modules(pairs: list[str]) -> dict[str, str]:
     result = {}
     for pair in pairs:
         path, sep, kind = pair.rpartition("=")
-        if not sep or not kind:
+        if not sep or not path or not kind:
             raise UsageError(f"--module wants PATH=TYPE (e.g. tokens=Embedding), got {pair!r}")
         try:
             result[path] = parse_kind(kind, path)

@@ -503,10 +503,11 @@ class _TemplateIndex:
         return name in self.shapes or name in self.variants
 
     def kinds(self, work: list[_Work], guesses: dict[str, ModuleGuess]) -> dict[str, ModuleGuess]:
-        """Module kinds the template's names and shapes prove, where they differ from the guess.
+        """Module kinds the template's names and shapes prove, where they differ from the guess or settle it.
 
-        A template norm (``gamma``) is a norm; a 2-D weight the template wants transposed is a
-        Linear; one it wants as it is (and not square) is not a Linear.
+        A template norm (``gamma``) is a norm, a PReLU (``alpha``) a PRelu; a 2-D weight the template
+        wants transposed is a Linear; one it wants as it is (and not square) is not a Linear. A guess
+        the template agrees with is settled too: it no longer rests on the name alone.
         """
         found = {}
         for item in work:
@@ -516,11 +517,16 @@ class _TemplateIndex:
                 continue
             if len(item.shape) == 2 and item.shape[0] != item.shape[1]:
                 wanted = self.shape(item.name)
-                if wanted == item.shape[::-1] and guess.kind != "Linear":
+                if wanted == item.shape[::-1] and (guess.kind != "Linear" or guess.guessed):
                     found[path] = ModuleGuess(path, "Linear", "the template wants this weight transposed")
                 elif wanted == item.shape and guess.kind == "Linear":
                     found[path] = ModuleGuess(path, "Unknown", "the template wants this 2-D weight as it is")
-            elif self.has(f"{path}.gamma") and guess.kind not in NORM_KINDS:
-                kind = "BatchNorm" if self.has(f"{path}.running_mean") else "LayerNorm"
+                elif wanted == item.shape and guess.guessed:
+                    found[path] = ModuleGuess(path, guess.kind, "the template wants this 2-D weight as it is")
+            elif self.has(f"{path}.gamma") and (guess.kind not in NORM_KINDS or guess.guessed):
+                kind = guess.kind if guess.kind in NORM_KINDS else (
+                    "BatchNorm" if self.has(f"{path}.running_mean") else "LayerNorm")
                 found[path] = ModuleGuess(path, kind, "the template has gamma here")
+            elif self.has(f"{path}.alpha") and (guess.kind != "PRelu" or guess.guessed):
+                found[path] = ModuleGuess(path, "PRelu", "the template has alpha here")
         return found

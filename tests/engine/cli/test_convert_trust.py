@@ -127,6 +127,7 @@ def test_an_unknown_module_type_is_a_usage_error(net, tmp_path):
     result = run("convert", str(path), str(tmp_path / "o.safetensors"), "--module", "tokens=Embeding")
     assert result.returncode == 2 and "'Embeding'" in result.stderr and not (tmp_path / "o.safetensors").exists()
     assert run("convert", str(path), str(tmp_path / "o.safetensors"), "--module", "tokens").returncode == 2
+    assert run("convert", str(path), str(tmp_path / "o.safetensors"), "--module", "=Linear").returncode == 2
 
 
 def test_a_lone_1d_weight_is_not_assumed_an_rms_norm(tmp_path, capsys):

@@ -77,3 +77,26 @@ def test_validate_lists_every_shape_the_template_does_not_share(tmp_path):
         mismatches = validate(result, template)
         assert [(m.name, m.source_shape, m.template_shape) for m in mismatches] == [("tokens.weight", (4, 12), (12, 4))]
         assert mismatches[0].matches_if_transposed
+
+
+def test_a_template_that_proves_a_kind_settles_the_guess_whether_or_not_it_agrees():
+    """With a template, the transposed Linear, the Embedding kept as is and the PReLU alpha rest on shapes and
+    names the model wants, not on a name alone: none is reported, and --strict would let them through."""
+    import numpy as np
+
+    from engine import ArrayStore
+    from engine.surgery import Recipe, plan
+
+    source = ArrayStore({"proj.weight": np.arange(15, dtype=np.float32).reshape(3, 5),
+                         "tokens.weight": np.arange(40, dtype=np.float32).reshape(10, 4),
+                         "act.weight": np.full(1, 0.25, np.float32)})
+    template = ArrayStore({"proj.weight": np.zeros((5, 3), np.float32), "tokens.weight": np.zeros((10, 4), np.float32),
+                           "act.alpha": np.zeros(1, np.float32)})
+    recipe = Recipe(adapters=("pytorch-to-burn",))
+    assert {g.name for g in plan([source], recipe).guesses} == {"proj.weight", "tokens.weight", "act.alpha"}
+    result = plan([source], recipe, template=template)
+    assert result.guesses == []
+    out = {t.name: t.read() for t in result.tensors}
+    np.testing.assert_array_equal(out["proj.weight"], np.arange(15, dtype=np.float32).reshape(3, 5).T)
+    np.testing.assert_array_equal(out["tokens.weight"], np.arange(40, dtype=np.float32).reshape(10, 4))
+    np.testing.assert_array_equal(out["act.alpha"], np.full(1, 0.25, np.float32))
