@@ -2,7 +2,7 @@
 
 ``{"version": 1, "sources": [...], "filter": {...}, "remaps": [[pattern, replacement]...],
 "adapters": [...], "casts": [...], "module_overrides": {...}, "top_level_key": ..., "metadata": {...},
-"clear_metadata": bool, "template": path}``. Every field is optional but ``version``; a bad document
+"clear_metadata": bool, "template": path, "burn_version": "0.20"|"0.21"|"0.22"}``. Every field is optional but ``version``; a bad document
 is a RecipeError naming the field. Relative source and template paths are relative to the recipe
 file's folder, so a recipe travels with the files it names.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import dtypes
+from ..burn_versions import NEWEST, BurnVersion, parse_burn_version
 from ..errors import RecipeError
 from .adapters import check_adapters
 from .filters import Filter
@@ -26,7 +27,7 @@ from .remap import RemapRule, rules_from_json
 VERSION = 1
 CAST_TARGETS = {"f16": "F16", "bf16": "BF16", "f32": "F32"}
 _FIELDS = {"version", "sources", "filter", "remaps", "adapters", "casts", "module_overrides", "top_level_key",
-           "metadata", "allow_partial", "clear_metadata", "template"}
+           "metadata", "allow_partial", "clear_metadata", "template", "burn_version"}
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class Recipe:
     allow_partial: bool = False
     clear_metadata: bool = False  # burn-store's clear_metadata: the sources' metadata is not carried over
     template: str | None = None  # a file saved from the target model: names, shapes, module kinds, enum variants
+    burn_version: BurnVersion = NEWEST  # the Burn release the output (and a printed Rust chain) must load in
 
     def __post_init__(self) -> None:
         check_adapters(self.adapters)
@@ -120,6 +122,8 @@ class Recipe:
             doc["clear_metadata"] = True
         if self.template:
             doc["template"] = self.template
+        if self.burn_version is not NEWEST:
+            doc["burn_version"] = self.burn_version.value
         return doc
 
     def canonical_json(self) -> str:
@@ -151,7 +155,8 @@ class Recipe:
                    metadata=_str_map(doc, "metadata"),
                    allow_partial=_typed(doc, "allow_partial", bool, False),
                    clear_metadata=_typed(doc, "clear_metadata", bool, False),
-                   template=_typed(doc, "template", str, None))
+                   template=_typed(doc, "template", str, None),
+                   burn_version=_burn_version(_typed(doc, "burn_version", str, NEWEST.value)))
 
     def with_paths(self, convert: Callable[[str], str]) -> "Recipe":
         """The same recipe with every source and template path passed through ``convert``."""
@@ -234,3 +239,10 @@ def _cast(doc: Any, where: str) -> CastRule:
         return CastRule(to, tuple(_strs(doc.get("modules", []), f"{where}.modules")))
     except RecipeError as exc:
         raise RecipeError(f"recipe: {where}: {exc}") from None
+
+
+def _burn_version(text: str) -> BurnVersion:
+    try:
+        return parse_burn_version(text)
+    except ValueError as exc:
+        raise RecipeError(f"recipe: field 'burn_version': {exc}") from None
