@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -22,13 +23,16 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent.parent))
+# Child processes (``python -m gui.launch``) must run this checkout, not an installed copy, from any folder.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent.parent), os.environ.get("PYTHONPATH")]))
 
 import measure  # noqa: E402
 import models  # noqa: E402
 
 from engine import ArrayStore, export, open_store  # noqa: E402
 
-OURS_CONVERT = [sys.executable, "-m", "gui.launch", "convert"]
+OURS = [sys.executable, "-m", "gui.launch"]
+OURS_CONVERT = [*OURS, "convert"]
 GUI_TREE = """
 import os, sys, tempfile, time
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
@@ -260,6 +264,16 @@ def bench_gui(rows: list[Row], many: Path) -> None:
                     min(times) < 1.0))
 
 
+def bench_startup(rows: list[Row], folder: Path) -> None:
+    """A command's start-up against Python importing numpy alone (fresh processes; imports dominate)."""
+    tiny = folder / "tiny.safetensors"
+    export(ArrayStore({"w": np.arange(4, dtype=np.float32)}).entries, tiny, overwrite=True)
+    numpy = measure.child(measure.python("import numpy"), repeat=2 * measure.REPEATS["child"] + 1).seconds
+    for what, argv in (("store-studio --version", ["--version"]), ("store-studio inspect (tiny file)", ["inspect", str(tiny)])):
+        ours = measure.child([*OURS, *argv], repeat=2 * measure.REPEATS["child"] + 1).seconds
+        rows.append(Row(f"start-up: {what}", ours, numpy, 'python -c "import numpy"', "<= 2x", ours <= 2 * numpy))
+
+
 def _fmt(value: float, unit: str) -> str:
     return {"s": f"{value:.3f} s", "MiB": f"{value:.0f} MiB"}.get(unit, f"{value:.2f} {unit}")
 
@@ -305,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_stats(rows, work, args.quick)
         bench_surgery(rows, work)
         bench_gui(rows, many["safetensors"])
+        bench_startup(rows, work)
         note += " " + bench_burn_record(rows, work, args.quick)
     finally:
         if args.workdir is None:
