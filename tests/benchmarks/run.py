@@ -164,7 +164,7 @@ def _convert_rows(rows: list[Row], paths: dict[str, Path], out: Path, largest: i
         cp = measure.child(["cp", str(src), str(out / "copy.bin")], fresh=out / "copy.bin")
         ours = measure.child([*OURS_CONVERT, str(src), str(dst)], fresh=dst)
         label = f"convert .{src_fmt} -> .{dst_fmt} ({src.stat().st_size / 1e9:.2g} GB)"
-        rows.append(Row(f"{label} vs cp", ours.seconds, cp.seconds, "cp", "<= 1.25x", ours.seconds <= 1.25 * cp.seconds))
+        rows.append(Row(f"{label} vs cp", ours.seconds, cp.seconds, "cp", "<= 1.1x", ours.seconds <= 1.1 * cp.seconds))
         if baseline:
             ref = measure.child(measure.python(TORCH_CONVERT, str(src), str(out / "torch.safetensors")),
                                 fresh=out / "torch.safetensors")
@@ -199,8 +199,8 @@ def bench_burn_record(rows: list[Row], work: Path, quick: bool) -> str:
         dst = out / "burn_record.bpk"
         cp = measure.child(["cp", str(src), str(out / "copy.bin")], fresh=out / "copy.bin")
         ours = measure.child([*OURS_CONVERT, str(src), str(dst)], fresh=dst)
-    rows.append(Row(f"convert .mpk -> .bpk ({gb:.2g} GB) vs cp", ours.seconds, cp.seconds, "cp", "<= 1.5x",
-                    ours.seconds <= 1.5 * cp.seconds))
+    rows.append(Row(f"convert .mpk -> .bpk ({gb:.2g} GB) vs cp", ours.seconds, cp.seconds, "cp", "<= 1.1x",
+                    ours.seconds <= 1.1 * cp.seconds))
     rows.append(Row(f"convert .mpk -> .bpk ({gb:.2g} GB) peak memory", ours.peak_mib, None, "", "< 100 MiB",
                     ours.peak_mib < 100, "MiB"))
     return f"The record conversion (and cp) wrote to {'a tmpfs (memory)' if out != work else 'disk'}."
