@@ -5,13 +5,12 @@
 
 from __future__ import annotations
 
-import gc
 import os
-from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
 
+from ..collector import collector_paused
 from ..errors import FormatError
 from ..store import Store
 from . import burn_record, burnpack, pytorch, safetensors
@@ -42,25 +41,11 @@ def open_store(path: str | os.PathLike, **options: Any) -> Store:
     for fmt in READERS:
         if fmt.sniff(head):
             try:
-                with _collector_paused():
+                with collector_paused():  # a large header makes many objects, none garbage
                     return fmt.open(path, **options)
             except RecursionError:  # the last line of defence: every reader caps nesting before this
                 raise FormatError(path, "is nested too deeply to read") from None
     raise FormatError(path, "not a Burnpack, SafeTensors, PyTorch file or Burn record (its first bytes match none of them)")
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while a header is read: a header of 100,000 tensors
-    makes some 500,000 objects, none of them garbage, and the collector would scan the growing heap
-    over and over (half of the opening time). Reference counting still frees as usual."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def writer(fmt: str) -> ModuleType:
