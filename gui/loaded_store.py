@@ -39,10 +39,23 @@ def load_store(path: Path, cancelled: Callable[[], bool]) -> LoadedStore:
         store = open_store(path)
         tree = build_tree(store.entries, order="file", compact=True)
         opened = first_levels(tree) if tree.tensors > SMALL_STORE else []
-        by_dtype: Counter = Counter()
-        for entry in store.entries:  # keyed by DType, named once at the end: str() per tensor adds up at 100,000
-            by_dtype[entry.dtype] += math.prod(entry.shape)
+        by_dtype = _params_by_dtype(store)
         # A store lives as long as its tab: its objects leave the collector's scans (a full scan of a
         # 100,000-tensor store holds the GIL for most of a second: the window would freeze at random).
         gc.freeze()
-    return LoadedStore(store, tree, opened, [(str(d), n) for d, n in by_dtype.most_common()], store.file_size)
+    return LoadedStore(store, tree, opened, by_dtype, store.file_size)
+
+
+def _params_by_dtype(store: Store) -> list[tuple[str, int]]:
+    """Parameters per dtype, most first. Keyed by the dtype object's identity (formats share one per dtype):
+    hashing a frozen dataclass per tensor, and naming it, add up at 100,000 tensors."""
+    counts: Counter = Counter()
+    kinds = {}
+    for entry in store.entries:
+        key = id(entry.dtype)
+        kinds[key] = entry.dtype
+        counts[key] += math.prod(entry.shape)
+    named: Counter = Counter()
+    for key, count in counts.items():  # equal dtypes that are distinct objects are summed under one name
+        named[str(kinds[key])] += count
+    return named.most_common()
