@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import humanize
 from ..errors import ExportError, FormatError, RecipeError
 from ..formats import format_for_path, open_store
+from ..locations import is_url
 from ..store import Store
 from ..surgery import adapters as ad
 from ..surgery.align import align
@@ -110,13 +111,18 @@ def parse_modules(pairs: list[str]) -> dict[str, str]:
     return result
 
 
+def _same_file(path: str) -> str | Path:
+    """What two spellings of one source share: a local file's resolved path, a URL as written."""
+    return path if is_url(path) else Path(path).resolve()
+
+
 def build_recipe(args: argparse.Namespace, inputs: list[str], modules: dict[str, str] | None = None) -> Recipe:
     """The recipe the arguments describe: ``--recipe``'s, extended by the flags."""
     check_patterns(args)
     base = Recipe.load(args.recipe) if args.recipe else Recipe()
-    known = {Path(s.path).resolve(): s for s in base.sources}
+    known = {_same_file(s.path): s for s in base.sources}
     key = args.top_level_key or base.top_level_key
-    sources = tuple(known.get(Path(p).resolve(), SourceSpec(p)) for p in inputs) if inputs else base.sources
+    sources = tuple(known.get(_same_file(p), SourceSpec(p)) for p in inputs) if inputs else base.sources
     adapters = list(base.adapters)
     wanted = [*args.adapter, *([ad.CONTIGUOUS_INDICES] if args.contiguous_indices else []),
               *([ad.SKIP_ENUM_VARIANTS] if args.skip_enum_variants else []),

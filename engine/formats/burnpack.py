@@ -14,7 +14,8 @@ from .. import dtypes
 from ..errors import FormatError, shown
 from ..store import TensorSource
 from . import cbor
-from .mapped import MappedFile, RangeStore, build_entries
+from .mapped import RangeStore, build_entries
+from .source import ByteSource, open_source
 
 NAME = "burnpack"
 EXTENSIONS = (".bpk",)
@@ -40,8 +41,8 @@ class BurnpackStore(RangeStore):
     format = NAME
 
 
-def open(path: str | os.PathLike, **options: Any) -> BurnpackStore:
-    mapped = MappedFile(path)
+def open(where: "str | os.PathLike | ByteSource", **options: Any) -> BurnpackStore:
+    mapped = open_source(where)
     try:
         return _open(mapped)
     except BaseException:
@@ -49,7 +50,7 @@ def open(path: str | os.PathLike, **options: Any) -> BurnpackStore:
         raise
 
 
-def _open(mapped: MappedFile) -> BurnpackStore:
+def _open(mapped: ByteSource) -> BurnpackStore:
     path = mapped.path
     magic, version, size = HEADER.unpack(mapped.pread(0, HEADER.size, "the 10-byte header"))
     if magic != MAGIC:

@@ -6,7 +6,6 @@ local file header and mapped from the archive later; the archive itself is never
 
 from __future__ import annotations
 
-import builtins
 import bz2
 import lzma
 import struct
@@ -15,7 +14,7 @@ import zlib
 from typing import Any
 
 from ...errors import FormatError
-from ..mapped import MappedFile
+from ..source import ByteSource, SourceReader
 from .tensors import StorageRef, storage_from_pid
 from .unpickler import PickleStream, load as unpickle
 
@@ -32,11 +31,11 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, NotImplemen
                EOFError, OSError, KeyError, ValueError, struct.error)
 
 
-def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
+def load(mapped: ByteSource) -> tuple[Any, dict[str, str]]:
     """The unpickled checkpoint (storages located, not read) and the archive's text metadata."""
     path = mapped.path
     try:
-        with builtins.open(path, "rb") as file, zipfile.ZipFile(file) as archive:
+        with SourceReader(mapped) as file, zipfile.ZipFile(file) as archive:
             infos = {info.filename: info for info in archive.infolist()}
             prefix = _prefix(mapped, infos)
             metadata = {"byteorder": _text(mapped, archive, infos, prefix + "byteorder") or "little"}
@@ -72,7 +71,7 @@ def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
     return root, metadata
 
 
-def _prefix(mapped: MappedFile, infos: dict[str, zipfile.ZipInfo]) -> str:
+def _prefix(mapped: ByteSource, infos: dict[str, zipfile.ZipInfo]) -> str:
     """The top folder (any name) holding data.pkl; torch also accepts none."""
     found = [name[:-len("data.pkl")] for name in infos if name == "data.pkl"
              or (name.endswith("/data.pkl") and name.count("/") == 1)]
@@ -83,7 +82,7 @@ def _prefix(mapped: MappedFile, infos: dict[str, zipfile.ZipInfo]) -> str:
     return found[0]
 
 
-def _text(mapped: MappedFile, archive: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo], name: str) -> str | None:
+def _text(mapped: ByteSource, archive: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo], name: str) -> str | None:
     info = infos.get(name)
     if info is None or info.file_size > 64:
         return None
@@ -92,14 +91,14 @@ def _text(mapped: MappedFile, archive: zipfile.ZipFile, infos: dict[str, zipfile
     return data.decode("ascii", "replace").strip()
 
 
-def _check_compressed_size(mapped: MappedFile, info: zipfile.ZipInfo) -> None:
+def _check_compressed_size(mapped: ByteSource, info: zipfile.ZipInfo) -> None:
     """zipfile allocates an entry's stated compressed size in one read: a forged one must not exceed the file."""
     if info.compress_size > mapped.size:
         raise FormatError(mapped.path, f"zip entry {info.filename!r:.80} claims {info.compress_size} compressed bytes, "
                                        f"more than the whole file ({mapped.size})")
 
 
-def _inflate(mapped: MappedFile, info: zipfile.ZipInfo) -> bytes:
+def _inflate(mapped: ByteSource, info: zipfile.ZipInfo) -> bytes:
     """A compressed member's bytes, decompressed no further than its stated size (a bomb stops there)."""
     path, name = mapped.path, info.filename
     ratio = info.file_size / max(1, info.compress_size)
@@ -134,7 +133,7 @@ def _inflate(mapped: MappedFile, info: zipfile.ZipInfo) -> bytes:
     return data
 
 
-def _member_offset(mapped: MappedFile, info: zipfile.ZipInfo, what: str) -> int:
+def _member_offset(mapped: ByteSource, info: zipfile.ZipInfo, what: str) -> int:
     """Where a zip entry's (stored or compressed) bytes start, from its local header."""
     signature, name_length, extra_length = LOCAL_HEADER.unpack(
         mapped.pread(info.header_offset, LOCAL_HEADER.size, f"the zip header of {what}"))
@@ -143,7 +142,7 @@ def _member_offset(mapped: MappedFile, info: zipfile.ZipInfo, what: str) -> int:
     return info.header_offset + LOCAL_HEADER.size + name_length + extra_length
 
 
-def _data_offset(mapped: MappedFile, storage: StorageRef, info: zipfile.ZipInfo | None) -> int:
+def _data_offset(mapped: ByteSource, storage: StorageRef, info: zipfile.ZipInfo | None) -> int:
     """Where a storage's bytes start in the file, after checking they are stored, whole and in it."""
     path, key = mapped.path, storage.key
     if info is None:
