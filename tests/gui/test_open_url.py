@@ -1,0 +1,70 @@
+"""File › Open URL…: a remote model opens in a tab off the UI thread, is remembered, and a slow server can be
+left behind with Cancel while the window keeps working. A real HTTP server on loopback serves the files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtWidgets import QDialogButtonBox
+from safetensors.numpy import save as save_safetensors
+
+from engine import RemoteLocation
+from gui import settings
+from gui.open_url import OpenUrlDialog
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "remote"))
+from http_site import Server, Site  # noqa: E402
+
+ARRAYS = {"enc.weight": np.arange(96, dtype=np.float32).reshape(8, 12), "enc.bias": np.ones(8, np.float32)}
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.setenv("STORE_STUDIO_HTTP_TIMEOUT", "2")
+    monkeypatch.setenv("STORE_STUDIO_HTTP_RETRIES", "0")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    site = Server(Site())
+    site.site.files["/models/tiny.safetensors"] = save_safetensors(ARRAYS)
+    yield site
+    site.close()
+
+
+def test_a_url_opens_in_a_tab_named_after_its_file_and_is_remembered(window, qtbot, server):
+    url = server.url("/models/tiny.safetensors")
+    window.open_file(url)
+    qtbot.waitUntil(lambda: window.view_for(RemoteLocation(url)) is not None, timeout=10_000)
+    view = window.view_for(RemoteLocation(url))
+    assert window.tabs.tabText(window.tabs.indexOf(view)) == "tiny.safetensors"
+    assert window.tabs.tabToolTip(window.tabs.indexOf(view)) == url
+    assert sorted(view.store.names) == sorted(ARRAYS)
+    assert settings.recent_urls() == [url] and settings.recent_files()[0] == url
+    assert not window.stale.is_stale(view)
+    dialog = OpenUrlDialog(window)
+    assert [dialog.box.itemText(i) for i in range(dialog.box.count())] == [url]
+
+
+def test_the_dialog_opens_only_an_address(qtbot):
+    dialog = OpenUrlDialog()
+    qtbot.addWidget(dialog)
+    button = dialog.buttons.button(QDialogButtonBox.StandardButton.Open)
+    assert not button.isEnabled()
+    dialog.box.setEditText("/home/me/model.bpk")
+    assert not button.isEnabled()
+    dialog.box.setEditText("  hf://org/repo/model.safetensors ")
+    assert button.isEnabled() and dialog.url() == "hf://org/repo/model.safetensors"
+
+
+def test_cancel_leaves_a_silent_server_behind_and_the_window_keeps_working(window, qtbot, server, tmp_path):
+    server.site.stall.add("/slow.safetensors")
+    window.open_file(server.url("/slow.safetensors"))
+    qtbot.waitUntil(lambda: window.cancel_opening_button.isVisible(), timeout=5_000)
+    assert "slow.safetensors" in window.busy_label.text()
+    window.cancel_opening_button.click()
+    assert not window.busy.isVisible() and not window.cancel_opening_button.isVisible()
+    url = server.url("/models/tiny.safetensors")  # meanwhile another file opens
+    window.open_file(url)
+    qtbot.waitUntil(lambda: window.view_for(RemoteLocation(url)) is not None, timeout=10_000)
+    assert window.tabs.count() == 1
