@@ -189,6 +189,10 @@ class RemoteFile:
 
     def pread(self, offset: int, length: int, what: str = "data") -> bytes:
         self._check_range(offset, length, what)
+        return self._cached_read(offset, length, READ_AHEAD)
+
+    def _cached_read(self, offset: int, length: int, ahead: int) -> bytes:
+        """Bytes through the cache; a miss fetches at least ``ahead`` bytes around them in one request."""
         if length == 0:
             return b""
         with self._lock:
@@ -196,9 +200,10 @@ class RemoteFile:
         if hit is not None:
             return hit
         if length >= CACHE_BYTES // 4:
-            return bytes(self._fetch(offset, length))
-        start, stop = self._window(offset, offset + length)
-        data = bytes(self._fetch(start, stop - start))
+            data = self._fetch(offset, length)
+            return data if isinstance(data, bytes) else data.tobytes()
+        start, stop = self._window(offset, offset + length, ahead)
+        data = self._fetch(start, stop - start)
         with self._lock:
             self._remember(start, data)
         return data[offset - start:offset - start + length]
@@ -210,19 +215,23 @@ class RemoteFile:
             return np.zeros(shape, dtype)
         nbytes = count * dtype.itemsize
         self._check_range(offset, nbytes, "a tensor")
-        raw = np.frombuffer(self.pread(offset, nbytes), np.uint8) if nbytes < CACHE_BYTES // 4 \
-            else self._fetch(offset, nbytes)
-        array = raw.view(dtype).reshape(shape)
+        raw = self.pread(offset, nbytes) if nbytes < CACHE_BYTES // 4 else self._fetch(offset, nbytes)
+        array = np.frombuffer(raw, np.uint8) if isinstance(raw, bytes) else raw
+        array = array.view(dtype).reshape(shape)
         array.flags.writeable = False
         return array
 
     def chunks(self, offset: int, length: int, chunk_size: int = CHUNK) -> Iterator[bytes]:
-        """The bytes in ``chunk_size`` pieces, each one range request: memory stays at one chunk."""
+        """The bytes in ``chunk_size`` pieces, one range request each; memory stays at one chunk.
+
+        A small range (a small tensor) reads ``CHUNK`` ahead into the cache: a conversion streams
+        tensors in file order, so the next ones then cost no round trip of their own.
+        """
         self._check_range(offset, length, "data")
         end = offset + length
         while offset < end:
             n = min(chunk_size, end - offset)
-            yield self.pread(offset, n) if n < READ_AHEAD else self._fetch(offset, n).tobytes()
+            yield self._cached_read(offset, n, CHUNK) if n < CHUNK // 4 else self._fetch(offset, n)
             offset += n
 
     def close(self) -> None:
@@ -239,10 +248,10 @@ class RemoteFile:
         if self.closed:
             raise FormatError(self.path, "is closed")
 
-    def _window(self, start: int, stop: int) -> tuple[int, int]:
-        """At least ``READ_AHEAD`` bytes around a small read, forward (or, at the end of the file, backward)."""
-        stop = min(self.size, max(stop, start + READ_AHEAD))
-        return max(0, min(start, stop - READ_AHEAD)), stop
+    def _window(self, start: int, stop: int, ahead: int) -> tuple[int, int]:
+        """At least ``ahead`` bytes around a read, forward (or, at the end of the file, backward)."""
+        stop = min(self.size, max(stop, start + ahead))
+        return max(0, min(start, stop - ahead)), stop
 
     def _lookup(self, offset: int, length: int) -> bytes | None:
         for start, data in self._cache.items():
@@ -259,50 +268,45 @@ class RemoteFile:
             _, dropped = self._cache.popitem(last=False)
             self._cached -= len(dropped)
 
-    def _fetch(self, start: int, length: int) -> np.ndarray:
-        """``length`` bytes from ``start``, resuming a dropped transfer where it stopped (bounded tries)."""
+    def _fetch(self, start: int, length: int) -> bytes | np.ndarray:
+        """``length`` bytes from ``start``: one request up to ``CHUNK``, larger reads piece by piece into one array."""
+        if length <= CHUNK:
+            return self._fetch_piece(start, length)
         buffer = np.empty(length, np.uint8)
-        view = memoryview(buffer)
-        done, failures = 0, 0
-        while done < length:
+        for done in range(0, length, CHUNK):
+            n = min(CHUNK, length - done)
+            buffer[done:done + n] = np.frombuffer(self._fetch_piece(start + done, n), np.uint8)
+        return buffer
+
+    def _fetch_piece(self, start: int, length: int) -> bytes:
+        """One range request, asked again (a bounded number of times) when the connection drops."""
+        failures = 0
+        while True:
             try:
-                done += self._fetch_into(view[done:], start + done)
-                if done < length:
-                    raise _Dropped("the server closed the connection early")
+                data = self._request_range(start, length)
+                self.verify()
+                return data
             except _Dropped as exc:
                 failures += 1
                 if failures > retries():
                     raise FormatError(self.path, f"the connection failed {failures} times while reading bytes "
                                                  f"{start}..{start + length} ({exc})") from None
                 time.sleep(min(2.0, 0.1 * 2 ** failures))
-        self.verify()
-        return buffer
 
-    def _fetch_into(self, view: memoryview, start: int) -> int:
-        """One range request into ``view``; how many bytes arrived (an early end is the caller's to resume)."""
-        response, url, _ = _get(self.path, self._target, self._url, f"bytes={start}-{start + len(view) - 1}")
+    def _request_range(self, start: int, length: int) -> bytes:
+        response, _, _ = _get(self.path, self._target, self._url, f"bytes={start}-{start + length - 1}")
         try:
             if response.status != 206:
                 raise FormatError(self.path, f"the server stopped answering byte ranges (HTTP {response.status})")
             self._check_same(response)
             first, last, _ = _content_range(self.path, response)
-            if first != start or last > start + len(view) - 1:
+            if first != start or last != start + length - 1:
                 raise FormatError(self.path, f"the server sent bytes {first}..{last} when asked for {start}.."
-                                             f"{start + len(view) - 1}")
-            done = 0
-            try:
-                while done < len(view):
-                    n = response.readinto(view[done:])
-                    if not n:
-                        break
-                    done += n
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                traffic.add(done)
-                if done:
-                    return done
-                raise _Dropped(_reason(exc)) from None
-            traffic.add(done)
-            return done
+                                             f"{start + length - 1}")
+            data = _body(response)
+            if len(data) != length:
+                raise _Dropped("the server closed the connection early")
+            return data
         finally:
             response.release_conn()
 
