@@ -43,4 +43,6 @@ def remember_url(url: str) -> None:
 
 
 def clear_recent() -> None:
+    """Forget recent files and recent addresses alike (the File menu's one Clear)."""
     app_settings().setValue("recentFiles", [])
+    app_settings().setValue("recentUrls", [])
