@@ -4,7 +4,7 @@ A ``RemoteLocation`` stands where a ``Path`` does in a store (``store.path``, ``
 error messages): it has a ``name`` and a ``suffix``, and ``str()`` gives back the URL exactly as
 the user wrote it (a recipe saves that, never a token or a redirect's signed URL). It is
 path-like so that code showing ``Path(store.path).name`` keeps working, but it names no local
-file: ``is_remote`` tells the two apart, and nothing here imports a network library.
+file: ``is_url`` tells the two apart, and nothing here imports a network library.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ _URL = re.compile(r"(?i)(https?|hf)://")
 
 
 def is_url(value: object) -> bool:
-    """True for text that starts ``http://``, ``https://`` or ``hf://`` (a ``Path`` never does)."""
-    return isinstance(value, str) and _URL.match(value) is not None
+    """True for a ``RemoteLocation`` and for text that starts ``http://``, ``https://`` or ``hf://`` (a ``Path`` never does)."""
+    return isinstance(value, RemoteLocation) or (isinstance(value, str) and _URL.match(value) is not None)
 
 
 @dataclass(eq=False)
@@ -72,5 +72,3 @@ def location(value: str | os.PathLike | RemoteLocation) -> Location:
     return Path(value)
 
 
-def is_remote(value: object) -> bool:
-    return isinstance(value, RemoteLocation) or is_url(value)

@@ -46,7 +46,8 @@ class StaleWatch(QObject):
         files = [Path(f).absolute() for f in view.store.files  # type: ignore[attr-defined]
                  if not isinstance(f, RemoteLocation)]
         self._seen[view] = {f: _stamp(f) for f in files}
-        self._watcher.addPaths([str(f) for f in files])
+        if files:
+            self._watcher.addPaths([str(f) for f in files])
         view.destroyed.connect(lambda *_: self._seen.pop(view, None))
 
     def is_stale(self, view: QWidget) -> bool:

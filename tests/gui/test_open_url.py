@@ -68,3 +68,11 @@ def test_cancel_leaves_a_silent_server_behind_and_the_window_keeps_working(windo
     window.open_file(url)
     qtbot.waitUntil(lambda: window.view_for(RemoteLocation(url)) is not None, timeout=10_000)
     assert window.tabs.count() == 1
+
+
+def test_a_url_given_on_the_command_line_opens_as_a_url(window, qtbot, server):
+    from gui.app import _file
+    url = server.url("/models/tiny.safetensors")
+    window.open_files([_file(url)])  # what `store-studio URL` hands the window; a Path would mangle "//"
+    qtbot.waitUntil(lambda: window.view_for(RemoteLocation(url)) is not None, timeout=10_000)
+    assert str(window.view_for(RemoteLocation(url)).store.path) == url
