@@ -41,9 +41,11 @@ def open_store(where: "str | os.PathLike | RemoteLocation | ByteSource", **optio
         for fmt in READERS:
             if fmt.sniff(head):
                 try:
-                    return fmt.open(source, **options)
+                    store = fmt.open(source, **options)
                 except RecursionError:  # the last line of defence: every reader caps nesting before this
                     raise FormatError(source.path, "is nested too deeply to read") from None
+                store.note = store.note or getattr(source, "note", None)  # e.g. a remote file downloaded whole
+                return store
         raise FormatError(source.path, "not a Burnpack, SafeTensors, PyTorch file or Burn record (its first bytes "
                                        "match none of them)")
     except BaseException:

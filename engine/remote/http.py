@@ -332,6 +332,8 @@ class DownloadedFile(MappedFile):
             os.unlink(copy)
         self.path = location  # type: ignore[assignment]
         self._target = target
+        self.note = f"The server ignores byte ranges: the whole file ({humanize.size(self.size)}) was downloaded to " \
+                    "read it."
 
     def sibling(self, name: str) -> "RemoteFile | DownloadedFile":  # type: ignore[override]
         return open_remote(self._target.sibling(name))

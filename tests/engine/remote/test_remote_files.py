@@ -143,14 +143,14 @@ def test_a_missing_file_is_one_line(site, capsys):
 
 # --- sharded checkpoints -------------------------------------------------------------------------
 
-def sharded_site(site, shard_bytes, names: list[str], index: str, arrays=ARRAYS) -> None:
+def sharded_site(site, shard_bytes, names: list[str], index: str, arrays=ARRAYS, folder: str = "/repo") -> None:
     weight_map = {}
-    for i, (data, shard) in enumerate(zip(shard_bytes, names)):
-        site.site.files[f"/repo/{shard}"] = data
-    keys = list(arrays)
-    for i, key in enumerate(keys):
+    for data, shard in zip(shard_bytes, names):
+        site.site.files[f"{folder}/{shard}"] = data
+    for i, key in enumerate(arrays):
         weight_map[key] = names[i % len(names)]
-    site.site.files[f"/repo/{index}"] = json.dumps({"metadata": {"total_size": 1}, "weight_map": weight_map}).encode()
+    site.site.files[f"{folder}/{index}"] = json.dumps({"metadata": {"total_size": 1},
+                                                       "weight_map": weight_map}).encode()
 
 
 def split(n: int, arrays=ARRAYS) -> list[dict[str, np.ndarray]]:
@@ -158,16 +158,24 @@ def split(n: int, arrays=ARRAYS) -> list[dict[str, np.ndarray]]:
     return [{k: arrays[k] for j, k in enumerate(keys) if j % n == i} for i in range(n)]
 
 
-def test_a_remote_sharded_safetensors_index_reads_the_index_and_each_shard_header_only(site):
+def test_a_sharded_hub_model_reads_the_index_and_each_shard_header_only_then_converts(site, tmp_path,
+                                                                                       monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", site.base)
     big = {f"w{i}": np.full((256, 256), i, np.float32) for i in range(6)}  # 256 KiB each
     names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
-    sharded_site(site, [save_safetensors(p) for p in split(2, big)], names, "model.safetensors.index.json", big)
-    with open_store(site.url("/repo/model.safetensors.index.json")) as store:
+    folder = "/org/repo/resolve/v2"
+    sharded_site(site, [save_safetensors(p) for p in split(2, big)], names, "model.safetensors.index.json", big,
+                 folder)
+    with open_store("hf://org/repo@v2/model.safetensors.index.json") as store:
         opened = {r.path for r in site.site.log}
         assert len(store) == len(big) and store.version == "sharded"
-        assert opened == {"/repo/model.safetensors.index.json", *(f"/repo/{n}" for n in names)}
+        assert opened == {f"{folder}/model.safetensors.index.json", *(f"{folder}/{n}" for n in names)}
         assert len(site.site.log) == 3 and site.site.bytes_served() <= 3 * (64 << 10)  # one request each
+        assert [str(f) for f in store.files] == [f"hf://org/repo@v2/{n}" for n in names]
         assert np.array_equal(store.read("w5"), big["w5"])
+    assert main(["convert", "hf://org/repo@v2/model.safetensors.index.json", str(tmp_path / "m.bpk"), "-q"]) == 0
+    with open_store(tmp_path / "m.bpk") as out:
+        assert sorted(out.names) == sorted(big) and np.array_equal(out.read("w4"), big["w4"])
 
 
 @pytest.mark.parametrize("remote", [False, True])
@@ -195,6 +203,7 @@ def test_a_server_ignoring_ranges_is_downloaded_whole_with_a_warning(served):
         store = open_store(served.url("/m.pt"))
     with store:
         assert np.array_equal(store.read("blocks.0.weight"), ARRAYS["blocks.0.weight"])
+        assert store.note.startswith("The server ignores byte ranges: the whole file")
 
 
 def test_a_server_ignoring_ranges_is_refused_above_the_download_limit_naming_the_variable(served, monkeypatch,
