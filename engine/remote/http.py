@@ -133,13 +133,17 @@ def check_full_download(where: RemoteLocation, size: int, why: str) -> None:
 def open_remote(target: hub.Target) -> "RemoteFile | DownloadedFile":
     """The remote file at ``target``, read by ranges; or, if its server ignores ranges, a downloaded copy."""
     location = RemoteLocation(target.shown)
-    response, url, _ = _get(location, target, target.url, f"bytes=0-{READ_AHEAD - 1}")
-    try:
-        if response.status == 200:
-            return _download(location, target, response)
-        return RemoteFile(location, target, url, response)
-    finally:
-        response.release_conn()
+    for failure in range(retries() + 1):
+        response, url, _ = _get(location, target, target.url, f"bytes=0-{READ_AHEAD - 1}")
+        try:
+            if response.status == 200:
+                return _download(location, target, response)
+            return RemoteFile(location, target, url, response)
+        except _Dropped as exc:  # the first block broke off: ask again
+            reason = str(exc)
+        finally:
+            response.release_conn()
+    raise FormatError(location, f"the connection failed {retries() + 1} times while reading the first bytes ({reason})")
 
 
 class RemoteFile:

@@ -270,3 +270,10 @@ def test_burn_records_open_from_a_url_as_from_a_file(site, tmp_path, recorder):
         assert remote.names == local.names and remote.description == local.description
         for name in local.names:
             assert np.array_equal(remote.read(name), local.read(name))
+
+
+def test_a_first_answer_that_breaks_off_is_asked_again(served):
+    served.site.drops["/m.safetensors"] = 1
+    with open_store(served.url("/m.safetensors")) as store:
+        assert np.array_equal(store.read("head.bias"), ARRAYS["head.bias"])
+    assert served.site.drops["/m.safetensors"] == 0 and len(served.site.log) == 2
