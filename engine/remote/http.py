@@ -33,6 +33,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 from urllib.parse import urljoin
 
@@ -47,6 +48,7 @@ from ..store import CHUNK
 from . import hub
 
 READ_AHEAD = 64 << 10  # the smallest request: a header read is one round trip
+PIECE = 4 << 20  # a streamed tensor's request: small enough to overlap fetching with writing
 CACHE_BYTES = 64 << 20  # ranges kept per open file
 MAX_REDIRECTS = 10
 RETRIES_VARIABLE = "STORE_STUDIO_HTTP_RETRIES"
@@ -226,17 +228,30 @@ class RemoteFile:
         return array
 
     def chunks(self, offset: int, length: int, chunk_size: int = CHUNK) -> Iterator[bytes]:
-        """The bytes in ``chunk_size`` pieces, one range request each; memory stays at one chunk.
+        """The bytes in pieces of at most ``chunk_size``; memory stays at two pieces.
 
         A small range (a small tensor) reads ``CHUNK`` ahead into the cache: a conversion streams
-        tensors in file order, so the next ones then cost no round trip of their own.
+        tensors in file order, so the next ones then cost no round trip of their own. A large one is
+        fetched ``PIECE`` by ``PIECE`` with the next piece already on its way while the caller writes
+        this one (the network and the disk work at once, as downloading then converting cannot).
         """
         self._check_range(offset, length, "data")
         end = offset + length
-        while offset < end:
-            n = min(chunk_size, end - offset)
-            yield self._cached_read(offset, n, CHUNK) if n < CHUNK // 4 else self._fetch(offset, n)
-            offset += n
+        if length < CHUNK // 4:
+            while offset < end:
+                n = min(chunk_size, end - offset)
+                yield self._cached_read(offset, n, CHUNK)
+                offset += n
+            return
+        step = max(1, min(PIECE, chunk_size))
+        pieces = [(start, min(step, end - start)) for start in range(offset, end, step)]
+        with ThreadPoolExecutor(1, thread_name_prefix="store-studio-fetch") as ahead:
+            pending = ahead.submit(self._fetch_piece, *pieces[0])
+            for following in pieces[1:] + [None]:
+                data = pending.result()
+                if following is not None:
+                    pending = ahead.submit(self._fetch_piece, *following)
+                yield data
 
     def close(self) -> None:
         self.closed = True

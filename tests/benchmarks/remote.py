@@ -17,7 +17,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import models
+
 RESOLVE = "/org/repo/resolve/main/"
+ONE_GB = models.Spec("remote", 1408, 9, 16000)  # 1.04 GB of f32: the transformer of models.py, narrower
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 
 

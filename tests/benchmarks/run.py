@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             return _report(rows, note, args.json)
         if args.only == "remote":
             rows = []
-            note = run_remote(rows, work, specs["large"])
+            note = run_remote(rows, work, None if args.quick else "1GB")
             return _report(rows, note, args.json)
         files = {size: models.write_all(work, models.arrays(spec), f"transformer_{size}") for size, spec in specs.items()}
         many = models.write_all(work, models.many_arrays(models.MANY_QUICK if args.quick else models.MANY_FULL),
@@ -316,9 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     return _report(rows, note, args.json)
 
 
-def run_remote(rows: list[Row], work: Path, spec: models.Spec) -> str:
-    """The remote rows (``--only remote``): a 1 GB model served over loopback (see ``remote.py``)."""
+def run_remote(rows: list[Row], work: Path, size: str | None) -> str:
+    """The remote rows (``--only remote``): a 1 GB model (``--quick``: a small one) served over loopback."""
     import remote
+    spec = remote.ONE_GB if size else models.QUICK["large"]
     files = models.write_all(work, models.arrays(spec), "remote_model")
     with output_folder(work, 3 * files["bpk"].stat().st_size) as out:
         remote.bench_remote(rows, Row, measure, files, out, OURS_CONVERT)

@@ -277,3 +277,17 @@ def test_a_first_answer_that_breaks_off_is_asked_again(served):
     with open_store(served.url("/m.safetensors")) as store:
         assert np.array_equal(store.read("head.bias"), ARRAYS["head.bias"])
     assert served.site.drops["/m.safetensors"] == 0 and len(served.site.log) == 2
+
+
+def test_a_large_tensor_streams_in_pieces_through_dropped_connections_to_the_same_bytes(site, tmp_path):
+    big = {"embed": np.arange(3 << 20, dtype=np.float32).reshape(-1, 1024), "bias": np.ones(7, np.float32)}  # 12 MiB
+    (tmp_path / "b.safetensors").write_bytes(save_safetensors(big))
+    site.site.files["/b.safetensors"] = (tmp_path / "b.safetensors").read_bytes()
+    assert main(["convert", str(tmp_path / "b.safetensors"), str(tmp_path / "local.bpk"), "-q"]) == 0
+    with open_store(site.url("/b.safetensors")) as store:
+        site.site.drops["/b.safetensors"] = 2
+        export(store.entries, tmp_path / "remote.bpk")
+    assert site.site.drops["/b.safetensors"] == 0
+    assert (tmp_path / "remote.bpk").read_bytes() == (tmp_path / "local.bpk").read_bytes()
+    pieces = [RANGE.fullmatch(r.range) for r in site.site.log[1:]]
+    assert max(int(m[2]) + 1 - int(m[1]) for m in pieces) == 4 << 20  # streamed in 4 MiB pieces
