@@ -17,7 +17,6 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import FormatError, nesting, shown
-from ..locations import Location
 from ..store import Store, TensorEntry, TensorSource
 from .mapped import RangeStore, build_entries
 from .source import ByteSource, open_source

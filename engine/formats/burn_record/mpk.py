@@ -7,7 +7,6 @@ a 1 GB record reads a few kilobytes per tensor and holds none of their bytes.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 

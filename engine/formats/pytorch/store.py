@@ -6,7 +6,6 @@ little-endian storage is also a plain byte range of the file, which export copie
 
 from __future__ import annotations
 
-import os
 from typing import Any, Iterator
 
 import numpy as np
