@@ -76,3 +76,31 @@ def test_a_url_given_on_the_command_line_opens_as_a_url(window, qtbot, server):
     window.open_files([_file(url)])  # what `store-studio URL` hands the window; a Path would mangle "//"
     qtbot.waitUntil(lambda: window.view_for(RemoteLocation(url)) is not None, timeout=10_000)
     assert str(window.view_for(RemoteLocation(url)).store.path) == url
+
+
+def test_a_remote_model_exports_from_the_window_to_the_bytes_of_its_local_copy(window, qtbot, server, tmp_path):
+    from engine import open_store
+    from gui.workbench.document import RecipeDocument
+    from gui.workbench.export_dialog import run_export
+    url = server.url("/models/tiny.safetensors")
+    (tmp_path / "tiny.safetensors").write_bytes(server.site.files["/models/tiny.safetensors"])
+    store = open_store(url)
+    document = RecipeDocument(store, window.work)
+    qtbot.waitUntil(lambda: not document.busy and document.plan is not None, timeout=10_000)
+    dialog = run_export(window, document)
+    assert Path(dialog.path_edit.text()).parent == Path.home()  # a URL has no folder to write beside
+    dialog.path_edit.setText(str(tmp_path / "remote.bpk"))
+    dialog.export_button.click()
+    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=10_000)
+    local_store = open_store(tmp_path / "tiny.safetensors")
+    local = RecipeDocument(local_store, window.work)
+    qtbot.waitUntil(lambda: not local.busy and local.plan is not None, timeout=10_000)
+    local.plan.export(tmp_path / "local.bpk", None, metadata=dialog.metadata())
+    with open_store(tmp_path / "remote.bpk") as a, open_store(tmp_path / "local.bpk") as b:
+        assert a.names == b.names and all(np.array_equal(a.read(n), b.read(n)) for n in a.names)
+    assert (tmp_path / "remote.bpk").read_bytes() == (tmp_path / "local.bpk").read_bytes()
+    dialog.close()
+    document.close()
+    local.close()
+    store.close()
+    local_store.close()
