@@ -49,6 +49,7 @@ from . import hub
 
 READ_AHEAD = 64 << 10  # the smallest request: a header read is one round trip
 PIECE = 4 << 20  # a streamed tensor's request: small enough to overlap fetching with writing
+STREAM_AHEAD = 1 << 20  # a small streamed tensor reads this far ahead: its small neighbours, not the next big one
 CACHE_BYTES = 64 << 20  # ranges kept per open file
 MAX_REDIRECTS = 10
 RETRIES_VARIABLE = "STORE_STUDIO_HTTP_RETRIES"
@@ -230,28 +231,34 @@ class RemoteFile:
     def chunks(self, offset: int, length: int, chunk_size: int = CHUNK) -> Iterator[bytes]:
         """The bytes in pieces of at most ``chunk_size``; memory stays at two pieces.
 
-        A small range (a small tensor) reads ``CHUNK`` ahead into the cache: a conversion streams
-        tensors in file order, so the next ones then cost no round trip of their own. A large one is
-        fetched ``PIECE`` by ``PIECE`` with the next piece already on its way while the caller writes
-        this one (the network and the disk work at once, as downloading then converting cannot).
+        A small range (a small tensor) reads ``STREAM_AHEAD`` ahead into the cache: a conversion
+        streams tensors in file order, so the small ones next to it (biases, norms) then cost no round
+        trip of their own. A large one is fetched ``PIECE`` by ``PIECE`` (from the cache where it is
+        already there) with the next piece on its way while the caller writes this one: the network
+        and the disk work at once, as downloading then converting cannot.
         """
         self._check_range(offset, length, "data")
         end = offset + length
-        if length < CHUNK // 4:
+        if length < PIECE:
             while offset < end:
                 n = min(chunk_size, end - offset)
-                yield self._cached_read(offset, n, CHUNK)
+                yield self._cached_read(offset, n, STREAM_AHEAD)
                 offset += n
             return
         step = max(1, min(PIECE, chunk_size))
         pieces = [(start, min(step, end - start)) for start in range(offset, end, step)]
         with ThreadPoolExecutor(1, thread_name_prefix="store-studio-fetch") as ahead:
-            pending = ahead.submit(self._fetch_piece, *pieces[0])
+            pending = ahead.submit(self._piece, *pieces[0])
             for following in pieces[1:] + [None]:
                 data = pending.result()
                 if following is not None:
-                    pending = ahead.submit(self._fetch_piece, *following)
+                    pending = ahead.submit(self._piece, *following)
                 yield data
+
+    def _piece(self, start: int, length: int) -> bytes:
+        with self._lock:
+            hit = self._lookup(start, length)
+        return hit if hit is not None else self._fetch_piece(start, length)
 
     def close(self) -> None:
         self.closed = True
