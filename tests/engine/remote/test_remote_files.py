@@ -291,3 +291,18 @@ def test_a_large_tensor_streams_in_pieces_through_dropped_connections_to_the_sam
     assert (tmp_path / "remote.bpk").read_bytes() == (tmp_path / "local.bpk").read_bytes()
     pieces = [RANGE.fullmatch(r.range) for r in site.site.log[1:]]
     assert max(int(m[2]) + 1 - int(m[1]) for m in pieces) == 4 << 20  # streamed in 4 MiB pieces
+
+
+def test_the_token_hf_auth_login_saved_is_used_when_hf_token_is_unset(site, tmp_path, monkeypatch):
+    import subprocess
+    monkeypatch.setenv("HF_ENDPOINT", site.base)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "token").write_text(TOKEN)  # where `hf auth login` saves it
+    site.site.tokens["/org/gated/resolve/main/m.safetensors"] = TOKEN
+    site.site.files["/org/gated/resolve/main/m.safetensors"] = save_safetensors(ARRAYS)
+    run = subprocess.run([sys.executable, "-m", "engine", "inspect", "hf://org/gated/m.safetensors"],
+                         capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[3])
+    assert run.returncode == 0, run.stderr
+    assert "head.bias" in run.stdout and TOKEN not in run.stdout + run.stderr
+    assert [r.authorization for r in site.site.log] == [f"Bearer {TOKEN}"]
