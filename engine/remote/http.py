@@ -11,14 +11,16 @@ core under requests, loads in ~85 ms (requests ~215 ms, fsspec's HTTP file syste
 ~350 ms and an event-loop thread), pools keep-alive connections across threads, and with
 ``redirect=False`` each redirect hop is ours to follow: the Hub's bearer token is attached per
 hop only when that hop's scheme, host and port are the Hub endpoint's (``hub.Target``), so a CDN
-or any other host never receives it, whatever a library's default. fsspec's HTTP file would also
-not notice a file replaced between two reads; here every answer's size, ETag and Last-Modified
-are compared with those seen at open, and a change is refused as a changed local file is.
+or any other host never receives it, whatever a library's default. fsspec's HTTP file records a
+file's ETag but does not compare it between reads; here every answer's size, ETag and
+Last-Modified are compared with those seen at open, and a change is refused as a changed local
+file is. The block cache is a few lines here (ranges kept in an LRU by bytes), sized for how
+formats read: one 64 KiB read covers a header, and streaming bypasses it.
 
 Faults end in one ``FormatError`` line: 401/403/404 say what they mean (a token needed or
 refused, not found); a dropped connection or a 5xx is retried (``STORE_STUDIO_HTTP_RETRIES``,
-default 3) from where it stopped, then reported; a silent server times out
-(``STORE_STUDIO_HTTP_TIMEOUT`` seconds, default 30). A server that ignores ``Range`` is read by
+default 3; the interrupted range, at most ``PIECE`` bytes when streaming, is asked for again),
+then reported; a silent server times out (``STORE_STUDIO_HTTP_TIMEOUT`` seconds, default 30). A server that ignores ``Range`` is read by
 one full download into an unlinked temporary file (so nothing is left behind), with a warning,
 up to ``STORE_STUDIO_MAX_DOWNLOAD`` bytes (default 2 GiB; suffixes K, M, G, T); above it the
 file is refused with the variable to raise.
