@@ -85,6 +85,12 @@ def test_inspect_config_and_diff_take_urls(served, tmp_path, capsys):
     assert main(["inspect", served.url("/m.safetensors")]) == 0
     assert "blocks.3.weight" in capsys.readouterr().out
     assert main(["diff", served.url("/m.safetensors"), served.url("/m.bpk")]) == 0
+    buffer = io.BytesIO()
+    torch.save({"state_dict": {"w": torch.ones(2)}, "epoch": 7, "config": {"lr": 0.5}}, buffer)
+    served.site.files["/ckpt.pt"] = buffer.getvalue()
+    capsys.readouterr()
+    assert main(["config", served.url("/ckpt.pt"), "--key", "config"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"lr": 0.5}
 
 
 def test_a_recipe_keeps_a_url_source_as_written(served, tmp_path):
