@@ -52,7 +52,7 @@ from . import hub
 READ_AHEAD = 64 << 10  # the smallest request: a header read is one round trip
 PIECE = 4 << 20  # a streamed tensor's request: small enough to overlap fetching with writing
 STREAM_AHEAD = 1 << 20  # a small streamed tensor reads this far ahead: its small neighbours, not the next big one
-CACHE_BYTES = 64 << 20  # ranges kept per open file
+CACHE_BYTES = 32 << 20  # ranges kept per open file
 MAX_REDIRECTS = 10
 RETRIES_VARIABLE = "STORE_STUDIO_HTTP_RETRIES"
 TIMEOUT_VARIABLE = "STORE_STUDIO_HTTP_TIMEOUT"
