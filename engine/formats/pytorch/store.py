@@ -21,6 +21,8 @@ NAME = "pytorch"
 
 class PyTorchStore(Store):
     format = NAME
+    # Globals the file names that torch.load(weights_only=True) refuses by default (placeholders, numpy ...)
+    foreign_classes: tuple[str, ...] = ()
 
     def __init__(self, path: str | os.PathLike, mapped: MappedFile, tensors: list[tuple[str, TensorRef]],
                  **kwargs: Any):

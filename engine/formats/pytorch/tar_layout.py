@@ -25,15 +25,15 @@ MEMBERS = ("sys_info", "storages", "tensors", "pickle")
 OPTIONAL = ("tensors",)  # absent in the layout burn-store's fixtures use
 
 
-def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
+def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[Any, dict[str, str]]:
     path = mapped.path
     members = _members(mapped)
-    sys_info = unpickle(_stream(mapped, members["sys_info"], "sys_info"))
+    sys_info = unpickle(_stream(mapped, members["sys_info"], "sys_info"), refused_by_torch=refused_by_torch)
     little = not isinstance(sys_info, dict) or sys_info.get("little_endian", True) is not False
     storages = _storages(mapped, _stream(mapped, members["storages"], "storages"), little)
     if "tensors" not in members:
         root = unpickle(_stream(mapped, members["pickle"], "pickle"), lambda pid: _by_tuple(path, pid, storages),
-                        tuple_ids=True)
+                        tuple_ids=True, refused_by_torch=refused_by_torch)
         return root, {"byteorder": "little" if little else "big"}
     tensors = _tensors(mapped, _stream(mapped, members["tensors"], "tensors"), storages)
 
@@ -48,7 +48,8 @@ def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
             return storages[key]
         raise FormatError(path, f"the checkpoint refers to tensor {key!r:.40}, which the archive does not hold")
 
-    root = unpickle(_stream(mapped, members["pickle"], "pickle"), persistent_load)
+    root = unpickle(_stream(mapped, members["pickle"], "pickle"), persistent_load,
+                    refused_by_torch=refused_by_torch)
     return root, {"byteorder": "little" if little else "big"}
 
 

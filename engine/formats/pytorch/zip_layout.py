@@ -32,7 +32,7 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, NotImplemen
                EOFError, OSError, KeyError, ValueError, struct.error)
 
 
-def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
+def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[Any, dict[str, str]]:
     """The unpickled checkpoint (storages located, not read) and the archive's text metadata."""
     path = mapped.path
     try:
@@ -68,7 +68,8 @@ def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
             storages[storage.key] = storage
         return storages[storage.key]
 
-    root = unpickle(PickleStream.over_bytes(path, data, "data.pkl"), persistent_load)
+    root = unpickle(PickleStream.over_bytes(path, data, "data.pkl"), persistent_load,
+                    refused_by_torch=refused_by_torch)
     return root, metadata
 
 
