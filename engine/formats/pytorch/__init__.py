@@ -40,9 +40,9 @@ def open(path: str | os.PathLike, *, top_level_key: str | None = None, **options
         head = mapped.pread(0, min(mapped.size, TAR_SIGNATURE_AT + 5), "the first bytes")
         if head[:4] == ZIP_SIGNATURE:
             version = "zip"
-            root, metadata = zip_layout.load(mapped, refused_by_torch)
-            if metadata.get("kind") == "torchscript":
-                version = "torchscript"
+            root, metadata, scripted = zip_layout.load(mapped, refused_by_torch)
+            if scripted:
+                version = "TorchScript"
         elif head[TAR_SIGNATURE_AT:] == b"ustar":
             version = "tar"
             root, metadata = tar_layout.load(mapped, refused_by_torch)
@@ -61,7 +61,7 @@ def open(path: str | os.PathLike, *, top_level_key: str | None = None, **options
 
 def _note(version: str, foreign: tuple[str, ...]) -> str | None:
     """What a user must know before shipping the file: torch's safe loader would refuse it."""
-    if version == "torchscript":
+    if version == "TorchScript":
         return ("a TorchScript archive: read as data, its code/ never run; torch.load(weights_only=True) refuses it "
                 "(torch.jit.load runs its code)")
     if not foreign:
