@@ -12,6 +12,7 @@ from typing import Any
 
 from ...errors import FormatError
 from ..mapped import MappedFile
+from .allowlist import Global
 from .tensors import StorageRef, storage_from_pid, storage_view
 from .unpickler import PickleStream, load as unpickle
 
@@ -34,7 +35,9 @@ def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[
     roots: dict[str, StorageRef] = {}
     views: dict[str, StorageRef] = {}
 
-    def persistent_load(pid: Any) -> StorageRef:
+    def persistent_load(pid: Any) -> Any:
+        if isinstance(pid, tuple) and pid[:1] == ("module",) and len(pid) == 4 and isinstance(pid[1], Global):
+            return pid[1]  # torch.save(model) names each module class with its source; torch returns the class
         storage, view = storage_from_pid(path, pid, legacy=True)
         root = roots.setdefault(storage.key, storage)
         if view is None:

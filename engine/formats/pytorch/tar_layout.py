@@ -18,6 +18,7 @@ from typing import Any
 
 from ...errors import FormatError
 from ..mapped import MappedFile
+from .allowlist import Global
 from .tensors import MAX_DIMS, StorageRef, TensorRef, storage_dtype, storage_from_pid, tensor
 from .unpickler import PickleStream, load as unpickle
 
@@ -38,9 +39,10 @@ def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[
     tensors = _tensors(mapped, _stream(mapped, members["tensors"], "tensors"), storages)
 
     def persistent_load(pid: Any) -> Any:
-        if isinstance(pid, tuple):  # ('module', class, source file, source): a pickled nn.Module
-            raise FormatError(path, f"the checkpoint is a whole pickled module ({pid[1]!r:.80}), not a state_dict: "
-                                    "save model.state_dict() instead")
+        if isinstance(pid, tuple) and pid[:1] == ("module",) and len(pid) == 4 and isinstance(pid[1], Global):
+            return pid[1]  # ('module', class, source file, source): a pickled nn.Module names its class
+        if isinstance(pid, tuple):
+            raise FormatError(path, f"the checkpoint refers to outside data {pid!r:.80}, which is not a tensor")
         key = str(pid)
         if key in tensors:
             return tensors[key]
