@@ -52,7 +52,9 @@ def open(path: str | os.PathLike, *, top_level_key: str | None = None, **options
         store = PyTorchStore(path, mapped, checkpoint.tensors, version=version, metadata=metadata,
                              values=checkpoint.values)
         store.foreign_classes = tuple(sorted(refused_by_torch))
-        store.note = _note(version, store.foreign_classes)
+        store.guessed_keys = tuple(checkpoint.guessed_keys)
+        store.note = "; ".join(filter(None, (_note(version, store.foreign_classes),
+                                             _keys_note(store.guessed_keys)))) or None
         return store
     except BaseException:
         mapped.close()
@@ -70,3 +72,12 @@ def _note(version: str, foreign: tuple[str, ...]) -> str | None:
                                                    if len(foreign) > NOTE_CLASSES else "")
     return (f"torch.load(weights_only=True) would refuse this file: it names {len(foreign)} non-weight "
             f"class{'es' if len(foreign) != 1 else ''} ({named}), shown here as placeholders; nothing was run")
+
+
+def _keys_note(guessed: tuple[str, ...]) -> str | None:
+    """Tensor names this reader made up: burn-store refuses keys that are not text or whole numbers."""
+    if not guessed:
+        return None
+    return (f"{len(guessed)} key{'s' if len(guessed) != 1 else ''} naming tensors {'are' if len(guessed) != 1 else 'is'} "
+            f"neither text nor a whole number (first: {guessed[0]!r}), named here as Python prints them; "
+            "burn-store refuses such keys")

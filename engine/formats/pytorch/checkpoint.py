@@ -39,6 +39,9 @@ _TENSORS_ONLY = object()  # a branch that held tensors and nothing else: no plac
 class Checkpoint:
     tensors: list[tuple[str, TensorRef]] = field(default_factory=list)
     values: Any = None
+    # Keys that are neither text nor whole numbers (tuples, floats, booleans) that name tensors: burn-store
+    # refuses them (crates/burn-store/src/pytorch/pickle_reader.rs, get_dict_key); here they read as str(key).
+    guessed_keys: list[str] = field(default_factory=list)
 
 
 def flatten(path: str | os.PathLike, root: Any, top_level_key: str | None = None, *,
@@ -100,6 +103,16 @@ class _Walker:
                 self.active.discard(id(node))
         return _leaf(node)
 
+    def guessed_children(self, node: dict, parts: list[str], depth: int) -> list[tuple[str, Any]]:
+        """Walk a dict with keys burn-store refuses, recording those under which tensors were named."""
+        children = []
+        for key, value in node.items():
+            before = len(self.checkpoint.tensors)
+            children.append((str(key), self.walk(value, parts + [str(key)], depth + 1)))
+            if type(key) not in (str, int) and len(self.checkpoint.tensors) > before:
+                self.checkpoint.guessed_keys.append(".".join(parts + [str(key)]))
+        return children
+
     def placeholder(self, node: Placeholder, parts: list[str], depth: int) -> dict[str, Any]:
         """An unknown class's object: its class path, then its state as the values tree shows it."""
         values = self.container(_fields(node), parts, depth)
@@ -138,7 +151,10 @@ class _Walker:
     def container(self, node: Any, parts: list[str], depth: int) -> Any:
         items = [(str(k), v) for k, v in node.items()] if isinstance(node, dict) else \
             [(str(i), v) for i, v in enumerate(node)]
-        children = [(key, self.walk(value, parts + [key], depth + 1)) for key, value in items]
+        if isinstance(node, dict) and not all(type(k) in (str, int) for k in node):
+            children = self.guessed_children(node, parts, depth)
+        else:
+            children = [(key, self.walk(value, parts + [key], depth + 1)) for key, value in items]
         if children and all(value is _TENSORS_ONLY for _, value in children):
             return _TENSORS_ONLY
         if isinstance(node, dict):
