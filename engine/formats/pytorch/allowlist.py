@@ -290,8 +290,10 @@ def _torch_allows(module: str, name: str) -> bool:
     module = "builtins" if module == "__builtin__" else module  # torch maps Python 2's name too
     if f"{module}.{name}" in _TORCH_DEFAULTS or module == "torch._utils":
         return True
-    if module in ("torch", "torch.cuda") and name.endswith(("Storage", "Tensor")):
-        return name not in ("UntypedStorage", "TypedStorage", "Tensor")
+    if module in ("torch", "torch.cuda") and name.endswith("Storage"):
+        return name not in ("UntypedStorage", "TypedStorage")
+    if module in ("torch", "torch.cuda") and name.endswith("Tensor"):  # torch has no complex legacy tensor types
+        return name != "Tensor" and not name.startswith("Complex")
     return module == "torch" and name in TORCH_DTYPES and name not in _DTYPE_ALIASES
 
 
