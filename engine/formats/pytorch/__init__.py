@@ -78,6 +78,7 @@ def _keys_note(guessed: tuple[str, ...]) -> str | None:
     """Tensor names this reader made up: burn-store refuses keys that are not text or whole numbers."""
     if not guessed:
         return None
-    return (f"{len(guessed)} key{'s' if len(guessed) != 1 else ''} naming tensors {'are' if len(guessed) != 1 else 'is'} "
+    many = len(guessed) != 1
+    return (f"{len(guessed)} key{'s' if many else ''} naming tensors {'are' if many else 'is'} "
             f"neither text nor a whole number (first: {guessed[0]!r}), named here as Python prints them; "
             "burn-store refuses such keys")

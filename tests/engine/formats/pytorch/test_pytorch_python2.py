@@ -51,7 +51,8 @@ def storage_pid(key: str, location: str, numel: int, storage_class: str = "Float
 
 def tensor_v1(pid: bytes, offset: int, size: tuple[int, ...], stride: tuple[int, ...]) -> bytes:
     """``torch._utils._rebuild_tensor(storage, offset, size, stride)`` (torch 0.3)."""
-    return glob("torch._utils", "_rebuild_tensor") + tup(pid, k(offset), tup(*map(k, size)), tup(*map(k, stride))) + b"R"
+    args = tup(pid, k(offset), tup(*map(k, size)), tup(*map(k, stride)))
+    return glob("torch._utils", "_rebuild_tensor") + args + b"R"
 
 
 def tensor_v2(pid: bytes, offset: int, size: tuple[int, ...], stride: tuple[int, ...]) -> bytes:
