@@ -96,8 +96,13 @@ def resolve(path: str | os.PathLike, module: str, name: str) -> Global:
     if denied(module, name):
         raise FormatError(path, f"refused to load the global {qualname}: a weights file never needs it, "
                                 "and unpickling it could run code")
+    if module in _TENSOR_MODULES:  # torch's other rebuild functions: a tensor whose values are not a plain view
+        raise FormatError(path, f"the checkpoint holds a kind of tensor this reader does not decode ({qualname}: "
+                                "quantized, sparse, nested or meta tensors)")
     return Global(module, name, "placeholder", lambda _, args: Placeholder(qualname, args))
 
+
+_TENSOR_MODULES = {"torch._utils", "torch._tensor"}
 
 # --- torch ------------------------------------------------------------------------------------
 
@@ -132,9 +137,10 @@ def _rebuild_parameter(path: str | os.PathLike, args: tuple) -> TensorRef:
 
 
 def _rebuild_from_type(path: str | os.PathLike, args: tuple) -> Any:
-    """``_rebuild_from_type_v2(func, new_type, args, state)``: a tensor subclass (Parameter)."""
+    """``_rebuild_from_type_v2(func, new_type, args, state)``: a tensor subclass (Parameter, or the user's own
+    class, read as the plain tensor it wraps)."""
     func, new_type, func_args = _args(args, 4, 4, "_rebuild_from_type")[:3]
-    if not isinstance(new_type, Global) or new_type.kind != "tensor_type":
+    if not isinstance(new_type, Global) or new_type.kind not in ("tensor_type", "placeholder"):
         raise ValueError(f"tensor subclass {new_type!r:.80} is not torch.Tensor or Parameter")
     if not isinstance(func, Global) or func.kind != "function" or not isinstance(func_args, tuple):
         raise ValueError(f"{func!r:.80} is not a tensor rebuild function")

@@ -212,3 +212,24 @@ torch.save({{"state_dict": {{"w": torch.ones(2)}}, "hyper_parameters": hp}}, sys
     summary = json.loads(inspected.stdout)
     assert [t["name"] for t in summary["tensors"]] == ["state_dict.w"]
     assert "argparse.Namespace" in summary["note"] and "weights_only=True" in summary["note"]
+
+
+def test_a_quantized_tensor_is_refused_saying_so(tmp_path: Path) -> None:
+    path = tmp_path / "quantized.pt"
+    torch.save({"q": torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8)}, path)
+    with pytest.raises(FormatError, match=r"^quantized\.pt: the checkpoint holds a kind of tensor this reader does not "
+                                          r"decode \(torch\._utils\._rebuild_qtensor: quantized"):
+        open_store(path)
+
+
+class Tagged(torch.Tensor):
+    """A user's tensor subclass: saved through _rebuild_from_type_v2 with its class."""
+
+
+def test_a_tensor_subclass_of_an_unimportable_class_reads_as_its_tensor(tmp_path: Path) -> None:
+    path = tmp_path / "subclass.pt"
+    tensor = torch.arange(4.0).as_subclass(Tagged)
+    torch.save({"t": tensor}, path)
+    with open_store(path) as store:
+        assert store.names == ["t"] and store.read("t").tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert any(name.endswith("Tagged") for name in store.foreign_classes)
