@@ -251,18 +251,15 @@ class _RustChain:
 
 def _cast_adapter(cast: CastRule, version: BurnVersion) -> tuple[str | None, str]:
     """The adapter expression for ``cast`` at ``version`` (None if it has none) and what it does differently."""
-    kinds = [_BURN_MODULES.get(kind, (kind,)) for kind in cast.modules]
-    burn_modules = [name for names in kinds for name in names]
     what = f"cast {'every float tensor' if not cast.modules else ', '.join(cast.modules) + ' tensors'} to {cast.to}"
     if not cast.modules and api.has_adapter(version, "FloatCastAdapter::to"):
         return f"FloatCastAdapter::to(DType::{cast.to})", ""
     half = api.has_adapter(version, "HalfPrecisionAdapter::new")
-    if not half or cast.to == "BF16":
-        why = "no cast adapter" if not half else "HalfPrecisionAdapter only casts between F32 and F16"
-        if cast.modules and cast.to == "BF16" and api.has_adapter(version, "FloatCastAdapter::to"):
-            why = "FloatCastAdapter casts every module, HalfPrecisionAdapter only between F32 and F16"
+    modules = [name for kind in cast.modules for name in _BURN_MODULES.get(kind, (kind,))]
+    why = _no_cast_adapter(cast, version, half, bool(modules))
+    if why:
         return None, f"{what} (Burn {version.value} has {why}; cast after loading, or convert with Store Studio first)"
-    modules = burn_modules or list(api.HALF_PRECISION_DEFAULT)
+    modules = modules or list(api.HALF_PRECISION_DEFAULT)
     expression = "HalfPrecisionAdapter::new()"
     expression += "".join(f'.without_module("{m}")' for m in api.HALF_PRECISION_DEFAULT if m not in modules)
     expression += "".join(f'.with_module("{m}")' for m in modules if m not in api.HALF_PRECISION_DEFAULT)
@@ -271,11 +268,28 @@ def _cast_adapter(cast: CastRule, version: BurnVersion) -> tuple[str | None, str
               f"into {source} (it infers the direction)")
     if not cast.modules:
         caveat += ", only in Linear, Embedding, Conv*, DeformConv2d, LayerNorm, GroupNorm, InstanceNorm, RmsNorm and PRelu"
+    unmapped = [kind for kind in cast.modules if not _BURN_MODULES.get(kind, (kind,))]
+    if unmapped:
+        caveat += f"; {', '.join(unmapped)} modules have no Burn module type and are not cast"
     return expression, caveat
 
 
-# Store Studio's module kinds as Burn's module types (a ConvTranspose may be any of the three)
-_BURN_MODULES = {"ConvTranspose": ("ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"), "Unknown": ()}
+def _no_cast_adapter(cast: CastRule, version: BurnVersion, half: bool, has_modules: bool) -> str:
+    """Why no adapter of ``version`` can do ``cast`` (empty when one can)."""
+    if not half:
+        return "no cast adapter"
+    if cast.to == "BF16":
+        return ("FloatCastAdapter casts every module, HalfPrecisionAdapter only between F32 and F16"
+                if api.has_adapter(version, "FloatCastAdapter::to") else "HalfPrecisionAdapter only casts between F32 and F16")
+    if cast.modules and not has_modules:
+        return "no module type for these kinds"
+    return ""
+
+
+# Store Studio's module kinds as Burn's module types (a ConvTranspose may be any of the three; the
+# last two are no module type Burn could name)
+_BURN_MODULES = {"ConvTranspose": ("ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"), "EnumVariant": (),
+                 "Unknown": ()}
 
 
 def _renumbered(store: Store, recipe: Recipe) -> list[tuple[str, str]]:

@@ -256,3 +256,14 @@ def test_enum_variants_named_by_module_are_spelled_out_for_a_burnpack_source(tmp
 def test_rust_escape_matches_the_name_literally(name):
     assert re.fullmatch(rust_escape(name), name)
     assert rust_escape("a.b") == r"a\.b" and rust_escape("-#&~") == r"\-\#\&\~"
+
+
+def test_casts_no_adapter_can_do_say_why():
+    def text(cast, version=V22):
+        return as_rust(Recipe(sources=(SourceSpec("m.safetensors"),), casts=(cast,), burn_version=version))
+
+    assert "// left to do: cast Unknown tensors to F16 (Burn 0.22 has no module type for these kinds" in text(CastRule("F16", ("Unknown",)))
+    assert "with_from_adapter" not in text(CastRule("BF16", ("Linear",))).split("\nlet mut store")[1]
+    assert "FloatCastAdapter casts every module, HalfPrecisionAdapter only between F32 and F16" in text(CastRule("BF16", ("Linear",)))
+    assert "Burn 0.21 has HalfPrecisionAdapter only casts between F32 and F16" in text(CastRule("BF16"), V21)
+    assert "Unknown modules have no Burn module type and are not cast" in text(CastRule("F16", ("Linear", "Unknown")))
