@@ -212,36 +212,37 @@ class _RustChain:
     def _adapters(self) -> None:
         """One ``with_from_adapter`` (a second would replace the first), the cast chained after the layout adapter."""
         version, adapters = self.recipe.burn_version, self.recipe.adapters
-        chain: list[str] = []
+        chain: list[tuple[str, str]] = []  # (adapter type, expression)
         layout = next((a for a in adapters if a in (ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH)), None)
         if layout == ad.BURN_TO_PYTORCH or (layout == ad.PYTORCH_TO_BURN and self.store != api.PYTORCH):
-            chain.append("PyTorchToBurnAdapter" if layout == ad.PYTORCH_TO_BURN else "BurnToPyTorchAdapter")
+            name = "PyTorchToBurnAdapter" if layout == ad.PYTORCH_TO_BURN else "BurnToPyTorchAdapter"
+            chain.append((name, name))
         for cast in self.recipe.casts:
-            expression, caveat = _cast_adapter(cast, version)
-            if expression is None:
+            adapter, caveat = _cast_adapter(cast, version)
+            if adapter is None:
                 self.left_to_do(caveat)
                 continue
             if caveat:
                 self.comments.append(f"// differs: {caveat}")
-            chain.append(expression)
+            chain.append(adapter)
         if not chain:
             return
         if not self.api.has("with_from_adapter"):
-            what = " then ".join(chain)
+            what = " then ".join(expression for _, expression in chain)
             reason = ("its PyTorchToBurnAdapter is fixed" if self.store == api.PYTORCH
                       else f"it has no with_from_adapter in Burn {version.value}")
             self.left_to_do(f"{what} ({self.store} takes no adapter: {reason}; convert with Store Studio first, or "
                             f"load through a SafetensorsStore)")
             return
         if len(chain) > 1 and not api.has_adapter(version, "ModuleAdapter::chain"):
-            self.left_to_do(f"{' then '.join(chain[1:])} (Burn {version.value} cannot chain adapters)")
+            self.left_to_do(f"{' then '.join(e for _, e in chain[1:])} (Burn {version.value} cannot chain adapters)")
             chain = chain[:1]
-        for name in chain:
-            self.uses.add(name.split("::")[0].split(".")[0].split("(")[0])
+        self.uses.update(adapter for adapter, _ in chain)
         if len(chain) > 1:
-            self.uses.add("ModuleAdapter")
-        self.uses_dtype = self.uses_dtype or any("DType::" in c for c in chain)
-        self.call("with_from_adapter", "".join([chain[0], *(f".chain({c})" for c in chain[1:])]))
+            self.uses.add("ModuleAdapter")  # the trait that brings .chain into scope
+        self.uses_dtype = self.uses_dtype or any(adapter == "FloatCastAdapter" for adapter, _ in chain)
+        expressions = [expression for _, expression in chain]
+        self.call("with_from_adapter", "".join([expressions[0], *(f".chain({e})" for e in expressions[1:])]))
 
     def text(self) -> str:
         lines = [f"let mut store = {self.store}::from_file({_rust_str(self.spec.path)})", *self.calls]
@@ -249,11 +250,11 @@ class _RustChain:
             ";\nlet result = model.load_from(&mut store)?;"
 
 
-def _cast_adapter(cast: CastRule, version: BurnVersion) -> tuple[str | None, str]:
-    """The adapter expression for ``cast`` at ``version`` (None if it has none) and what it does differently."""
+def _cast_adapter(cast: CastRule, version: BurnVersion) -> tuple[tuple[str, str] | None, str]:
+    """The adapter (type, expression) for ``cast`` at ``version`` (None if it has none) and what it does differently."""
     what = f"cast {'every float tensor' if not cast.modules else ', '.join(cast.modules) + ' tensors'} to {cast.to}"
     if not cast.modules and api.has_adapter(version, "FloatCastAdapter::to"):
-        return f"FloatCastAdapter::to(DType::{cast.to})", ""
+        return ("FloatCastAdapter", f"FloatCastAdapter::to(DType::{cast.to})"), ""
     half = api.has_adapter(version, "HalfPrecisionAdapter::new")
     modules = [name for kind in cast.modules for name in _BURN_MODULES.get(kind, (kind,))]
     why = _no_cast_adapter(cast, version, half, bool(modules))
@@ -271,7 +272,7 @@ def _cast_adapter(cast: CastRule, version: BurnVersion) -> tuple[str | None, str
     unmapped = [kind for kind in cast.modules if not _BURN_MODULES.get(kind, (kind,))]
     if unmapped:
         caveat += f"; {', '.join(unmapped)} modules have no Burn module type and are not cast"
-    return expression, caveat
+    return ("HalfPrecisionAdapter", expression), caveat
 
 
 def _no_cast_adapter(cast: CastRule, version: BurnVersion, half: bool, has_modules: bool) -> str:
