@@ -17,7 +17,7 @@ from engine import ArrayStore, open_store
 from engine.cli import main
 from engine.cli.config import branch
 from engine.segments import USIZE_MAX, parse_index
-from engine.surgery import Recipe, RemapRule, plan
+from engine.surgery import Recipe, RemapRule, align, plan
 from engine.surgery.adapters import contiguous_indices
 from engine.surgery.guesses import Guess
 from engine.surgery.printers import as_rust
@@ -80,8 +80,10 @@ def test_no_path_segment_crashes_renumbering_planning_printing_or_sorting(drawn)
     store = ArrayStore({name: np.zeros((2, 3), np.float32) for name in drawn})
     recipe = Recipe(sources=(SourceSpec("m.bpk"),), adapters=("pytorch-to-burn", "contiguous-indices", "skip-enum-variants"),
                     remaps=(RemapRule(r"^(\d+)", "x$1"),), casts=(CastRule("F16"),))
-    result = plan([store], recipe)
+    result = plan([store], recipe, template=store)
     assert len(result.tensors) + len(result.conflicts) >= 1
+    report = align(result, store)
+    assert len(report.applied) + len(report.missing) + len(report.shape_mismatches) >= 1
     assert all(isinstance(g, Guess) and g.line() for g in result.guesses)
     text = as_rust(recipe, [store], result)
     assert text.count("let mut store") == 1
