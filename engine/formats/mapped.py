@@ -76,6 +76,9 @@ class MappedFile:
         """The file ``name`` (a relative path, checked by the caller) next to this one."""
         return MappedFile(self.path.parent / name)
 
+    def prefetch(self, ranges: list[tuple[int, int]]) -> None:
+        """Nothing to do locally: a positioned read costs no round trip."""
+
     def verify(self) -> None:
         """Raise ``FormatError`` if the open file was written or resized since it was opened."""
         info = os.fstat(self.fd)

@@ -10,6 +10,8 @@ and changed-file checks are written once against this protocol and so work the s
 ``fileno()`` gives a local descriptor where there is one (export copies in the kernel with it;
 a remote source returns ``None`` and export streams ``chunks``). ``sibling(name)`` opens the file
 next to this one (a sharded index's shards), on the same disk or the same server.
+``prefetch(ranges)`` says which small ranges a reader will want next (a zip's local headers), so a
+remote source fetches them together rather than one round trip each.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class ByteSource(Protocol):
     def release(self, offset: int, length: int) -> None: ...
 
     def fileno(self) -> int | None: ...
+
+    def prefetch(self, ranges: list[tuple[int, int]]) -> None: ...
 
     def sibling(self, name: str) -> "ByteSource": ...
 

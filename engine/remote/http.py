@@ -28,6 +28,7 @@ file is refused with the variable to raise.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import tempfile
@@ -51,6 +52,8 @@ from . import hub
 
 READ_AHEAD = 64 << 10  # the smallest request: a header read is one round trip
 PIECE = 4 << 20  # a streamed tensor's request: small enough to overlap fetching with writing
+LOOKBACK = 8  # cached ranges before a read's start that may still hold it (read-ahead windows overlap a little)
+PREFETCH_REQUESTS = 8  # at once, as many as the connection pool keeps per host
 STREAM_AHEAD = 1 << 20  # a small streamed tensor reads this far ahead: its small neighbours, not the next big one
 CACHE_BYTES = 32 << 20  # ranges kept per open file
 MAX_REDIRECTS = 10
@@ -159,7 +162,8 @@ class RemoteFile:
         self._target = target
         self._url = url  # where the redirects ended (the Hub's CDN): later ranges go there directly
         self._lock = threading.Lock()
-        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._cache: OrderedDict[int, bytes] = OrderedDict()  # start -> bytes, least recently used first
+        self._starts: list[int] = []  # the cache's starts, sorted
         self._cached = 0
         self._changed = False
         self.closed = False
@@ -188,6 +192,17 @@ class RemoteFile:
 
     def sibling(self, name: str) -> "RemoteFile | DownloadedFile":
         return open_remote(self._target.sibling(name))
+
+    def prefetch(self, ranges: list[tuple[int, int]]) -> None:
+        """Fetch the small ranges a reader is about to ask for, ``PREFETCH_REQUESTS`` at a time, into the cache."""
+        with self._lock:
+            wanted = sorted({(o, n) for o, n in ranges if n > 0 and self._lookup(o, n) is None})
+        if len(wanted) < 2:
+            return
+        with ThreadPoolExecutor(PREFETCH_REQUESTS, thread_name_prefix="store-studio-prefetch") as pool:
+            for (offset, length), data in zip(wanted, pool.map(lambda r: self._fetch_piece(*r), wanted)):
+                with self._lock:
+                    self._remember(offset, data)
 
     def verify(self) -> None:
         if self._changed:
@@ -266,6 +281,7 @@ class RemoteFile:
         self.closed = True
         with self._lock:
             self._cache.clear()
+            self._starts.clear()
             self._cached = 0
 
     # --- reading ----------------------------------------------------------------------------
@@ -282,18 +298,24 @@ class RemoteFile:
         return max(0, min(start, stop - ahead)), stop
 
     def _lookup(self, offset: int, length: int) -> bytes | None:
-        for start, data in self._cache.items():
-            if start <= offset and offset + length <= start + len(data):
+        """The cached bytes, if one range holds them all (ranges are found by start: a zip's hundreds of headers)."""
+        index = bisect.bisect_right(self._starts, offset)
+        for start in reversed(self._starts[max(0, index - LOOKBACK):index]):
+            data = self._cache[start]
+            if offset + length <= start + len(data):
                 self._cache.move_to_end(start)
                 return data[offset - start:offset - start + length]
         return None
 
     def _remember(self, start: int, data: bytes) -> None:
         old = self._cache.pop(start, None)
+        if old is None:
+            bisect.insort(self._starts, start)
         self._cached += len(data) - (len(old) if old is not None else 0)
         self._cache[start] = data
         while self._cached > CACHE_BYTES and len(self._cache) > 1:
-            _, dropped = self._cache.popitem(last=False)
+            dropped_start, dropped = self._cache.popitem(last=False)
+            self._starts.pop(bisect.bisect_left(self._starts, dropped_start))
             self._cached -= len(dropped)
 
     def _fetch(self, start: int, length: int) -> bytes | np.ndarray:

@@ -60,6 +60,9 @@ def load(mapped: ByteSource, refused_by_torch: set[str] | None = None) -> tuple[
     if metadata["byteorder"] not in BYTEORDERS:
         raise FormatError(path, f"byteorder entry says {metadata['byteorder']!r:.40}, not little or big")
     records = {name[len(prefix) + 5:]: info for name, info in infos.items() if name.startswith(prefix + "data/")}
+    # each storage is located by its 30-byte local header: ask for them all at once (remote: concurrently)
+    mapped.prefetch([(info.header_offset, LOCAL_HEADER.size) for info in records.values()
+                     if 0 <= info.header_offset <= mapped.size - LOCAL_HEADER.size])
     storages: dict[str, StorageRef] = {}
     big_endian = metadata["byteorder"] == "big"
 

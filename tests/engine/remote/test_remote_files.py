@@ -312,3 +312,13 @@ def test_the_token_hf_auth_login_saved_is_used_when_hf_token_is_unset(site, tmp_
     assert run.returncode == 0, run.stderr
     assert "head.bias" in run.stdout and TOKEN not in run.stdout + run.stderr
     assert [r.authorization for r in site.site.log] == [f"Bearer {TOKEN}"]
+
+
+def test_a_pt_with_many_storages_opens_by_their_zip_headers_only(site):
+    many = {f"layers.{i}.weight": np.full((128, 128), i, np.float32) for i in range(200)}  # 64 KiB each, 12.5 MiB
+    site.site.files["/many.pt"] = pt_bytes(many)
+    before = traffic.bytes
+    with open_store(site.url("/many.pt")) as store:
+        fetched = traffic.bytes - before
+        assert len(store) == 200 and float(store.read("layers.123.weight")[5, 7]) == 123.0
+    assert fetched < 1 << 20  # the directory, data.pkl and 30 bytes per storage, not a block each
