@@ -36,7 +36,8 @@ EXIT_MISSING = exits.VALIDATION
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="convert model files to Burnpack or SafeTensors, with optional surgery")
-    p.add_argument("paths", nargs="+", metavar="IN [IN...] OUT", help="input files or http(s):// and hf:// addresses (merged in order) and the output")
+    p.add_argument("paths", nargs="+", metavar="IN [IN...] OUT",
+                   help="input files or http(s):// and hf:// addresses (merged in order) and the output")
     p.add_argument("--format", choices=sorted(FORMATS), help="output format (default: from OUT's extension)")
     p.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE", help="add output metadata")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
