@@ -21,7 +21,7 @@ _URL = re.compile(r"(?i)(https?|hf)://")
 
 
 def is_url(value: object) -> bool:
-    """True for a ``RemoteLocation`` and for text that starts ``http://``, ``https://`` or ``hf://`` (a ``Path`` never does)."""
+    """True for a ``RemoteLocation``, and for text starting ``http://``, ``https://`` or ``hf://`` (never a ``Path``)."""
     return isinstance(value, RemoteLocation) or (isinstance(value, str) and _URL.match(value) is not None)
 
 
