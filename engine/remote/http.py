@@ -21,9 +21,10 @@ Faults end in one ``FormatError`` line: 401/403/404 say what they mean (a token 
 refused, not found); a dropped connection or a 5xx is retried (``STORE_STUDIO_HTTP_RETRIES``,
 default 3; the interrupted range, at most ``PIECE`` bytes when streaming, is asked for again),
 then reported; a silent server times out (``STORE_STUDIO_HTTP_TIMEOUT`` seconds, default 30).
-A server that ignores ``Range`` is read by one full download into an unlinked temporary file (so nothing is left behind), with a warning,
-up to ``STORE_STUDIO_MAX_DOWNLOAD`` bytes (default 2 GiB; suffixes K, M, G, T); above it the
-file is refused with the variable to raise.
+A server that ignores ``Range`` is read by one full download into an unlinked temporary file
+(so nothing is left behind), with a warning, up to ``STORE_STUDIO_MAX_DOWNLOAD`` bytes (default
+2 GiB; suffixes K, M, G, T); above it the file is refused with the variable to raise. Also the
+block cache and ``prefetch`` (a zip's storage headers, 8 requests at once) are here.
 """
 
 from __future__ import annotations
