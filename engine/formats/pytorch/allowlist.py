@@ -281,7 +281,14 @@ def _reconstructor(path: str | os.PathLike, args: tuple) -> Placeholder:
         raise ValueError(f"copyreg._reconstructor of {cls!r:.80}, which is not a class")
     if not isinstance(base, Global) or base.module not in ("builtins", "__builtin__"):
         raise ValueError(f"copyreg._reconstructor from base {base!r:.80}, which is not a builtin type")
-    return Placeholder(cls.qualname, () if state is None else (state,))
+    made = Placeholder(cls.qualname, ())
+    if base.name == "dict" and isinstance(state, dict):  # a dict subclass: its items, as SETITEMS would give
+        made.items = state
+    elif base.name == "list" and isinstance(state, list):
+        made.listitems = state
+    elif state is not None:
+        made.args = (state,)
+    return made
 
 
 # torch.load(weights_only=True) accepts these by default besides storages, tensor types, canonical

@@ -17,6 +17,7 @@ from __future__ import annotations
 INERT_BUILTINS = frozenset({
     "int", "float", "complex", "str", "bytes", "bytearray", "bool", "list", "tuple", "dict", "set", "frozenset",
     "slice", "range", "object", "NoneType", "Ellipsis", "NotImplemented", "type",
+    "long", "unicode", "xrange",  # Python 2 names: pickle's fix_imports writes int as __builtin__.long below protocol 3
 })
 
 DENIED: tuple[tuple[str, str, str], ...] = (
