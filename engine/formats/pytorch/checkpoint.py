@@ -32,6 +32,7 @@ def node_budget(file_size: int) -> int:
 ROOT_NAME = "tensor"  # the name of a checkpoint that is one bare tensor
 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
+_WALKED = (*_CONTAINERS, Placeholder)  # what the walk descends into
 _TENSORS_ONLY = object()  # a branch that held tensors and nothing else: no place in `values`
 
 
@@ -91,7 +92,7 @@ class _Walker:
                 return f"<tensor {'.'.join(parts)}, not in the module's state_dict>"
             self.checkpoint.tensors.append((".".join(parts) or ROOT_NAME, found))
             return _TENSORS_ONLY
-        if isinstance(node, (*_CONTAINERS, Placeholder)):
+        if isinstance(node, _WALKED):
             if id(node) in self.active:
                 raise FormatError(self.path, f"the checkpoint contains itself at {'.'.join(parts) or 'its root'}")
             self.active.add(id(node))
@@ -205,7 +206,7 @@ def _children(node: Any) -> Any:
 
 def _expanded_size(node: Any, sizes: dict[int, int], depth: int) -> int:
     """How many nodes walking ``node`` visits, counted in time linear in the distinct objects."""
-    if not isinstance(node, (*_CONTAINERS, Placeholder)) or depth > MAX_DEPTH:
+    if not isinstance(node, _WALKED) or depth > MAX_DEPTH:
         return 1
     if id(node) in sizes:
         return sizes[id(node)]
