@@ -41,7 +41,8 @@ class Checkpoint:
     tensors: list[tuple[str, TensorRef]] = field(default_factory=list)
     values: Any = None
     # Keys that are neither text nor whole numbers (tuples, floats, booleans) that name tensors: burn-store
-    # refuses them (crates/burn-store/src/pytorch/pickle_reader.rs, get_dict_key); here they read as str(key).
+    # refuses them (Burn main 2c06be35, crates/burn-store/src/pytorch/pickle_reader.rs:1259-1267, get_dict_key,
+    # which names int keys in decimal as here); here they read as str(key) and the store's note says so.
     guessed_keys: list[str] = field(default_factory=list)
 
 
