@@ -136,6 +136,14 @@ def _rebuild_parameter(path: str | os.PathLike, args: tuple) -> TensorRef:
     return data
 
 
+def _parameter(path: str | os.PathLike, args: tuple) -> TensorRef:
+    """``Parameter(data, requires_grad)``: how torch 0.3 pickled a parameter (a REDUCE on the class itself)."""
+    data = _args(args, 1, 2, "Parameter")[0]
+    if not isinstance(data, TensorRef):
+        raise ValueError(f"a parameter's data is {type(data).__name__}, not a tensor")
+    return data
+
+
 def _rebuild_from_type(path: str | os.PathLike, args: tuple) -> Any:
     """``_rebuild_from_type_v2(func, new_type, args, state)``: a tensor subclass (Parameter, or the user's own
     class, read as the plain tensor it wraps)."""
@@ -330,7 +338,7 @@ def _table() -> dict[tuple[str, str], Global]:
     add("torch._tensor", "_rebuild_from_type", "function", _rebuild_from_type)
     for module in ("torch", "torch._tensor"):
         add(module, "Tensor", "tensor_type")
-    add("torch.nn.parameter", "Parameter", "tensor_type")
+    add("torch.nn.parameter", "Parameter", "tensor_type", _parameter)
     for name, dtype in STORAGE_CLASSES.items():
         add("torch", name, "storage", dtype=dtype)
         add("torch.cuda", name, "storage", dtype=dtype)  # GPU checkpoints name CUDA storages
