@@ -73,3 +73,8 @@ def _scheme_refusal(version: BurnVersion, scheme: q.QuantScheme, shape: tuple[in
     if scheme.generation == 2:
         return f"its quantization scheme is #5262's (value, store, mode, tensor, block), which Burn {version.value} cannot read"
     return q.inexpressible(scheme, version, shape)
+
+
+def burn_compatibility(store: object) -> Compatibility | None:
+    """The Burn releases that load ``store`` as it is (None when it is not a Burnpack file)."""
+    return getattr(store, "burn", None)

@@ -347,8 +347,9 @@ def check_layout(scheme: QuantScheme, shape: tuple[int, ...], nbytes: int) -> Qu
     need = " or ".join(str(o.total) for o in options)
     first = options[0]
     glob = f" + {first.global_bytes} global scale" if first.global_bytes else ""
+    scales = f"{first.scale_count} {scheme.scale_dtype} scale{'' if first.scale_count == 1 else 's'}"
     raise SchemeError(f"has {nbytes} bytes, but {scheme.describe()} over shape {list(shape)} needs {need} "
-                      f"({first.value_bytes} of values + {first.scale_count} {scheme.scale_dtype} scales{glob})")
+                      f"({first.value_bytes} of values + {scales}{glob})")
 
 
 # --- decoding -------------------------------------------------------------------------------------
@@ -448,3 +449,16 @@ class Dequantized:
         release = getattr(self.source, "release", None)
         if release:
             release()
+
+
+def scheme_description(dtype: Any) -> str | None:
+    """A quantized dtype's scheme in words (None for any other dtype)."""
+    return dtype.quant_scheme.describe() if dtype.kind == "quantized" else None
+
+
+def stored_values(entry: Any) -> QuantizedValues:
+    """A quantized tensor's integers and scales as its file stores them (the raw side of its values)."""
+    reader = getattr(entry.store, "read_quantized", None)
+    if entry.dtype.kind != "quantized" or reader is None:
+        raise ValueError(f"tensor {entry.name!r} ({entry.dtype}) has no quantized integers to show")
+    return reader(entry.name)

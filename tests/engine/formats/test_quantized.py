@@ -1,0 +1,328 @@
+"""Quantized Burnpack tensors: Burn's own test vectors (bytes to values) and files built to the cited layout.
+
+Vectors come from Burn's source at main (2c06be351): burn-std ``src/tensor/quantization.rs`` tests
+(:550-602 packing, :659-684 two-level, :766-788 UE4M3), burn-backend-tests
+``tests/tensor/float/quantization/data.rs`` (:6-50) and ``ops/quantize.rs`` (:168-208), and burn-ndarray
+``src/ops/quantization.rs`` (:201-215).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import cbor2
+import ml_dtypes
+import numpy as np
+import pytest
+
+from engine import FormatError, export, open_store
+from engine import quantized as q
+from engine.burn_versions import BurnVersion
+from engine.cli import main
+from engine.stats import stats_for
+from engine.surgery.diff import diff
+
+DATA_RS_SCALE = np.float32(0.014_173_228)
+
+
+def block(*dims: int) -> dict:
+    """serde's BlockSize: ``{storage: [u8; 5], len}`` (cubecl-common 0.10.0 quant/scheme.rs:251-256)."""
+    return {"storage": [*dims, *(1,) * (5 - len(dims))], "len": len(dims)}
+
+
+def gen1(value: str = "Q8S", *, param: str = "F32", store=None, level="Tensor") -> dict:
+    return {"value": value, "param": param, "store": store or {"PackedU32": 0}, "level": level, "mode": "Symmetric"}
+
+
+def gen2(value: str = "Q8S", *, store=None, tensor="default", blocks=None, block_dtype="F32") -> dict:
+    """A generation 2 scheme: per tensor, per block, or two-level when both ``tensor`` and ``blocks`` are given."""
+    tensor = ("F32" if blocks is None else None) if tensor == "default" else tensor
+    return {"value": value, "store": store or {"PackedU32": 0}, "mode": "Symmetric", "tensor": tensor,
+            "block": None if blocks is None else {"size": block(*blocks), "dtype": block_dtype}}
+
+
+def bpk(tensors: dict[str, tuple[dict | str, list[int], bytes]]) -> bytes:
+    """A Burnpack file as Burn lays it out: each tensor's bytes at a 256-aligned offset."""
+    descs, data = {}, b""
+    for name, (dtype, shape, raw) in tensors.items():
+        data += bytes(-len(data) % 256)
+        descs[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    meta = cbor2.dumps({"tensors": descs})
+    head = b"NRUB" + struct.pack("<HI", 1, len(meta)) + meta
+    return head + bytes(-len(head) % 256) + data
+
+
+def write(tmp_path, tensors, name="q.bpk"):
+    path = tmp_path / name
+    path.write_bytes(bpk(tensors))
+    return path
+
+
+def i8(*values: int) -> bytes:
+    return np.array(values, np.int8).tobytes()
+
+
+def f32(*values: float) -> bytes:
+    return np.array(values, "<f4").tobytes()
+
+
+# --- Burn's packing vectors ---------------------------------------------------------------------
+
+def test_packed_words_unpack_as_burns_tests_say():
+    q8 = q.parse_scheme(gen1("Q8S"))
+    assert q.unpack_values(memoryview(struct.pack("<I", 2147287680)), q8, 4).tolist() == [-128, 2, -3, 127]
+    assert q.unpack_values(memoryview(struct.pack("<I", 55)), q8, 1).tolist() == [55]
+    words = [0, 286331136, 286331153, 572657937, 572662306, 857874978, 858993459, 858993459, 1145324612,
+             1145324612, 1431655748, 1431655765, 1717982549, 1717986918, 2003199590, 2004318071]
+    q4 = q.parse_scheme(gen1("Q4S"))
+    got = q.unpack_values(memoryview(np.array(words, "<u4").tobytes()), q4, 128).tolist()
+    assert got == [v for v, n in enumerate([10, 18, 18, 18, 18, 18, 18, 10]) for _ in range(n)]
+
+
+def test_sub_byte_values_are_sign_extended():
+    q2 = q.parse_scheme(gen2("Q2S"))
+    # fields lowest bits first: 0b01, 0b11, 0b10, 0b00 -> 1, -1, -2, 0
+    assert q.unpack_values(memoryview(struct.pack("<I", 0b00_10_11_01)), q2, 4).tolist() == [1, -1, -2, 0]
+
+
+# --- data.rs vectors, as files of both generations ---------------------------------------------
+
+@pytest.mark.parametrize("scheme", [gen1(), gen2()], ids=["gen1", "gen2"])
+def test_per_tensor_int8_dequantizes_as_burn(tmp_path, scheme):
+    raw = i8(-127, -71, 0, 35) + f32(DATA_RS_SCALE)
+    with open_store(write(tmp_path, {"w": ({"QFloat": scheme}, [4], raw)})) as store:
+        got = store.read("w")
+        assert got.dtype == np.float32
+        assert got.tolist() == (DATA_RS_SCALE * np.array([-127, -71, 0, 35], np.float32)).tolist()
+        assert got.tolist() == pytest.approx([-1.8, -1.0, 0.0, 0.5], abs=1e-2)  # ops/quantize.rs:31
+        assert store.read_quantized("w").values.tolist() == [-127, -71, 0, 35]
+
+
+@pytest.mark.parametrize("scheme", [gen1(level={"Block": block(8)}), gen2(blocks=(8,))], ids=["gen1", "gen2"])
+def test_per_block_int8_dequantizes_each_block_by_its_scale(tmp_path, scheme):
+    ints = [-127, -71, 0, 35, -127, -71, 0, 35, -32, -63, -95, -127, -32, -63, -95, -127]
+    scales = np.array([0.014_173_228, 0.000_314_96], np.float32)
+    with open_store(write(tmp_path, {"w": ({"QFloat": scheme}, [16], i8(*ints) + scales.tobytes())})) as store:
+        expected = np.repeat(scales, 8) * np.array(ints, np.float32)
+        assert store.read("w").tolist() == expected.tolist()
+        assert store.read_quantized("w").scales.tolist() == scales.tolist()
+
+
+def test_ndarray_reference_dequantization_vector(tmp_path):
+    raw = i8(-127, -77, -26, 25, 76, 127) + f32(0.1)
+    with open_store(write(tmp_path, {"w": ({"QFloat": gen2(store="Native")}, [2, 3], raw)})) as store:
+        assert store.read("w") == pytest.approx(np.array([[-12.7, -7.7, -2.6], [2.5, 7.6, 12.7]], np.float32))
+
+
+def test_two_level_layout_is_dense_values_block_scales_global(tmp_path):
+    """quantization.rs:661-684: 8 values, two UE4M3 block scales, an F32 global scale: 8 + 2 + 4 bytes."""
+    ints = [0, 25, 51, 76, 102, 127, -128, -1]
+    e4m3 = np.array([0.5, 0.125], ml_dtypes.float8_e4m3fn).tobytes()
+    scheme = gen2(store="Native", tensor="F32", blocks=(4,), block_dtype="UE4M3")
+    raw = i8(*ints) + e4m3 + f32(3.0)
+    assert len(raw) == 14
+    with open_store(write(tmp_path, {"w": ({"QFloat": scheme}, [8], raw)})) as store:
+        parts = store.read_quantized("w")
+        assert parts.scales.tolist() == [0.5, 0.125] and parts.global_scale == 3.0
+        assert store.read("w").tolist() == [v * s for v, s in zip(ints, [1.5] * 4 + [0.375] * 4)]
+        assert q.scheme_description(store.entry("w").dtype) == \
+            "Q8S, blocks of 4, UE4M3 block scales, F32 global scale"
+
+
+def test_f16_block_scales_packed_q4_describe_and_decode(tmp_path):
+    scheme = gen2("Q4S", tensor="F32", blocks=(32,), block_dtype="F16")
+    ints = np.tile(np.arange(-7, 8), 3)[:32].astype(np.int8)
+    words = np.zeros(4, np.uint32)
+    for i, v in enumerate(ints):
+        words[i // 8] |= np.uint32((int(v) & 0xF) << (4 * (i % 8)))
+    raw = words.astype("<u4").tobytes() + np.array([0.25], "<f2").tobytes() + f32(4.0)
+    with open_store(write(tmp_path, {"w": ({"QFloat": scheme}, [32], raw)})) as store:
+        assert q.scheme_description(store.entry("w").dtype) == \
+            "Q4S, blocks of 32, F16 block scales, F32 global scale, packed 8 per u32"
+        assert store.read("w").tolist() == (ints.astype(np.float32) * 1.0).tolist()
+
+
+def test_generation_2_blocks_are_rectangles(tmp_path):
+    """ops/quantize.rs:168-208: blocks of [2, 4] over [4, 8] hold four magnitudes, one per rectangle."""
+    magnitudes = np.array([[1, 10], [100, 1000]], np.float32)
+    expected = np.kron(magnitudes, np.ones((2, 4), np.float32))
+    raw = i8(*[127] * 32) + (magnitudes.reshape(-1) / np.float32(127)).astype("<f4").tobytes()
+    scheme = gen2(blocks=(2, 4))
+    with open_store(write(tmp_path, {"w": ({"QFloat": scheme}, [4, 8], raw)})) as store:
+        assert store.read("w") == pytest.approx(expected, rel=1e-6)
+
+
+def test_generation_1_blocks_are_runs_of_the_flat_values(tmp_path):
+    """Up to 0.22.0-pre.2 a block of 4 over [2, 4] is each row: burn-ndarray ops/quantization.rs:45-60."""
+    raw = i8(*[1] * 8) + f32(2.0, 3.0)
+    with open_store(write(tmp_path, {"w": ({"QFloat": gen1(level={"Block": block(4)})}, [2, 4], raw)})) as store:
+        assert store.read("w").tolist() == [[2.0] * 4, [3.0] * 4]
+
+
+def test_a_zero_scale_reads_as_burns_reference_does(tmp_path):
+    with open_store(write(tmp_path, {"w": ({"QFloat": gen2(store="Native")}, [2], i8(3, -2) + f32(0.0))})) as store:
+        assert store.read("w").tolist() == pytest.approx([0.3, -0.2])
+
+
+# --- refusals -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scheme, raw, message", [
+    (gen2(blocks=(2,)), i8(1, 2, 3, 4) + f32(1.0, 2.0)[:-1], r"tensor 'w' has 11 bytes, but Q8S, blocks of 2.*needs 12"),
+    (gen1(), i8(1, 2, 3, 4, 5, 6, 7, 8, 9), r"tensor 'w' has 9 bytes, but Q8S, F32 tensor scale.*needs 8 \(4 of values \+ 1 F32 scale\)"),
+    (gen2("Q3S"), i8(1, 2, 3, 4) + f32(1.0), r"tensor 'w': QFloat value type 'Q3S' is not one Burn knows"),
+    ({"value": "Q8S", "mode": "Symmetric", "level": "Tensor"}, i8(1, 2, 3, 4), r"Burn writes either"),
+    (gen2(store={"PackedU32": "x"}), i8(1, 2, 3, 4) + f32(1.0), r"store .* is not Native, PackedU32"),
+], ids=["truncated-scales", "scheme-does-not-fit", "unknown-value-type", "neither-generation", "bad-store"])
+def test_bad_quantized_tensors_are_one_line_and_nothing_is_written(tmp_path, capsys, scheme, raw, message):
+    path = write(tmp_path, {"w": ({"QFloat": scheme}, [4], raw)})
+    with pytest.raises(FormatError, match=message) as caught:
+        open_store(path)
+    assert "\n" not in str(caught.value) and str(caught.value).startswith("q.bpk: ")
+    assert main(["convert", str(path), str(tmp_path / "out.bpk")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "q.bpk" in err
+    assert not (tmp_path / "out.bpk").exists()
+
+
+def test_schemes_burn_cannot_decode_are_listed_copied_and_refused_when_read(tmp_path):
+    scheme = gen2("E4M3", store="Native")
+    path = write(tmp_path, {"w": ({"QFloat": scheme}, [4], i8(1, 2, 3, 4) + f32(1.0))})
+    with open_store(path) as store:
+        with pytest.raises(FormatError, match="tensor 'w': E4M3 values are not decoded by Burn"):
+            store.read("w")
+        with pytest.raises(Exception, match="E4M3 values are not decoded by Burn"):
+            stats_for(store.entry("w"))
+        export(store.entries, tmp_path / "copy.bpk")
+    with open_store(tmp_path / "copy.bpk") as copy:
+        assert b"".join(copy.iter_bytes("w")) == i8(1, 2, 3, 4) + f32(1.0)
+
+
+def test_packed_rows_that_split_words_are_refused_not_guessed(tmp_path):
+    path = write(tmp_path, {"w": ({"QFloat": gen2("Q4S")}, [3, 3], bytes(12) + f32(1.0))})
+    with pytest.raises(FormatError, match="rows of 3 Q4S values do not fill whole u32 words"):
+        open_store(path)
+
+
+# --- values through statistics and diff ---------------------------------------------------------
+
+def test_statistics_and_diff_use_the_dequantized_values(tmp_path):
+    ints = [-127, -71, 0, 35]
+    a = write(tmp_path, {"w": ({"QFloat": gen2()}, [4], i8(*ints) + f32(DATA_RS_SCALE))}, "a.bpk")
+    b = write(tmp_path, {"w": ({"QFloat": gen2()}, [4], i8(*ints[:3], 36) + f32(DATA_RS_SCALE))}, "b.bpk")
+    with open_store(a) as sa, open_store(b) as sb:
+        stats = stats_for(sa.entry("w"))
+        assert stats.kind == "float" and stats.min == pytest.approx(-1.8) and stats.max == pytest.approx(0.496063)
+        (row,) = diff(sa, sb, values=True).tensors
+        assert row.status == "different" and row.max_abs == pytest.approx(float(DATA_RS_SCALE), rel=1e-5)
+
+
+# --- writing for a Burn version -----------------------------------------------------------------
+
+def read_meta(path) -> dict:
+    raw = path.read_bytes()
+    return cbor2.loads(raw[10:10 + struct.unpack("<I", raw[6:10])[0]])
+
+
+def test_bpk_to_bpk_keeps_the_bytes_and_writes_the_target_generation(tmp_path):
+    raw = i8(*[1] * 8) + f32(2.0, 3.0)
+    path = write(tmp_path, {"w": ({"QFloat": gen1(level={"Block": block(4)})}, [8], raw)})
+    with open_store(path) as store:
+        export(store.entries, tmp_path / "new.bpk")
+        export(store.entries, tmp_path / "old.bpk", burn_version=BurnVersion.V0_21)
+    assert read_meta(tmp_path / "new.bpk")["tensors"]["w"]["dtype"] == {"QFloat": gen2(blocks=(4,))}
+    assert read_meta(tmp_path / "old.bpk")["tensors"]["w"]["dtype"] == {"QFloat": gen1(level={"Block": block(4)})}
+    for name in ("new.bpk", "old.bpk"):
+        with open_store(tmp_path / name) as copy:
+            assert b"".join(copy.iter_bytes("w")) == raw
+            assert copy.read("w").tolist() == [2.0] * 4 + [3.0] * 4
+
+
+@pytest.mark.parametrize("scheme, shape, raw, version, why", [
+    (gen2(store="Native", tensor="F32", blocks=(4,), block_dtype="F16"), [8], i8(*[1] * 8) + bytes(4) + f32(1.0), "0.21",
+     "Burn 0.21 has no two-level scales"),
+    (gen2(store="Native", tensor=None, blocks=(4,), block_dtype="F16"), [8], i8(*[1] * 8) + bytes(4), "0.20",
+     "Burn 0.20 reads every scale as F32"),
+    (gen1(level={"Block": block(16)}), [2, 8], i8(*[1] * 16) + f32(1), "0.22",
+     "runs of the flat values up to 0.22.0-pre.2 .* but rectangles from #5262"),
+])
+def test_a_scheme_the_target_cannot_express_is_refused_naming_why(tmp_path, capsys, scheme, shape, raw, version, why):
+    path = write(tmp_path, {"w": ({"QFloat": scheme}, shape, raw)})
+    assert main(["convert", str(path), str(tmp_path / "out.bpk"), "--burn-version", version]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"cannot be written for Burn {version}" in err
+    assert __import__("re").search(why, err)
+    assert not (tmp_path / "out.bpk").exists()
+
+
+def test_convert_to_safetensors_refuses_quantized_unless_dequantize(tmp_path, capsys):
+    path = write(tmp_path, {"w": ({"QFloat": gen2(blocks=(8,))}, [16], i8(*range(-8, 8)) + f32(0.5, 0.25))})
+    out = tmp_path / "out.safetensors"
+    assert main(["convert", str(path), str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--dequantize" in err and not out.exists()
+    assert main(["convert", str(path), str(out), "--dequantize"]) == 0
+    from safetensors.numpy import load_file
+    got = load_file(out)["w"]
+    assert got.dtype == np.float32
+    with open_store(path) as store:
+        assert got.tobytes() == store.read("w").tobytes()
+
+
+# --- the Bool spelling per version, and what a file says about itself ---------------------------
+
+@pytest.mark.parametrize("version, spelling", [("0.20", "Bool"), ("0.21", {"Bool": "Native"}),
+                                               ("0.22", {"Bool": "Native"})])
+def test_bools_are_spelled_as_the_target_version_reads_them(tmp_path, version, spelling):
+    path = write(tmp_path, {"m": ({"Bool": "Native"}, [3], bytes([1, 0, 1]))})
+    out = tmp_path / "out.bpk"
+    assert main(["convert", str(path), str(out), "--burn-version", version]) == 0
+    assert read_meta(out)["tensors"]["m"]["dtype"] == spelling
+    with open_store(out) as store:
+        assert [v.value for v in store.burn.loads_in] == (["0.20"] if version == "0.20" else ["0.21", "0.22"])
+        assert store.read("m").tolist() == [True, False, True]
+
+
+def test_a_u32_bool_cannot_go_to_burn_0_20(tmp_path, capsys):
+    path = write(tmp_path, {"m": ({"Bool": "U32"}, [2], struct.pack("<II", 1, 0))})
+    assert main(["convert", str(path), str(tmp_path / "o.bpk"), "--burn-version", "0.20"]) == 1
+    assert "Burn 0.20 has only one-byte bools" in capsys.readouterr().err
+
+
+def test_a_recipes_burn_version_decides_the_spelling(tmp_path):
+    path = write(tmp_path, {"m": ({"Bool": "Native"}, [1], bytes([1]))})
+    recipe = tmp_path / "r.json"
+    recipe.write_text('{"version": 1, "burn_version": "0.20"}')
+    assert main(["convert", str(path), str(tmp_path / "o.bpk"), "--recipe", str(recipe)]) == 0
+    assert read_meta(tmp_path / "o.bpk")["tensors"]["m"]["dtype"] == "Bool"
+    assert main(["convert", str(path), str(tmp_path / "p.bpk"), "--recipe", str(recipe), "--burn-version", "0.21"]) == 0
+    assert read_meta(tmp_path / "p.bpk")["tensors"]["m"]["dtype"] == {"Bool": "Native"}
+
+
+@pytest.mark.parametrize("tensors, loads", [
+    ({"m": ("Bool", [1], bytes(1))}, ["0.20"]),
+    ({"m": ({"Bool": "U8"}, [1], bytes(1))}, ["0.21", "0.22"]),
+    ({"w": ({"QFloat": gen1()}, [4], bytes(8))}, ["0.20", "0.21", "0.22"]),
+    ({"w": ({"QFloat": gen1(param="F16")}, [4], bytes(6))}, []),
+    ({"w": ({"QFloat": gen1(level={"Block": block(2)})}, [4], bytes(12))}, ["0.20", "0.21"]),
+    ({"w": ({"QFloat": gen2()}, [4], bytes(8))}, ["0.22"]),
+    ({"m": ("Bool", [1], bytes(1)), "w": ({"QFloat": gen2()}, [4], bytes(8))}, []),
+])
+def test_which_burn_releases_load_a_file_is_read_from_its_bytes(tmp_path, tensors, loads):
+    with open_store(write(tmp_path, tensors)) as store:
+        assert [v.value for v in store.burn.loads_in] == loads
+        assert {v.value for v, _ in store.burn.reasons} == {"0.20", "0.21", "0.22"} - set(loads)
+
+
+def test_inspect_names_the_scheme_and_the_releases(tmp_path, capsys):
+    path = write(tmp_path, {"w": ({"QFloat": gen2("Q4S", tensor="F32", blocks=(8,), block_dtype="F16")}, [8], bytes(4 + 2 + 4))})
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "loads in: Burn 0.22" in out
+    assert "not Burn 0.21: its quantization scheme is #5262's" in out
+    assert "Q4S, blocks of 8, F16 block scales, F32 global scale, packed 8 per u32" in out
+    assert main(["inspect", str(path), "--json"]) == 0
+    doc = __import__("json").loads(capsys.readouterr().out)
+    assert doc["burn"]["loads_in"] == ["0.22"]
+    assert doc["tensors"][0]["quantization"].startswith("Q4S, blocks of 8")
