@@ -106,8 +106,8 @@ def parse_scheme_json(text: str) -> QuantScheme:
 
 def parse_scheme(payload: Any) -> QuantScheme:
     """A QFloat payload of either generation; SchemeError naming the field that is wrong."""
-    if not isinstance(payload, dict):
-        raise SchemeError(f"QFloat scheme is not a map: {_short(payload)}")
+    if not isinstance(payload, dict) or not all(isinstance(k, str) for k in payload):
+        raise SchemeError(f"QFloat scheme is not a plain map of field names: {_short(payload)}")
     keys = set(payload)
     if keys == GEN1_FIELDS:
         return _parse_gen1(payload)
