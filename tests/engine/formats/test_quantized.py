@@ -8,9 +8,11 @@ Vectors come from Burn's source at main (2c06be351): burn-std ``src/tensor/quant
 
 from __future__ import annotations
 
+import re
 import struct
+import sys
+from pathlib import Path
 
-import cbor2
 import ml_dtypes
 import numpy as np
 import pytest
@@ -22,49 +24,10 @@ from engine.cli import main
 from engine.stats import stats_for
 from engine.surgery.diff import diff
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quantized_files import block, f32, gen1, gen2, i8, read_meta, write  # noqa: E402
+
 DATA_RS_SCALE = np.float32(0.014_173_228)
-
-
-def block(*dims: int) -> dict:
-    """serde's BlockSize: ``{storage: [u8; 5], len}`` (cubecl-common 0.10.0 quant/scheme.rs:251-256)."""
-    return {"storage": [*dims, *(1,) * (5 - len(dims))], "len": len(dims)}
-
-
-def gen1(value: str = "Q8S", *, param: str = "F32", store=None, level="Tensor") -> dict:
-    return {"value": value, "param": param, "store": store or {"PackedU32": 0}, "level": level, "mode": "Symmetric"}
-
-
-def gen2(value: str = "Q8S", *, store=None, tensor="default", blocks=None, block_dtype="F32") -> dict:
-    """A generation 2 scheme: per tensor, per block, or two-level when both ``tensor`` and ``blocks`` are given."""
-    tensor = ("F32" if blocks is None else None) if tensor == "default" else tensor
-    return {"value": value, "store": store or {"PackedU32": 0}, "mode": "Symmetric", "tensor": tensor,
-            "block": None if blocks is None else {"size": block(*blocks), "dtype": block_dtype}}
-
-
-def bpk(tensors: dict[str, tuple[dict | str, list[int], bytes]]) -> bytes:
-    """A Burnpack file as Burn lays it out: each tensor's bytes at a 256-aligned offset."""
-    descs, data = {}, b""
-    for name, (dtype, shape, raw) in tensors.items():
-        data += bytes(-len(data) % 256)
-        descs[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
-        data += raw
-    meta = cbor2.dumps({"tensors": descs})
-    head = b"NRUB" + struct.pack("<HI", 1, len(meta)) + meta
-    return head + bytes(-len(head) % 256) + data
-
-
-def write(tmp_path, tensors, name="q.bpk"):
-    path = tmp_path / name
-    path.write_bytes(bpk(tensors))
-    return path
-
-
-def i8(*values: int) -> bytes:
-    return np.array(values, np.int8).tobytes()
-
-
-def f32(*values: float) -> bytes:
-    return np.array(values, "<f4").tobytes()
 
 
 # --- Burn's packing vectors ---------------------------------------------------------------------
@@ -219,11 +182,6 @@ def test_statistics_and_diff_use_the_dequantized_values(tmp_path):
 
 # --- writing for a Burn version -----------------------------------------------------------------
 
-def read_meta(path) -> dict:
-    raw = path.read_bytes()
-    return cbor2.loads(raw[10:10 + struct.unpack("<I", raw[6:10])[0]])
-
-
 def test_bpk_to_bpk_keeps_the_bytes_and_writes_the_target_generation(tmp_path):
     raw = i8(*[1] * 8) + f32(2.0, 3.0)
     path = write(tmp_path, {"w": ({"QFloat": gen1(level={"Block": block(4)})}, [8], raw)})
@@ -252,7 +210,7 @@ def test_a_scheme_the_target_cannot_express_is_refused_naming_why(tmp_path, caps
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert f"cannot be written for Burn {version}" in err
-    assert __import__("re").search(why, err)
+    assert re.search(why, err)
     assert not (tmp_path / "out.bpk").exists()
 
 
@@ -268,61 +226,3 @@ def test_convert_to_safetensors_refuses_quantized_unless_dequantize(tmp_path, ca
     assert got.dtype == np.float32
     with open_store(path) as store:
         assert got.tobytes() == store.read("w").tobytes()
-
-
-# --- the Bool spelling per version, and what a file says about itself ---------------------------
-
-@pytest.mark.parametrize("version, spelling", [("0.20", "Bool"), ("0.21", {"Bool": "Native"}),
-                                               ("0.22", {"Bool": "Native"})])
-def test_bools_are_spelled_as_the_target_version_reads_them(tmp_path, version, spelling):
-    path = write(tmp_path, {"m": ({"Bool": "Native"}, [3], bytes([1, 0, 1]))})
-    out = tmp_path / "out.bpk"
-    assert main(["convert", str(path), str(out), "--burn-version", version]) == 0
-    assert read_meta(out)["tensors"]["m"]["dtype"] == spelling
-    with open_store(out) as store:
-        assert [v.value for v in store.burn.loads_in] == (["0.20"] if version == "0.20" else ["0.21", "0.22"])
-        assert store.read("m").tolist() == [True, False, True]
-
-
-def test_a_u32_bool_cannot_go_to_burn_0_20(tmp_path, capsys):
-    path = write(tmp_path, {"m": ({"Bool": "U32"}, [2], struct.pack("<II", 1, 0))})
-    assert main(["convert", str(path), str(tmp_path / "o.bpk"), "--burn-version", "0.20"]) == 1
-    assert "Burn 0.20 has only one-byte bools" in capsys.readouterr().err
-
-
-def test_a_recipes_burn_version_decides_the_spelling(tmp_path):
-    path = write(tmp_path, {"m": ({"Bool": "Native"}, [1], bytes([1]))})
-    recipe = tmp_path / "r.json"
-    recipe.write_text('{"version": 1, "burn_version": "0.20"}')
-    assert main(["convert", str(path), str(tmp_path / "o.bpk"), "--recipe", str(recipe)]) == 0
-    assert read_meta(tmp_path / "o.bpk")["tensors"]["m"]["dtype"] == "Bool"
-    assert main(["convert", str(path), str(tmp_path / "p.bpk"), "--recipe", str(recipe), "--burn-version", "0.21"]) == 0
-    assert read_meta(tmp_path / "p.bpk")["tensors"]["m"]["dtype"] == {"Bool": "Native"}
-
-
-@pytest.mark.parametrize("tensors, loads", [
-    ({"m": ("Bool", [1], bytes(1))}, ["0.20"]),
-    ({"m": ({"Bool": "U8"}, [1], bytes(1))}, ["0.21", "0.22"]),
-    ({"w": ({"QFloat": gen1()}, [4], bytes(8))}, ["0.20", "0.21", "0.22"]),
-    ({"w": ({"QFloat": gen1(param="F16")}, [4], bytes(6))}, []),
-    ({"w": ({"QFloat": gen1(level={"Block": block(2)})}, [4], bytes(12))}, ["0.20", "0.21"]),
-    ({"w": ({"QFloat": gen2()}, [4], bytes(8))}, ["0.22"]),
-    ({"m": ("Bool", [1], bytes(1)), "w": ({"QFloat": gen2()}, [4], bytes(8))}, []),
-])
-def test_which_burn_releases_load_a_file_is_read_from_its_bytes(tmp_path, tensors, loads):
-    with open_store(write(tmp_path, tensors)) as store:
-        assert [v.value for v in store.burn.loads_in] == loads
-        assert {v.value for v, _ in store.burn.reasons} == {"0.20", "0.21", "0.22"} - set(loads)
-
-
-def test_inspect_names_the_scheme_and_the_releases(tmp_path, capsys):
-    path = write(tmp_path, {"w": ({"QFloat": gen2("Q4S", tensor="F32", blocks=(8,), block_dtype="F16")}, [8], bytes(4 + 2 + 4))})
-    assert main(["inspect", str(path)]) == 0
-    out = capsys.readouterr().out
-    assert "loads in: Burn 0.22" in out
-    assert "not Burn 0.21: its quantization scheme is #5262's" in out
-    assert "Q4S, blocks of 8, F16 block scales, F32 global scale, packed 8 per u32" in out
-    assert main(["inspect", str(path), "--json"]) == 0
-    doc = __import__("json").loads(capsys.readouterr().out)
-    assert doc["burn"]["loads_in"] == ["0.22"]
-    assert doc["tensors"][0]["quantization"].startswith("Q4S, blocks of 8")
