@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QFileDialo
                                QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressDialog,
                                QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
-from engine import humanize
+from engine import BURN_VERSIONS, BurnVersion, humanize, parse_burn_version
 from engine.export import PRODUCER
 from engine.formats import burnpack, format_for_path, safetensors, writer
 from engine.surgery import Plan, ShapeMismatch, carried_metadata, validate
@@ -90,6 +90,18 @@ class ExportDialog(QDialog):
         for name, label in FORMATS:
             self.format_combo.addItem(f"{label} ({writer(name).EXTENSIONS[0]})", name)
         self.format_combo.currentIndexChanged.connect(self._format_chosen)
+        self.burn_combo = QComboBox()
+        self.burn_combo.setObjectName("exportBurnVersion")
+        self.burn_combo.setToolTip("The Burn release the Burnpack must load in: it decides how bools and "
+                                   "quantization schemes are spelled")
+        for version in BURN_VERSIONS:
+            self.burn_combo.addItem(f"Burn {version}", version)
+        self.burn_combo.setCurrentIndex(self.burn_combo.findData(self.document.recipe.burn_version.value))
+        self.burn_label = QLabel("for")
+        kind = QHBoxLayout()
+        kind.addWidget(self.format_combo, 1)
+        kind.addWidget(self.burn_label)
+        kind.addWidget(self.burn_combo)
         self._path_edited(self.path_edit.text())
         self.summary = QLabel()
         self.summary.setObjectName("exportSummary")
@@ -101,7 +113,7 @@ class ExportDialog(QDialog):
         form = QFormLayout()
         form.addRow("Save as:", where)
         form.addRow("", self.exists_note)
-        form.addRow("Format:", self.format_combo)
+        form.addRow("Format:", kind)
         form.addRow("Contents:", self.summary)
         form.addRow("", self.problem)
 
@@ -186,6 +198,10 @@ class ExportDialog(QDialog):
     def format(self) -> str:
         return self.format_combo.currentData()
 
+    def burn_version(self) -> BurnVersion:
+        """The Burn release chosen (the recipe's until changed here)."""
+        return parse_burn_version(self.burn_combo.currentData())
+
     def choose_path(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path_edit.text(), SAVE_FILTER)
         if path:  # the chooser asked already if it exists: Export will not ask again
@@ -205,9 +221,17 @@ class ExportDialog(QDialog):
             self.format_combo.blockSignals(True)
             self.format_combo.setCurrentIndex(index)
             self.format_combo.blockSignals(False)
+        self._show_burn_choice()
+
+    def _show_burn_choice(self) -> None:
+        """The Burn version only means something for a Burnpack."""
+        burnpack_chosen = self.format() == burnpack.NAME
+        self.burn_combo.setVisible(burnpack_chosen)
+        self.burn_label.setVisible(burnpack_chosen)
 
     def _format_chosen(self) -> None:
         """The extension follows the format chosen, unless the name has an extension of its own."""
+        self._show_burn_choice()
         path = self.destination()
         if path is None:
             return
@@ -332,12 +356,12 @@ class ExportDialog(QDialog):
         box.open()
 
     def _run(self, plan: Plan, dest: Path, *, overwrite: bool) -> None:
-        fmt, metadata, relay = self.format(), self.metadata(), self.progress_relay
+        fmt, metadata, relay, version = self.format(), self.metadata(), self.progress_relay, self.burn_version()
         _, scalars = carried_metadata(self.document.planned_stores(), self.document.recipe, fmt)  # as convert does
 
         def work(cancelled: Callable[[], bool]) -> Path:
             return plan.export(dest, fmt, metadata=metadata, scalars=scalars, overwrite=overwrite,
-                               progress=relay.reporter(cancelled), cancel=cancelled)
+                               progress=relay.reporter(cancelled), cancel=cancelled, burn_version=version)
 
         self._show_result("")
         self._started = time.monotonic()
