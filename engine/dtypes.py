@@ -200,7 +200,7 @@ def to_safetensors(dtype: DType) -> str:
         return dtype.storage
     if dtype.name == "QFLOAT":
         raise ValueError(f"SafeTensors has no quantized dtype for {dtype.quant_scheme.describe()} (burn-store refuses "
-                         "it too: safetensors/store.rs:1091 at main); --dequantize writes its F32 values")
+                         "it too: safetensors/store.rs:1091 at main); dequantizing (convert --dequantize) writes its F32 values")
     if dtype.name in SAFETENSORS_NAMES:
         return dtype.name
     raise ValueError(f"SafeTensors cannot hold dtype {dtype}")
