@@ -75,6 +75,7 @@ def test_the_file_panel_says_which_burn_releases_load_the_file(open_view, quanti
     assert view.file_info.burn_label.text() == "Burn 0.22"
     assert any("its quantization scheme is #5262's" in t for t in texts)
     assert any("are from Burn 0.21 (#4649)" in t for t in texts)
+    assert "Q8S, blocks of 4, F32 block scales (1 tensor)" in texts
 
 
 @pytest.fixture
