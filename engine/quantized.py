@@ -64,6 +64,7 @@ class QuantScheme:
     block: tuple[int, ...] | None
     block_scale: str | None
     tensor_scale: str | None
+    implicit: bool = False  # generation 2 with no level stored (both null), which means one F32 tensor scale
 
     @property
     def two_level(self) -> bool:
@@ -146,7 +147,7 @@ def _parse_gen2(payload: dict) -> QuantScheme:
     block = payload["block"]
     if block is None:
         # A scheme with no level at all means one F32 tensor scale (scheme.rs:99-104, tensor_scale()).
-        return QuantScheme(2, value, store, packed, mode, None, None, tensor or "F32")
+        return QuantScheme(2, value, store, packed, mode, None, None, tensor or "F32", implicit=tensor is None)
     if not isinstance(block, dict) or set(block) != {"size", "dtype"}:
         raise SchemeError(f"QFloat block is not {{size, dtype}}: {_short(block)}")
     return QuantScheme(2, value, store, packed, mode, _block_size(block["size"]),
@@ -200,8 +201,8 @@ def encode_scheme(scheme: QuantScheme, version: BurnVersion) -> dict[str, Any]:
     store: Any = "Native" if scheme.store == "Native" else {scheme.store: scheme.packed_dim}
     if version is BurnVersion.V0_22:
         block = None if scheme.block is None else {"size": _block_json(scheme.block), "dtype": scheme.block_scale}
-        return {"value": scheme.value, "store": store, "mode": scheme.mode, "tensor": scheme.tensor_scale,
-                "block": block}
+        tensor = None if scheme.implicit else scheme.tensor_scale
+        return {"value": scheme.value, "store": store, "mode": scheme.mode, "tensor": tensor, "block": block}
     level: Any = "Tensor" if scheme.block is None else {"Block": _block_json(scheme.block)}
     return {"value": scheme.value, "param": scheme.scale_dtype, "store": store, "level": level, "mode": scheme.mode}
 

@@ -226,3 +226,14 @@ def test_convert_to_safetensors_refuses_quantized_unless_dequantize(tmp_path, ca
     assert got.dtype == np.float32
     with open_store(path) as store:
         assert got.tobytes() == store.read("w").tobytes()
+
+
+def test_a_scheme_of_the_targets_generation_is_written_as_burn_spells_it(tmp_path):
+    implicit = {"value": "Q8S", "store": "Native", "mode": "Symmetric", "tensor": None, "block": None}
+    path = write(tmp_path, {"w": ({"QFloat": implicit}, [4], i8(1, 2, 3, 4) + f32(0.5))})
+    with open_store(path) as store:
+        assert store.read("w").tolist() == [0.5, 1.0, 1.5, 2.0]
+        export(store.entries, tmp_path / "copy.bpk")
+    assert read_meta(tmp_path / "copy.bpk")["tensors"]["w"]["dtype"] == {"QFloat": implicit}
+    assert list(read_meta(tmp_path / "copy.bpk")["tensors"]["w"]["dtype"]["QFloat"]) == \
+        ["value", "store", "mode", "tensor", "block"]  # serde's field order (cubecl-common scheme.rs:32-46)
