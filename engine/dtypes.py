@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ml_dtypes
@@ -33,6 +33,7 @@ class DType:
     kind: str  # "float", "int", "uint", "bool", "complex", "quantized"
     storage: str | None = None
     scheme: str | None = None
+    quant: q.QuantScheme | None = field(default=None, compare=False, repr=False)
 
     @property
     def itemsize(self) -> int | None:
@@ -56,10 +57,10 @@ class DType:
 
     @property
     def quant_scheme(self) -> q.QuantScheme:
-        """A quantized dtype's scheme (ValueError for any other dtype)."""
-        if self.scheme is None:
+        """A quantized dtype's scheme, with the generation its file spells it in (ValueError for other dtypes)."""
+        if self.quant is None:
             raise ValueError(f"{self} is not quantized")
-        return q.parse_scheme_json(self.scheme)
+        return self.quant
 
     @property
     def numpy(self) -> np.dtype | None:
@@ -122,10 +123,13 @@ def from_numpy(dtype: np.dtype) -> DType:
 
 
 def quantized(scheme: Any) -> DType:
-    """A Burn quantized dtype; the scheme is checked here (``quantized.SchemeError`` says what is wrong) and
-    kept as canonical JSON so the dtype stays hashable."""
-    q.parse_scheme(scheme)
-    return DType("QFLOAT", None, "quantized", scheme=json.dumps(scheme, sort_keys=True))
+    """A Burn quantized dtype; the scheme is checked here (``quantized.SchemeError`` says what is wrong).
+
+    Two dtypes are equal when their schemes mean the same, whichever generation spells them (``scheme``
+    is that meaning as canonical JSON), so a file rewritten for another Burn version diffs as identical.
+    """
+    parsed = q.parse_scheme(scheme)
+    return DType("QFLOAT", None, "quantized", scheme=json.dumps(q.meaning(parsed), sort_keys=True), quant=parsed)
 
 
 # --- Burnpack (Rust serde enum) ------------------------------------------------------------

@@ -16,8 +16,6 @@ allocation, not the offset: cubecl-environment ``bytes/base.rs:588-617``.)
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -99,10 +97,11 @@ class QuantScheme:
 
 # --- the scheme as Burn's serde writes it ---------------------------------------------------------
 
-@functools.lru_cache(maxsize=256)
-def parse_scheme_json(text: str) -> QuantScheme:
-    """The scheme a dtype keeps as canonical JSON (``DType.scheme``)."""
-    return parse_scheme(json.loads(text))
+def meaning(scheme: QuantScheme) -> dict[str, Any]:
+    """What a scheme says, without the generation that spells it (two spellings of one scheme compare equal)."""
+    return {"value": scheme.value, "store": scheme.store, "packed_dim": scheme.packed_dim, "mode": scheme.mode,
+            "block": list(scheme.block) if scheme.block else None, "block_scale": scheme.block_scale,
+            "tensor_scale": scheme.tensor_scale}
 
 
 def parse_scheme(payload: Any) -> QuantScheme:

@@ -237,3 +237,15 @@ def test_a_scheme_of_the_targets_generation_is_written_as_burn_spells_it(tmp_pat
     assert read_meta(tmp_path / "copy.bpk")["tensors"]["w"]["dtype"] == {"QFloat": implicit}
     assert list(read_meta(tmp_path / "copy.bpk")["tensors"]["w"]["dtype"]["QFloat"]) == \
         ["value", "store", "mode", "tensor", "block"]  # serde's field order (cubecl-common scheme.rs:32-46)
+
+
+def test_a_scheme_rewritten_for_another_generation_is_the_same_dtype(tmp_path):
+    raw = i8(*[1] * 8) + f32(2.0, 3.0)
+    path = write(tmp_path, {"w": ({"QFloat": gen1(level={"Block": block(4)})}, [8], raw)})
+    with open_store(path) as store:
+        export(store.entries, tmp_path / "new.bpk")
+        with open_store(tmp_path / "new.bpk") as new:
+            assert new.entry("w").dtype == store.entry("w").dtype
+            assert new.entry("w").dtype.quant_scheme.generation == 2
+            (row,) = diff(store, new, values=True).tensors
+            assert row.status == "identical"
