@@ -251,7 +251,7 @@ def blocks_are_runs(shape: tuple[int, ...], block: tuple[int, ...]) -> bool:
 def block_dims(block: tuple[int, ...], ndim: int) -> tuple[int, ...]:
     """The block right-aligned to ``ndim`` dimensions, ones in front (``BlockSize::to_dim_vec``,
     cubecl-common 0.10.0 scheme.rs:311-318)."""
-    kept = block[len(block) - min(ndim, len(block)):]
+    kept = block[:min(ndim, len(block))]  # a block of more dimensions keeps its first ones, as Burn's does
     return (1,) * (ndim - len(kept)) + kept
 
 

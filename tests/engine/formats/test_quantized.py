@@ -249,3 +249,10 @@ def test_a_scheme_rewritten_for_another_generation_is_the_same_dtype(tmp_path):
             assert new.entry("w").dtype.quant_scheme.generation == 2
             (row,) = diff(store, new, values=True).tensors
             assert row.status == "identical"
+
+
+def test_a_block_is_right_aligned_to_the_tensor_as_to_dim_vec_does():
+    """cubecl-common 0.10.0 quant/scheme.rs:311-318: ones in front; a longer block keeps its first sizes."""
+    assert q.block_dims((32,), 3) == (1, 1, 32)
+    assert q.block_dims((2, 4), 2) == (2, 4)
+    assert q.block_dims((2, 4, 8), 2) == (2, 4)
