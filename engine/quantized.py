@@ -241,8 +241,8 @@ def blocks_are_runs(shape: tuple[int, ...], block: tuple[int, ...]) -> bool:
     """Whether rectangular blocks (Burn main) and flat runs of prod(block) values (Burn up to
     0.22.0-pre.2) group the same elements: the block spans whole trailing dimensions and divides one."""
     dims = block_dims(block, len(shape))
-    size = math.prod(dims)
-    if not shape or math.prod(shape) % size:
+    size = math.prod(block)  # a run holds every stored size's values (BlockSize::num_elements)
+    if not shape or math.prod(dims) != size or math.prod(shape) % size:
         return False
     k = next((i for i, d in enumerate(dims) if d != 1), len(dims) - 1)
     return shape[k] % dims[k] == 0 and all(dims[i] == shape[i] for i in range(k + 1, len(shape)))
@@ -307,9 +307,9 @@ def scale_count(scheme: QuantScheme, shape: tuple[int, ...]) -> int:
     """
     if scheme.block is None:
         return 1
-    dims = block_dims(scheme.block, len(shape))
     if scheme.generation == 1:
-        return math.prod(shape) // math.prod(dims)
+        return math.prod(shape) // math.prod(scheme.block)
+    dims = block_dims(scheme.block, len(shape))
     return math.prod(-(-n // b) for n, b in zip(shape, dims))
 
 
@@ -332,9 +332,9 @@ def check_layout(scheme: QuantScheme, shape: tuple[int, ...], nbytes: int) -> Qu
     if reason:
         raise SchemeError(reason)
     if scheme.block is not None:
-        dims = block_dims(scheme.block, len(shape))
-        if scheme.generation == 1 and math.prod(shape) % math.prod(dims):
-            raise SchemeError(f"{math.prod(shape)} values are not a whole number of blocks of {math.prod(dims)} "
+        run = math.prod(scheme.block)
+        if scheme.generation == 1 and math.prod(shape) % run:
+            raise SchemeError(f"{math.prod(shape)} values are not a whole number of blocks of {run} "
                               "(Burn up to 0.22.0-pre.2 asserts this: burn-ndarray ops/quantization.rs:45-53)")
     if scheme.store == "PackedU32" and scheme.bits < 8 and len(shape) > 1 and shape[-1] % (32 // scheme.bits):
         raise SchemeError(f"rows of {shape[-1]} {scheme.value} values do not fill whole u32 words; Burn's writers "
@@ -413,9 +413,9 @@ def dequantize(parts: QuantizedValues, scheme: QuantScheme) -> np.ndarray:
 
 def per_element_scales(scales: np.ndarray, scheme: QuantScheme, shape: tuple[int, ...]) -> np.ndarray:
     """Each element's block scale, as an array of ``shape``."""
+    if scheme.generation == 1:  # runs of BlockSize::num_elements() values
+        return np.repeat(scales, math.prod(scheme.block or ())).reshape(shape)
     dims = block_dims(scheme.block or (), len(shape))
-    if scheme.generation == 1:
-        return np.repeat(scales, math.prod(dims)).reshape(shape)
     grid = scales.reshape(tuple(-(-n // b) for n, b in zip(shape, dims)))
     for axis, (n, b) in enumerate(zip(shape, dims)):
         grid = np.repeat(grid, b, axis=axis).take(np.arange(n), axis=axis)
