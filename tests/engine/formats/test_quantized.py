@@ -256,3 +256,18 @@ def test_a_block_is_right_aligned_to_the_tensor_as_to_dim_vec_does():
     assert q.block_dims((32,), 3) == (1, 1, 32)
     assert q.block_dims((2, 4), 2) == (2, 4)
     assert q.block_dims((2, 4, 8), 2) == (2, 4)
+
+
+@pytest.mark.parametrize("shape", [(8,), (2, 4), (4, 2), (3, 4), (2, 2, 4), (4, 4)])
+@pytest.mark.parametrize("blk", [(2,), (4,), (8,), (2, 2), (1, 4), (2, 4), (4, 2), (2, 2, 2)])
+def test_runs_and_rectangles_are_called_equal_exactly_when_they_group_the_same_elements(shape, blk):
+    numel = int(np.prod(shape))
+    dims = q.block_dims(blk, len(shape))
+    rect = np.zeros(shape, np.int64)
+    for index in np.ndindex(*shape):
+        grid = [-(-n // b) for n, b in zip(shape, dims)]
+        rect[index] = np.ravel_multi_index([i // b for i, b in zip(index, dims)], grid)
+    run = int(np.prod(blk))
+    # the same elements under the same scale index: scale i is run i, and the i-th rectangle in row-major order
+    same = numel % run == 0 and bool((np.arange(numel) // run == rect.reshape(-1)).all())
+    assert q.blocks_are_runs(shape, blk) == same
