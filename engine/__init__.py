@@ -8,9 +8,10 @@ from .dtypes import DType
 from .errors import ExportCancelled, ExportError, FormatError, RecipeError, StoreStudioError
 from .export import export
 from .formats import open_store
-from .quantized import QuantizedValues, scheme_description, stored_values
+from .quantized import QuantizedValues, scheme_description, stored_values, why_undecoded
 from .store import ArrayStore, Store, TensorEntry, TensorSource
 
-__all__ = ["BURN_VERSIONS", "NEWEST_BURN", "BurnVersion", "Compatibility", "QuantizedValues", "burn_compatibility",
-           "parse_burn_version", "scheme_description", "stored_values", "ArrayStore", "DType", "ExportCancelled", "ExportError", "FormatError", "RecipeError", "Store", "StoreStudioError",
-           "TensorEntry", "TensorSource", "export", "open_store", "__version__"]
+__all__ = ["ArrayStore", "BURN_VERSIONS", "BurnVersion", "Compatibility", "DType", "ExportCancelled", "ExportError",
+           "FormatError", "NEWEST_BURN", "QuantizedValues", "RecipeError", "Store", "StoreStudioError", "TensorEntry",
+           "TensorSource", "burn_compatibility", "export", "open_store", "parse_burn_version", "scheme_description",
+           "stored_values", "why_undecoded", "__version__"]

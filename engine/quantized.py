@@ -456,6 +456,11 @@ def scheme_description(dtype: Any) -> str | None:
     return dtype.quant_scheme.describe() if dtype.kind == "quantized" else None
 
 
+def why_undecoded(dtype: Any) -> str | None:
+    """Why a quantized dtype's values are not decoded (None when they are, or the dtype is not quantized)."""
+    return undecodable(dtype.quant_scheme) if dtype.kind == "quantized" else None
+
+
 def stored_values(entry: Any) -> QuantizedValues:
     """A quantized tensor's integers and scales as its file stores them (the raw side of its values)."""
     reader = getattr(entry.store, "read_quantized", None)

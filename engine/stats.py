@@ -76,7 +76,7 @@ def stats_for(entry: TensorEntry, *, bins: int = BINS, cancel: Callable[[], bool
     """Statistics of a stored tensor (a quantized one's dequantized values); raises StatsUnavailable for
     values that cannot be decoded."""
     if entry.dtype.values_dtype is None:
-        why = quantized.undecodable(entry.dtype.quant_scheme) if entry.dtype.kind == "quantized" else None
+        why = quantized.why_undecoded(entry.dtype)
         raise StatsUnavailable(f"{why or f'{entry.dtype} values are stored encoded and are not decoded here'}, "
                                "so there are no statistics for them")
     if entry.dtype.kind == "complex":

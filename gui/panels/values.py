@@ -14,7 +14,7 @@ from PySide6.QtGui import QColor, QImage, QLinearGradient, QMouseEvent, QPainter
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QSpinBox, QTableView, QTabWidget,
                                QVBoxLayout, QWidget)
 
-from engine import humanize, stored_values
+from engine import humanize, stored_values, why_undecoded
 from engine.store import TensorEntry
 from gui.models.slice_model import SliceModel
 from gui.numbers import digits_for, format_number
@@ -334,7 +334,8 @@ class ValuesPanel(QWidget):
             self._show_message("Select a tensor to see its values.")
             return
         if entry.dtype.values_dtype is None or entry.dtype.kind == "complex":
-            self._show_message(f"{entry.dtype} values are not decoded, so there is nothing to preview.")
+            why = why_undecoded(entry.dtype) or f"{entry.dtype} values are not decoded"
+            self._show_message(f"{why}, so there is nothing to preview.")
             return
         if entry.numel == 0:
             self._show_message(f"This tensor has no values (shape {humanize.shape(entry.shape)}).")

@@ -69,6 +69,17 @@ def test_the_stored_integers_are_one_click_from_the_dequantized_values(qtbot, qu
         assert not panel.stored.isVisible() and not panel.stored.isChecked()
 
 
+def test_values_burn_does_not_decode_say_why(qtbot, tmp_path):
+    panel = ValuesPanel(TaskRunner())
+    qtbot.addWidget(panel)
+    panel.show()
+    path = write(tmp_path, {"w": ({"QFloat": gen2("E4M3", store="Native")}, [4], i8(1, 2, 3, 4) + f32(1.0))})
+    with open_store(path) as store:
+        panel.show_entry(store.entry("w"))
+    assert panel.message.text().startswith("E4M3 values are not decoded by Burn's QuantizedBytes")
+    assert not panel.stored.isVisible()
+
+
 def test_the_file_panel_says_which_burn_releases_load_the_file(open_view, quantized_file):
     view = open_view(quantized_file)
     texts = [label.text() for label in view.file_info.findChildren(QLabel)]
