@@ -154,7 +154,7 @@ def _parse_gen2(payload: dict) -> QuantScheme:
 
 
 def _value(value: Any) -> str:
-    if value in INTEGER_VALUES or value in FLOAT_VALUES:
+    if isinstance(value, str) and (value in INTEGER_VALUES or value in FLOAT_VALUES):
         return value
     raise SchemeError(f"QFloat value type {_short(value)} is not one Burn knows "
                       f"({', '.join([*INTEGER_VALUES, *FLOAT_VALUES])})")

@@ -136,7 +136,10 @@ def test_a_zero_scale_reads_as_burns_reference_does(tmp_path):
     (gen2("Q3S"), i8(1, 2, 3, 4) + f32(1.0), r"tensor 'w': QFloat value type 'Q3S' is not one Burn knows"),
     ({"value": "Q8S", "mode": "Symmetric", "level": "Tensor"}, i8(1, 2, 3, 4), r"Burn writes either"),
     (gen2(store={"PackedU32": "x"}), i8(1, 2, 3, 4) + f32(1.0), r"store .* is not Native, PackedU32"),
-], ids=["truncated-scales", "scheme-does-not-fit", "unknown-value-type", "neither-generation", "bad-store"])
+    ({**gen2(), "value": {"Q8S": 1}}, i8(1, 2, 3, 4) + f32(1.0), r"value type \{'Q8S': 1\} is not one Burn knows"),
+    ({**gen1(), "level": {"Block": {"storage": [32], "len": 1}}}, i8(1, 2, 3, 4) + f32(1.0), r"block size .* is not"),
+], ids=["truncated-scales", "scheme-does-not-fit", "unknown-value-type", "neither-generation", "bad-store",
+        "unhashable-value", "short-block-storage"])
 def test_bad_quantized_tensors_are_one_line_and_nothing_is_written(tmp_path, capsys, scheme, raw, message):
     path = write(tmp_path, {"w": ({"QFloat": scheme}, [4], raw)})
     with pytest.raises(FormatError, match=message) as caught:
