@@ -16,6 +16,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from engine import FormatError, export, open_store
 from engine import quantized as q
@@ -274,3 +276,30 @@ def test_runs_and_rectangles_are_called_equal_exactly_when_they_group_the_same_e
     # the same elements under the same scale index: scale i is run i, and the i-th rectangle in row-major order
     same = numel % run == 0 and bool((np.arange(numel) // run == rect.reshape(-1)).all())
     assert q.blocks_are_runs(shape, blk) == same
+
+
+LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-2, 300), st.sampled_from(
+    ["Q8S", "Q4S", "Q2F", "E4M3", "F32", "F16", "UE4M3", "UE8M0", "Native", "Tensor", "Symmetric", "Lookup"]),
+    st.sampled_from([{"PackedU32": 0}, {"PackedU32": 1}, {"PackedNative": 0}, {"Block": block(2)},
+                     {"Block": block(3, 2)}, {"BlockTensor": {"block": block(2), "global": "F32"}},
+                     {"size": block(2), "dtype": "F16"}, {"size": block(4, 2, 2), "dtype": "UE4M3"}]))
+VALUES = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=6) | st.dictionaries(
+    st.sampled_from(["PackedU32", "PackedNative", "Block", "BlockTensor", "storage", "len", "size", "dtype",
+                     "block", "global"]), inner, max_size=3), max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(fields=st.sampled_from([sorted(q.GEN1_FIELDS), sorted(q.GEN2_FIELDS)]), data=st.data(),
+       shape=st.lists(st.integers(0, 9), max_size=3), extra=st.integers(-3, 40))
+def test_any_scheme_decodes_or_says_why_in_a_scheme_error(fields, data, shape, extra):
+    payload = {name: data.draw(VALUES, label=name) for name in fields}
+    try:
+        scheme = q.parse_scheme(payload)
+        layout = q.layouts(scheme, tuple(shape))[0] if not q.undecodable(scheme) else None
+        size = max(0, (layout.total if layout else 8) + extra)
+        parts = q.split(bytes(range(256)) * (size // 256) + bytes(range(size % 256)), scheme, tuple(shape))
+    except q.SchemeError:
+        event("refused")
+        return
+    event("decoded")
+    assert q.dequantize(parts, scheme).shape == tuple(shape)
