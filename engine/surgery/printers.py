@@ -12,6 +12,7 @@ import re
 import shlex
 from pathlib import Path
 
+from ..burn_versions import NEWEST
 from . import adapters as ad
 from .filters import Filter
 from .recipe import CAST_TARGETS, Recipe, SourceSpec
@@ -45,6 +46,8 @@ def as_cli(recipe: Recipe, output: str = "OUT") -> str:
         args += ["--template", recipe.template]
     if recipe.allow_partial:
         args.append("--allow-partial")
+    if recipe.burn_version is not NEWEST:
+        args += ["--burn-version", recipe.burn_version.value]
     line = " ".join(shlex.quote(a) for a in args)
     if _needs_recipe_file(recipe):
         line += "  # predicates, casts by module or per-source filters need --recipe FILE"

@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 from engine import open_store
+from engine.burn_versions import BurnVersion
 from engine.cli import main
+from engine.surgery.printers import as_cli
+from engine.surgery.recipe import Recipe, SourceSpec
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "burn_record"))
 from burn_record_writers import Data, Settings, write_record  # noqa: E402
@@ -101,3 +104,13 @@ def test_migrate_writes_for_the_burn_version_asked(tmp_path, capsys):
     with pytest.raises(SystemExit) as usage:
         main(["migrate", str(tmp_path), "--burn-version", "0.9"])
     assert usage.value.code == 2 and "invalid choice: '0.9'" in capsys.readouterr().err
+
+
+def test_the_copied_command_line_keeps_a_recipes_burn_version(tmp_path):
+    path = write(tmp_path, {"m": ({"Bool": "Native"}, [1], bytes([1]))})
+    recipe = Recipe(sources=(SourceSpec(str(path)),), burn_version=BurnVersion.V0_20)
+    line = as_cli(recipe, str(tmp_path / "o.bpk"))
+    assert line.endswith("--burn-version 0.20")
+    assert "--burn-version" not in as_cli(recipe.with_changes(burn_version=BurnVersion.V0_22))
+    assert main(line.split()[1:]) == 0
+    assert read_meta(tmp_path / "o.bpk")["tensors"]["m"]["dtype"] == "Bool"
