@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QFileDialo
                                QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
 from engine import BURN_VERSIONS, BurnVersion, humanize, parse_burn_version
+from engine.dtypes import writable_to
 from engine.export import PRODUCER
 from engine.formats import burnpack, format_for_path, safetensors, writer
 from engine.surgery import Plan, ShapeMismatch, carried_metadata, validate
@@ -67,6 +68,9 @@ class ExportDialog(QDialog):
         document.planReady.connect(self._plan_changed)
         document.planFailed.connect(self._plan_changed)
         document.busyChanged.connect(self._plan_changed)  # no export of a plan an edit just made stale
+        for changed in (self.format_combo.currentIndexChanged, self.burn_combo.currentIndexChanged,
+                        self.path_edit.textChanged):  # what the file can hold depends on its format and Burn version
+            changed.connect(self._plan_changed)
         self._plan_changed()
 
     # --- building -------------------------------------------------------------------------------------
@@ -286,11 +290,22 @@ class ExportDialog(QDialog):
             self._set_problem(f"⚠ {len(mismatches):,} tensor shape(s) differ from the template "
                               f"{self.document.template.path.name} ({mismatch_text(mismatches[0])}): the model "
                               f"cannot load them. Export asks before writing anyway.")
+        elif self._unwritable(plan):
+            self._set_problem(f"⚠ {self._unwritable(plan)}; the export will be refused.")
         elif self.document.error:
             self._set_problem(f"⚠ The latest recipe edit cannot be planned ({self.document.error}); the export "
                               f"writes the last good plan.")
         else:
             self._set_problem("")
+
+    def _unwritable(self, plan: Plan) -> str:
+        """The first tensor the chosen format (and Burn version) cannot hold, with the reason; "" if none."""
+        fmt, version = self.format(), self.burn_version()
+        for tensor in plan.tensors:
+            reason = writable_to(tensor.dtype, fmt, version, tuple(tensor.shape))
+            if reason:
+                return f"{tensor.name}: {reason}"
+        return ""
 
     def _set_problem(self, text: str) -> None:
         self.problem.setText(text)

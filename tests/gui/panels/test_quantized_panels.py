@@ -113,3 +113,22 @@ def test_the_export_dialog_writes_for_the_burn_version_chosen(window, bool_docum
     assert read_meta(tmp_path / "old.bpk")["tensors"]["mask"]["dtype"] == "Bool"
     with open_store(tmp_path / "old.bpk") as written:
         assert [v.value for v in written.burn.loads_in] == ["0.20"]
+
+
+def test_the_export_dialog_warns_before_writing_what_the_choice_cannot_hold(window, qtbot, tmp_path):
+    store = open_store(write(tmp_path, {"w": ({"QFloat": gen2(store="Native", tensor="F32", blocks=(4,),
+                                                              block_dtype="F16")}, [8], i8(*[1] * 8) + bytes(4) + f32(1.0))},
+                             "two_level.bpk"))
+    document = RecipeDocument(store, window.work)
+    qtbot.waitUntil(lambda: not document.busy and document.plan is not None, timeout=10_000)
+    try:
+        dialog = run_export(window, document)
+        assert not dialog.problem.isVisibleTo(dialog)
+        dialog.burn_combo.setCurrentIndex(dialog.burn_combo.findData("0.21"))
+        assert "Burn 0.21 has no two-level scales" in dialog.problem.text() and dialog.problem.isVisibleTo(dialog)
+        dialog.path_edit.setText(str(tmp_path / "out.safetensors"))
+        assert "SafeTensors has no quantized dtype" in dialog.problem.text()
+        dialog.reject()
+    finally:
+        document.close()
+        store.close()
