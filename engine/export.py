@@ -24,6 +24,7 @@ from . import dtypes
 from .burn_versions import NEWEST, BurnVersion
 from .errors import ExportCancelled, ExportError
 from .formats import format_for_path, writer
+from .metadata_keys import PRODUCER  # burn-store's meaning: who wrote the file (and `version`, its version)
 from .quantized import Dequantized
 from .store import TensorSource
 
@@ -32,7 +33,6 @@ Cancel = Callable[[], bool]
 COPY_STEP = 64 << 20  # bytes per kernel copy between progress reports and cancel checks
 BUFFER = 1 << 20  # bytes per step when the kernel cannot copy
 PARTIAL = ".partial"
-PRODUCER = "store-studio"
 CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 

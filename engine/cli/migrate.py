@@ -16,6 +16,7 @@ from ..burn_versions import NEWEST, parse_burn_version
 from ..errors import StoreStudioError
 from ..export import export
 from ..formats import SNIFF_BYTES, burn_record, open_store
+from ..metadata_keys import carried_fields
 from . import progress
 from .convert import add_burn_version_flag
 
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
                     detail += ", names positional"
                 if not args.dry_run:
                     with progress.line(args, f"writing {dest.name}") as report:
-                        export(store.entries, dest, fmt, metadata=store.metadata, scalars=store.scalars,
+                        export(store.entries, dest, fmt, metadata=carried_fields([store], fmt), scalars=store.scalars,
                                progress=report, burn_version=version)
                 written += store.total_bytes
         except StoreStudioError as exc:
