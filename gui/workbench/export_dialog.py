@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox,
                                QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressDialog,
                                QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
@@ -69,7 +69,7 @@ class ExportDialog(QDialog):
         document.planFailed.connect(self._plan_changed)
         document.busyChanged.connect(self._plan_changed)  # no export of a plan an edit just made stale
         for changed in (self.format_combo.currentIndexChanged, self.burn_combo.currentIndexChanged,
-                        self.path_edit.textChanged):  # what the file can hold depends on its format and Burn version
+                        self.path_edit.textChanged, self.dequantize.toggled):  # what the file can hold depends on its format and Burn version
             changed.connect(self._plan_changed)
         self._plan_changed()
 
@@ -102,8 +102,13 @@ class ExportDialog(QDialog):
             self.burn_combo.addItem(f"Burn {version}", version)
         self.burn_combo.setCurrentIndex(self.burn_combo.findData(self.document.recipe.burn_version.value))
         self.burn_label = QLabel("for")
+        self.dequantize = QCheckBox("Dequantize")
+        self.dequantize.setObjectName("exportDequantize")
+        self.dequantize.setToolTip("Write quantized tensors as their F32 values (SafeTensors has no quantized dtype)")
+        self.dequantize.setVisible(any(e.dtype.kind == "quantized" for s in self.document.stores for e in s.entries))
         kind = QHBoxLayout()
         kind.addWidget(self.format_combo, 1)
+        kind.addWidget(self.dequantize)
         kind.addWidget(self.burn_label)
         kind.addWidget(self.burn_combo)
         self._path_edited(self.path_edit.text())
@@ -302,6 +307,8 @@ class ExportDialog(QDialog):
         """The first tensor the chosen format (and Burn version) cannot hold, with the reason; "" if none."""
         fmt, version = self.format(), self.burn_version()
         for tensor in plan.tensors:
+            if tensor.dtype.kind == "quantized" and self.dequantize.isChecked():
+                continue  # written as F32
             reason = writable_to(tensor.dtype, fmt, version, tuple(tensor.shape))
             if reason:
                 return f"{tensor.name}: {reason}"
@@ -372,11 +379,13 @@ class ExportDialog(QDialog):
 
     def _run(self, plan: Plan, dest: Path, *, overwrite: bool) -> None:
         fmt, metadata, relay, version = self.format(), self.metadata(), self.progress_relay, self.burn_version()
+        dequantize = self.dequantize.isChecked()
         _, scalars = carried_metadata(self.document.planned_stores(), self.document.recipe, fmt)  # as convert does
 
         def work(cancelled: Callable[[], bool]) -> Path:
             return plan.export(dest, fmt, metadata=metadata, scalars=scalars, overwrite=overwrite,
-                               progress=relay.reporter(cancelled), cancel=cancelled, burn_version=version)
+                               progress=relay.reporter(cancelled), cancel=cancelled, burn_version=version,
+                               dequantize=dequantize)
 
         self._show_result("")
         self._started = time.monotonic()

@@ -103,6 +103,7 @@ def bool_document(window: MainWindow, qtbot, tmp_path, monkeypatch):
 def test_the_export_dialog_writes_for_the_burn_version_chosen(window, bool_document, qtbot, tmp_path):
     dialog = run_export(window, bool_document)
     assert dialog.burn_combo.currentData() == "0.22" and dialog.burn_combo.isVisible()
+    assert not dialog.dequantize.isVisible()  # nothing quantized to dequantize
     dialog.format_combo.setCurrentIndex(dialog.format_combo.findData("safetensors"))
     assert not dialog.burn_combo.isVisible()
     dialog.path_edit.setText(str(tmp_path / "old.bpk"))
@@ -128,6 +129,14 @@ def test_the_export_dialog_warns_before_writing_what_the_choice_cannot_hold(wind
         assert "Burn 0.21 has no two-level scales" in dialog.problem.text() and dialog.problem.isVisibleTo(dialog)
         dialog.path_edit.setText(str(tmp_path / "out.safetensors"))
         assert "SafeTensors has no quantized dtype" in dialog.problem.text()
+        assert dialog.dequantize.isVisibleTo(dialog)
+        qtbot.mouseClick(dialog.dequantize, Qt.MouseButton.LeftButton)
+        assert not dialog.problem.isVisibleTo(dialog)
+        qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=10_000)
+        with open_store(tmp_path / "out.safetensors") as written:
+            assert written.read("w").tobytes() == store.read("w").tobytes()  # F32, zero scales read as 0.1
+            assert written.read("w").tolist() == pytest.approx([0.1] * 8)
         dialog.reject()
     finally:
         document.close()
