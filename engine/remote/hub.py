@@ -1,4 +1,4 @@
-"""Hugging Face Hub addresses: ``hf://ORG/REPO[@REV]/PATH`` and page URLs (``.../blob/REV/PATH``).
+"""Hugging Face Hub addresses: ``hf://[datasets/]ORG/REPO[@REV]/PATH`` and page URLs (``.../blob/REV/PATH``).
 
 Both become the Hub's ``resolve`` URL (``{endpoint}/ORG/REPO/resolve/REV/PATH``), which serves the
 file itself (redirecting large ones to a CDN), so opening one file needs no listing API.
@@ -23,7 +23,9 @@ ENDPOINT_VARIABLE = "HF_ENDPOINT"
 TOKEN_VARIABLE = "HF_TOKEN"
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_REVISION = "main"
-_HF = re.compile(r"(?i)hf://(?P<org>[^/@]+)/(?P<repo>[^/@]+)(?:@(?P<rev>[^/]+))?/(?P<path>.+)")
+_HF = re.compile(r"(?i)hf://(?P<kind>datasets/|spaces/)?(?P<org>[^/@]+)/(?P<repo>[^/@]+)"
+                 r"(?:@(?P<rev>[^/]+))?/(?P<path>.+)")
+KINDS = ("datasets", "spaces")  # a repository of these kinds has its kind before ORG/REPO in every URL
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,8 @@ def target(text: str) -> Target:
     if text.lower().startswith("hf://"):
         if match is None:
             raise FormatError(text, "is not an hf://ORG/REPO[@REVISION]/PATH address")
-        url = resolve_url(hub, match["org"], match["repo"], match["rev"] or DEFAULT_REVISION, match["path"])
+        url = resolve_url(hub, (match["kind"] or "") + match["org"], match["repo"], match["rev"] or DEFAULT_REVISION,
+                          match["path"])
     else:
         url = _page_to_resolve(text) if origin(text) == origin(hub) else text
     if origin(url) != origin(hub):
@@ -67,15 +70,16 @@ def target(text: str) -> Target:
 
 
 def resolve_url(hub: str, org: str, repo: str, revision: str, path: str) -> str:
-    return f"{hub}/{quote(org)}/{quote(repo)}/resolve/{quote(revision, safe='')}/{quote(path)}"
+    return f"{hub}/{quote(org)}/{quote(repo)}/resolve/{quote(revision, safe='')}/{quote(path)}"  # org may be kind/org
 
 
 def _page_to_resolve(url: str) -> str:
     """A Hub page (``ORG/REPO/blob/REV/PATH``) as the file's ``resolve`` URL; other URLs as they are."""
     parts = urlsplit(url)
     segments = parts.path.split("/")
-    if len(segments) > 5 and segments[3] == "blob":
-        segments[3] = "resolve"
+    at = 4 if len(segments) > 1 and segments[1] in KINDS else 3  # /[datasets/]ORG/REPO/blob/REV/PATH
+    if len(segments) > at + 2 and segments[at] == "blob":
+        segments[at] = "resolve"
         return parts._replace(path="/".join(segments), query="", fragment="").geturl()
     return url
 

@@ -120,6 +120,14 @@ def test_hf_address_and_page_url_read_the_resolve_url_with_the_token_only_on_the
     assert other_site.site.log and all(r.authorization is None for r in other_site.site.log)
 
 
+def test_a_dataset_repository_file_opens_by_hf_address_and_by_its_page(site, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", site.base)
+    site.site.files["/datasets/org/data/resolve/main/w.safetensors"] = save_safetensors(ARRAYS)
+    for address in ("hf://datasets/org/data/w.safetensors", site.url("/datasets/org/data/blob/main/w.safetensors")):
+        with open_store(address) as store:
+            assert len(store) == len(ARRAYS)
+
+
 def test_the_token_never_goes_to_another_host_even_when_the_url_names_it(site, other_site, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", site.base)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
