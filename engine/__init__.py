@@ -15,23 +15,41 @@ from .errors import ExportCancelled, ExportError, FormatError, RecipeError, Stor
 
 __version__ = "0.1.0"
 
-_LAZY = {"DType": ".dtypes", "export": ".export", "open_store": ".formats", "ArrayStore": ".store",
-         "Store": ".store", "TensorEntry": ".store", "TensorSource": ".store"}
+# public name -> (module, name there): imported on first use
+_LAZY = {
+    "Compatibility": (".burn_compat", "Compatibility"), "burn_compatibility": (".burn_compat", "burn_compatibility"),
+    "BURN_VERSIONS": (".burn_versions", "CHOICES"), "NEWEST_BURN": (".burn_versions", "NEWEST"),
+    "BurnVersion": (".burn_versions", "BurnVersion"), "parse_burn_version": (".burn_versions", "parse_burn_version"),
+    "DType": (".dtypes", "DType"), "export": (".export", "export"), "open_store": (".formats", "open_store"),
+    "Location": (".locations", "Location"), "RemoteLocation": (".locations", "RemoteLocation"),
+    "is_url": (".locations", "is_url"), "location": (".locations", "location"),
+    "QuantizedValues": (".quantized", "QuantizedValues"), "scheme_description": (".quantized", "scheme_description"),
+    "stored_values": (".quantized", "stored_values"), "why_undecoded": (".quantized", "why_undecoded"),
+    "ArrayStore": (".store", "ArrayStore"), "Store": (".store", "Store"), "TensorEntry": (".store", "TensorEntry"),
+    "TensorSource": (".store", "TensorSource"),
+}
 
 if TYPE_CHECKING:
+    from .burn_compat import Compatibility, burn_compatibility
+    from .burn_versions import CHOICES as BURN_VERSIONS, NEWEST as NEWEST_BURN, BurnVersion, parse_burn_version
     from .dtypes import DType
     from .export import export
     from .formats import open_store
+    from .locations import Location, RemoteLocation, is_url, location
+    from .quantized import QuantizedValues, scheme_description, stored_values, why_undecoded
     from .store import ArrayStore, Store, TensorEntry, TensorSource
 
-__all__ = ["ArrayStore", "DType", "ExportCancelled", "ExportError", "FormatError", "RecipeError", "Store", "StoreStudioError",
-           "TensorEntry", "TensorSource", "export", "open_store", "__version__"]
+__all__ = ["ArrayStore", "BURN_VERSIONS", "BurnVersion", "Compatibility", "DType", "ExportCancelled", "ExportError",
+           "FormatError", "Location", "NEWEST_BURN", "QuantizedValues", "RecipeError", "RemoteLocation", "Store",
+           "StoreStudioError", "TensorEntry", "TensorSource", "burn_compatibility", "export", "is_url", "location",
+           "open_store", "parse_burn_version", "scheme_description", "stored_values", "why_undecoded", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module, __name__), attribute)
     globals()[name] = value  # once: later lookups are plain module attributes
     return value
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine import Store, open_store
+from engine import RemoteLocation, Store, open_store
 from engine.collector import collector_paused
 from engine.tree import TreeNode, build_tree, first_levels
 
@@ -33,10 +33,13 @@ class LoadedStore:
     file_size: int
 
 
-def load_store(path: Path, cancelled: Callable[[], bool]) -> LoadedStore:
-    """Open and index a file; runs in a worker so a large header never freezes the window."""
+def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool]) -> LoadedStore:
+    """Open and index a file (or a URL); runs in a worker so a large header or a slow server never freezes the window."""
     with collector_paused():
         store = open_store(path)
+        if cancelled():  # nobody wants it any more: close it here rather than leave it open
+            store.close()
+            raise InterruptedError("cancelled")
         tree = build_tree(store.entries, order="file", compact=True)
         opened = first_levels(tree) if tree.tensors > SMALL_STORE else []
         by_dtype = _params_by_dtype(store)

@@ -12,6 +12,7 @@ import difflib
 import importlib
 import os
 import sys
+import warnings
 from types import ModuleType
 from typing import Iterable, Sequence
 
@@ -60,7 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     args = parser(needed(words)).parse_args(words)
     try:
-        return int(args.run(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = show_warning  # e.g. a server that ignores byte ranges: one line, no source
+            return int(args.run(args) or 0)
     except UsageError as exc:
         return fail(f"store-studio {args.command}: {exc}", exits.USAGE)
     except StoreStudioError as exc:
@@ -78,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return fail(f"store-studio: unexpected error ({type(exc).__name__}: {exc}); please report it with the "
                     f"command you ran ({TRACEBACK_VARIABLE}=1 shows the details)", exits.FILE_PROBLEM)
+
+
+def show_warning(message: Warning | str, *args: object, **kwargs: object) -> None:
+    print(f"store-studio: warning: {message}", file=sys.stderr)
 
 
 def fail(message: str, code: int) -> int:

@@ -15,8 +15,10 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from .. import humanize
+from ..burn_versions import CHOICES, NEWEST, parse_burn_version
 from ..errors import ExportError, FormatError, RecipeError
 from ..formats import format_for_path, open_store
+from ..locations import is_url
 from ..store import Store
 from ..surgery import adapters as ad
 from ..surgery.align import align
@@ -35,10 +37,14 @@ EXIT_MISSING = exits.VALIDATION
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="convert model files to Burnpack or SafeTensors, with optional surgery")
-    p.add_argument("paths", nargs="+", metavar="IN [IN...] OUT", help="input files (merged in order) and the output")
+    p.add_argument("paths", nargs="+", metavar="IN [IN...] OUT",
+                   help="input files or http(s):// and hf:// addresses (merged in order) and the output")
     p.add_argument("--format", choices=sorted(FORMATS), help="output format (default: from OUT's extension)")
     p.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE", help="add output metadata")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    add_burn_version_flag(p)
+    p.add_argument("--dequantize", action="store_true",
+                   help="write quantized tensors as their F32 values (SafeTensors has no quantized dtype)")
     s = p.add_argument_group("surgery")
     s.add_argument("--include", action="append", default=[], metavar="REGEX", help="keep tensors matching (OR-ed)")
     s.add_argument("--exclude", action="append", default=[], metavar="REGEX", help="drop tensors matching")
@@ -64,6 +70,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--save-recipe", metavar="FILE", help="save the recipe these arguments make")
     progress.add_quiet_flag(p)
     p.set_defaults(run=run)
+
+
+def add_burn_version_flag(p: argparse.ArgumentParser) -> None:
+    """``--burn-version``: the Burn release a written Burnpack must load in (its Bool spelling and
+    quantization scheme); a recipe's own choice, else the newest, when not given."""
+    p.add_argument("--burn-version", choices=CHOICES, metavar="|".join(CHOICES),
+                   help=f"the Burn release the output must load in (default: the recipe's, else {NEWEST.value})")
 
 
 def parse_metadata(pairs: list[str]) -> dict[str, str]:
@@ -110,13 +123,18 @@ def parse_modules(pairs: list[str]) -> dict[str, str]:
     return result
 
 
+def _same_file(path: str) -> str | Path:
+    """What two spellings of one source share: a local file's resolved path, a URL as written."""
+    return path if is_url(path) else Path(path).resolve()
+
+
 def build_recipe(args: argparse.Namespace, inputs: list[str], modules: dict[str, str] | None = None) -> Recipe:
     """The recipe the arguments describe: ``--recipe``'s, extended by the flags."""
     check_patterns(args)
     base = Recipe.load(args.recipe) if args.recipe else Recipe()
-    known = {Path(s.path).resolve(): s for s in base.sources}
+    known = {_same_file(s.path): s for s in base.sources}
     key = args.top_level_key or base.top_level_key
-    sources = tuple(known.get(Path(p).resolve(), SourceSpec(p)) for p in inputs) if inputs else base.sources
+    sources = tuple(known.get(_same_file(p), SourceSpec(p)) for p in inputs) if inputs else base.sources
     adapters = list(base.adapters)
     wanted = [*args.adapter, *([ad.CONTIGUOUS_INDICES] if args.contiguous_indices else []),
               *([ad.SKIP_ENUM_VARIANTS] if args.skip_enum_variants else []),
@@ -135,6 +153,7 @@ def build_recipe(args: argparse.Namespace, inputs: list[str], modules: dict[str,
         allow_partial=base.allow_partial or args.allow_partial,
         clear_metadata=base.clear_metadata or args.clear_metadata,
         template=args.template or base.template,
+        burn_version=parse_burn_version(args.burn_version) if args.burn_version else base.burn_version,
     )
 
 
@@ -181,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         metadata, scalars = carried_metadata(stores, recipe, fmt or format_for_path(output))
         with progress.line(args, f"writing {Path(output).name}") as report:
             out = result.export(output, fmt, metadata={**metadata, **recipe.metadata}, scalars=scalars,
-                                overwrite=args.overwrite, progress=report)
+                                overwrite=args.overwrite, progress=report, dequantize=args.dequantize)
     print(f"wrote {out}", file=sys.stderr)
     for guess in result.guesses:
         print(guess.line(), file=sys.stderr)

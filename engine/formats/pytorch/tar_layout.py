@@ -17,7 +17,8 @@ import tarfile
 from typing import Any
 
 from ...errors import FormatError
-from ..mapped import MappedFile
+from ..source import ByteSource, SourceReader
+from .allowlist import Global
 from .tensors import MAX_DIMS, StorageRef, TensorRef, storage_dtype, storage_from_pid, tensor
 from .unpickler import PickleStream, load as unpickle
 
@@ -25,22 +26,23 @@ MEMBERS = ("sys_info", "storages", "tensors", "pickle")
 OPTIONAL = ("tensors",)  # absent in the layout burn-store's fixtures use
 
 
-def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
+def load(mapped: ByteSource, refused_by_torch: set[str] | None = None) -> tuple[Any, dict[str, str]]:
     path = mapped.path
     members = _members(mapped)
-    sys_info = unpickle(_stream(mapped, members["sys_info"], "sys_info"))
+    sys_info = unpickle(_stream(mapped, members["sys_info"], "sys_info"), refused_by_torch=refused_by_torch)
     little = not isinstance(sys_info, dict) or sys_info.get("little_endian", True) is not False
     storages = _storages(mapped, _stream(mapped, members["storages"], "storages"), little)
     if "tensors" not in members:
         root = unpickle(_stream(mapped, members["pickle"], "pickle"), lambda pid: _by_tuple(path, pid, storages),
-                        tuple_ids=True)
+                        tuple_ids=True, refused_by_torch=refused_by_torch)
         return root, {"byteorder": "little" if little else "big"}
     tensors = _tensors(mapped, _stream(mapped, members["tensors"], "tensors"), storages)
 
     def persistent_load(pid: Any) -> Any:
-        if isinstance(pid, tuple):  # ('module', class, source file, source): a pickled nn.Module
-            raise FormatError(path, f"the checkpoint is a whole pickled module ({pid[1]!r:.80}), not a state_dict: "
-                                    "save model.state_dict() instead")
+        if isinstance(pid, tuple) and pid[:1] == ("module",) and len(pid) == 4 and isinstance(pid[1], Global):
+            return pid[1]  # ('module', class, source file, source): a pickled nn.Module names its class
+        if isinstance(pid, tuple):
+            raise FormatError(path, f"the checkpoint refers to outside data {pid!r:.80}, which is not a tensor")
         key = str(pid)
         if key in tensors:
             return tensors[key]
@@ -48,13 +50,14 @@ def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
             return storages[key]
         raise FormatError(path, f"the checkpoint refers to tensor {key!r:.40}, which the archive does not hold")
 
-    root = unpickle(_stream(mapped, members["pickle"], "pickle"), persistent_load)
+    root = unpickle(_stream(mapped, members["pickle"], "pickle"), persistent_load,
+                    refused_by_torch=refused_by_torch)
     return root, {"byteorder": "little" if little else "big"}
 
 
-def _members(mapped: MappedFile) -> dict[str, tarfile.TarInfo]:
+def _members(mapped: ByteSource) -> dict[str, tarfile.TarInfo]:
     try:
-        with tarfile.open(mapped.path, "r:") as archive:
+        with SourceReader(mapped) as file, tarfile.open(fileobj=file, mode="r:") as archive:
             found = {m.name: m for m in archive.getmembers() if m.name in MEMBERS}
     except (tarfile.TarError, OSError, EOFError, ValueError, UnicodeDecodeError) as exc:
         raise FormatError(mapped.path, f"not a readable tar archive: {exc}") from None
@@ -69,12 +72,12 @@ def _members(mapped: MappedFile) -> dict[str, tarfile.TarInfo]:
     return found
 
 
-def _stream(mapped: MappedFile, member: tarfile.TarInfo, name: str) -> PickleStream:
+def _stream(mapped: ByteSource, member: tarfile.TarInfo, name: str) -> PickleStream:
     return PickleStream(mapped.path, mapped.pread, member.offset_data, member.offset_data + member.size,
                         f"the tar '{name}' member")
 
 
-def _storages(mapped: MappedFile, stream: PickleStream, little: bool) -> dict[str, StorageRef]:
+def _storages(mapped: ByteSource, stream: PickleStream, little: bool) -> dict[str, StorageRef]:
     path = mapped.path
     storages: dict[str, StorageRef] = {}
     for _ in range(_number(path, unpickle(stream), stream)):
@@ -116,7 +119,7 @@ def _by_tuple(path: Any, pid: Any, storages: dict[str, StorageRef]) -> StorageRe
     return found
 
 
-def _tensors(mapped: MappedFile, stream: PickleStream, storages: dict[str, StorageRef]) -> dict[str, TensorRef]:
+def _tensors(mapped: ByteSource, stream: PickleStream, storages: dict[str, StorageRef]) -> dict[str, TensorRef]:
     path = mapped.path
     tensors: dict[str, TensorRef] = {}
     for _ in range(_number(path, unpickle(stream), stream)):
