@@ -133,7 +133,7 @@ def _digest(item: Any) -> str:
 def _values(x: Any, y: Any, same_dtype: bool, values: bool, rtol: float, atol: float, chunk: int) -> dict[str, Any]:
     """Stream both tensors in chunks; equal bytes skip the arithmetic, the rest runs in cache-sized blocks."""
     n = math.prod(x.shape)
-    work = _working_dtype(x.dtype.numpy, y.dtype.numpy)
+    work = _working_dtype(x.dtype.values_dtype, y.dtype.values_dtype)
     stats = _Stats(min(n, BLOCK_ELEMENTS), rtol, atol, work)
     pairs = zip(_flat_chunks(x, chunk), _flat_chunks(y, chunk))
     with np.errstate(invalid="ignore", over="ignore"):
@@ -166,10 +166,11 @@ def _flat_chunks(item: Any, chunk: int) -> Iterator[np.ndarray]:
 
     A tensor whose bytes lie as-is in a file is read straight into two buffers used in turn, chunk
     after chunk (no fresh memory to fault in per tensor), each chunk checked against a file changed on
-    disk after it is read; anything else (a transformed plan tensor, a bool stored as u32) is ``read()``.
+    disk after it is read; anything else (a transformed plan tensor, a bool stored as u32, a quantized
+    tensor, a remote file) is ``read()``.
     """
-    dtype = item.dtype.numpy
-    span = item.byte_range() if item.dtype.kind != "bool" else None
+    dtype = item.dtype.numpy  # None for a quantized tensor: its bytes are not its values
+    span = item.byte_range() if dtype is not None and item.dtype.kind != "bool" else None
     if span is None:
         flat = np.ascontiguousarray(item.read()).reshape(-1)
         for start in range(0, flat.size, chunk):
