@@ -88,23 +88,30 @@ def infer_modules(entries: Iterable[ShapedTensor], overrides: Mapping[str, str] 
 
     ``overrides`` (path -> kind) win over guesses; paths the entries do not hold are ignored.
     """
+    entries = list(entries)
+    return infer_columns([e.name for e in entries], [tuple(e.shape) for e in entries], overrides)
+
+
+def infer_columns(names: Sequence[str], shapes: Sequence[tuple[int, ...]],
+                  overrides: Mapping[str, str] | None = None) -> dict[str, ModuleGuess]:
+    """``infer_modules`` over a column of names and one of shapes (tuples): the plan's form, hot on every edit."""
     leaves: dict[str, dict[str, tuple[int, ...]]] = {}
-    for entry in entries:  # hot: runs on every plan, for every tensor
-        module, _, leaf = entry.name.rpartition(".")
-        if leaf in ("original0", "original1"):
-            module, leaf = logical_leaf(entry.name)
-        shape = entry.shape
+    for name, shape in zip(names, shapes):
+        module, _, leaf = name.rpartition(".")
+        if leaf == "original0" or leaf == "original1":
+            module, leaf = logical_leaf(name)
         siblings = leaves.get(module)
         if siblings is None:
             siblings = leaves[module] = {}
-        siblings[leaf] = shape if type(shape) is tuple else tuple(shape)
+        siblings[leaf] = shape
     guesses = {}
     for path, siblings in leaves.items():
         if overrides and path in overrides:
             guesses[path] = ModuleGuess(path, check_kind(overrides[path], path), "set by user", True)
-        else:
-            g = _guess(_label(path), tuple(siblings.items()))
-            guesses[path] = ModuleGuess(path, g.kind, g.reason, False, g.guessed, g.alternatives)
+            continue
+        last = path.rpartition(".")[2]
+        g = _guess(_label(path) if last.isdigit() else last, tuple(siblings.items()))
+        guesses[path] = ModuleGuess(path, g.kind, g.reason, False, g.guessed, g.alternatives)
     return guesses
 
 

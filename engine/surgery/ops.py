@@ -6,7 +6,7 @@ A plan only lists operations; bytes are touched at export (or diff) time, one te
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -78,6 +78,18 @@ class FuseWeightNorm:
 
 
 Op = Rename | Transpose | Cast | FuseWeightNorm
+# An operation as a plan records it: ``(Op class, *arguments)``, built into the Op when first read. A plan
+# of 10,000 tensors records tens of thousands of operations on every edit and shows a few screens of them.
+OpRecord = tuple[Any, ...]
+
+
+def built(records: Sequence[Op | OpRecord]) -> tuple[Op, ...]:
+    """The operations ``records`` stand for (records built, operations kept)."""
+    return tuple(r[0](*r[1:]) if type(r) is tuple else r for r in records)
+
+
+def changes_bytes(records: Sequence[Op | OpRecord]) -> bool:
+    return any((r[0] if type(r) is tuple else r).changes_bytes for r in records)
 
 
 def run(ops: Sequence[Op], arrays: Sequence[np.ndarray]) -> np.ndarray:
