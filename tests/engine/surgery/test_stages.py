@@ -28,9 +28,9 @@ def batch(store=None):
 
 
 def test_remap_renames_with_one_op_per_change_and_counts_each_rule():
-    out, hits = stages.remap(batch(), compile_rules([RemapRule(r"^blocks\.", "layers."), RemapRule("fc", "fc")]))
-    assert out.names[0] == "layers.0.fc.weight" and hits == (6, 4)
-    assert built(out.ops[0]) == (Rename("blocks.0.fc.weight", "layers.0.fc.weight", "remap"),)
+    out, hits = stages.remap(batch(), compile_rules([RemapRule(r"^blocks\.", "layers."), RemapRule("fc", "dense")]))
+    assert out.names[0] == "layers.0.dense.weight" and hits == (6, 4)
+    assert built(out.ops[0]) == (Rename("blocks.0.fc.weight", "layers.0.dense.weight", "remap"),)
     assert out.shapes == batch().shapes  # a rename leaves every other column alone
 
 
