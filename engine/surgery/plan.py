@@ -13,6 +13,7 @@ Every ``PlannedTensor`` is a ``TensorSource``: ``engine.export(plan.tensors, des
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import threading
 import weakref
@@ -58,8 +59,8 @@ class PlannedTensor:
         self.inputs = inputs = tuple(inputs)
         self._ops = tuple(ops)
         first = inputs[0]
-        # same dtype, one input: the element count is unchanged (renames, transposes), so are the bytes
-        same = len(inputs) == 1 and dtype is first.dtype
+        # same dtype, one input, as many elements (renames, transposes): the same bytes; a split has fewer
+        same = len(inputs) == 1 and dtype is first.dtype and (shape is first.shape or math.prod(shape) == first.numel)
         self.nbytes = first.nbytes if same or dtype.bits is None else dtype.nbytes(shape)
         self.param_id = inputs[-1].param_id
         self.source = source
@@ -325,16 +326,21 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
     if skip or ENUM_VARIANT in recipe.module_overrides.values():
         token, batch = cache.run("enum variants", (token, skip, overrides, wanted),
                                  lambda: stages.enum_variants(batch, recipe.module_overrides, wanted, skip))
-    if ad.FUSE_WEIGHT_NORM in adapters:
-        token, batch = cache.run("fuse/split", (token, ad.FUSE_WEIGHT_NORM), lambda: stages.fuse_weight_norms(batch))
+    conventions: dict[str, tuple[str, str, str]] = {}
+    fuse = ad.FUSE_WEIGHT_NORM in adapters
+    linears: dict[str, ModuleGuess] = {}
+    if fuse or direction:
+        token, split = cache.run("fuse/split", (token, fuse, direction), lambda: stages.fuse_split(batch, fuse, direction))
+        batch, linears, conventions = split.batch, split.linears, split.conventions
     token, modules = cache.run("module inference", (token, wanted, overrides),
-                               lambda: stages.infer(batch, wanted, recipe.module_overrides))
+                               lambda: stages.infer(batch, wanted, recipe.module_overrides, linears))
     token, adapted = cache.run("adapters", (token, direction, wanted), lambda: stages.adapt(batch, modules, direction, wanted))
     label = str(store.path)
     filter_token, filtered = cache.run("filter", (token, recipe.filter),
                                        lambda: stages.filter_names(adapted, recipe.filter, label))
     token, casted = cache.run("cast", (filter_token, recipe.casts), lambda: stages.cast(adapted, filtered.kept, recipe.casts))
-    _, found = cache.run("guesses", (token, direction), lambda: stages.guesses_of(adapted, casted, direction, recipe.casts))
+    _, found = cache.run("guesses", (token, direction),
+                         lambda: stages.guesses_of(adapted, casted, direction, recipe.casts, conventions, wanted))
     return _SourceResult(label, adapted, casted, filtered, modules.guesses, hits, found, (filter_token, token))
 
 

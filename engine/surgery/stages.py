@@ -19,8 +19,9 @@ from ..dtypes import DType
 from ..errors import RecipeError
 from ..store import TensorEntry
 from . import adapters as ad
+from . import fused
 from .filters import Filter, facts
-from .guesses import Guess, kind_guess, variant_guess
+from .guesses import Guess, kind_guess, placed_guess, variant_guess
 from .modules import ENUM_VARIANT, NORM_KINDS, ModuleGuess, infer_columns, module_path
 from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose, built
 from .recipe import CastRule
@@ -174,6 +175,55 @@ def fuse_weight_norms(batch: Batch) -> Batch:
     return out
 
 
+@dataclass(frozen=True)
+class Split:
+    """The fuse/split stage's result: the batch, the Linears the fused modules prove (module path -> guess),
+    and the tensors whose place is a convention (name -> (module path, kind, why))."""
+
+    batch: Batch
+    linears: dict[str, ModuleGuess]
+    conventions: dict[str, tuple[str, str, str]]
+
+
+def fuse_split(batch: Batch, weight_norms: bool, direction: str | None) -> Split:
+    """Weight norms fused (``--fuse-weight-norm``), then the fused PyTorch modules split or fused back."""
+    if weight_norms:
+        batch = fuse_weight_norms(batch)
+    if not direction:
+        return Split(batch, {}, {})
+    found = fused.find(batch.names, batch.shapes, direction == ad.PYTORCH_TO_BURN)
+    if not found.parts:
+        return Split(batch, {}, {})
+    linears = {path: ModuleGuess(path, "Linear", why) for path, why in found.linears.items()}
+    return Split(_replaced(batch, found.parts), linears, found.conventions)
+
+
+def _replaced(batch: Batch, parts: Sequence[fused.Part]) -> Batch:
+    """``batch`` with the inputs of ``parts`` replaced by the parts, each where its first input was."""
+    at = {name: i for i, name in enumerate(batch.names)}
+    placed: dict[int, list[fused.Part]] = {}
+    used: set[int] = set()
+    for part in parts:
+        where = [at[name] for name in part.inputs]
+        placed.setdefault(min(where), []).append(part)
+        used.update(where)
+    out = Batch([], [], [], [], [], [])
+    for i in range(len(batch)):
+        if i not in used:
+            _append(out, batch, i)
+        for part in placed.get(i, ()):
+            where = [at[name] for name in part.inputs]
+            entry, dtype = batch.inputs[where[0]][0], batch.dtypes[where[0]]
+            _check_bytes(entry, dtype, part.op)
+            out.inputs.append(tuple(e for j in where for e in batch.inputs[j]))
+            out.names.append(part.name)
+            out.dtypes.append(dtype)
+            out.shapes.append(part.shape)
+            out.ops.append((*(op for j in where for op in batch.ops[j]), part.op))
+            out.variants.append(())
+    return out
+
+
 def _append(out: Batch, batch: Batch, i: int) -> None:
     out.inputs.append(batch.inputs[i])
     out.names.append(batch.names[i])
@@ -306,11 +356,18 @@ def cast(adapted: Adapted, kept: list[int], casts: Sequence[CastRule]) -> Casted
 
 
 # --- guesses ---------------------------------------------------------------------------------------------------
-def guesses_of(adapted: Adapted, casted: Casted, direction: str | None, casts: Sequence[CastRule]) -> list[Guess]:
-    """The guesses each kept tensor's outcome rests on: enum-variant segments kept, a kind taken from its name."""
+def guesses_of(adapted: Adapted, casted: Casted, direction: str | None, casts: Sequence[CastRule],
+               conventions: Mapping[str, tuple[str, str, str]] | None = None,
+               template: "TemplateIndex | None" = None) -> list[Guess]:
+    """The guesses each kept tensor's outcome rests on: enum-variant segments kept, a kind taken from its name,
+    a fused module's layer placed by convention (unless the template has the name)."""
     batch = adapted.batch
     found: list[Guess] = []
     for j, i in enumerate(casted.kept):
+        if conventions:
+            placed = conventions.get(adapted.before.names[i])
+            if placed is not None and not (template is not None and template.has(batch.names[i])):
+                found.append(placed_guess(batch.names[i], batch.source_name(i), *placed))
         guess = adapted.guesses[i]
         if batch.variants[i] or (guess is not None and guess.guessed):
             before = (adapted.before.names[i], adapted.before.shapes[i])

@@ -19,7 +19,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 from engine import Store, open_store
 from engine.formats.pytorch import NAME as PYTORCH
 from engine.surgery import AlignmentReport, Plan, PlannedTensor, Recipe, RemapRule, SourceSpec, align, plan
-from engine.surgery.ops import Cast, FuseWeightNorm, Rename, Transpose
+from engine.surgery.ops import Cast, FuseSplit, FuseWeightNorm, Rename, SplitFused, Transpose
 from gui.workers import Failure, Task, TaskRunner
 
 PLAN_DELAY_MS = 60  # edits pause this long before the plan is recomputed
@@ -65,7 +65,8 @@ class _Edit(QUndoCommand):
 
 TRANSFORMED, DROPPED, CONFLICT = "transformed", "dropped", "conflict"
 MISMATCH, UNUSED = "mismatch", "unused"  # against the template: the shape differs / the template has no such name
-_OP_WORDS = ((Rename, "renamed"), (Transpose, "transposed"), (Cast, "cast"), (FuseWeightNorm, "fused"))
+_OP_WORDS = ((SplitFused, "split"), (Rename, "renamed"), (Transpose, "transposed"), (Cast, "cast"),
+             (FuseWeightNorm, "fused"), (FuseSplit, "fused"))
 
 
 @dataclass(frozen=True)
