@@ -6,6 +6,7 @@ import torch
 from safetensors.torch import save_file
 
 from engine import open_store
+from engine.cli import main
 from engine.surgery import Recipe, plan
 from engine.surgery.ops import FuseSplit, SplitFused, Transpose
 
@@ -50,8 +51,14 @@ def values(path):
         return {e.name: np.array(store.read(e.name)) for e in store.entries}
 
 
-def test_every_burn_tensor_is_the_torch_slice_transposed(torch_file, tmp_path):
-    result = converted(torch_file, TO_BURN, tmp_path / "burn.bpk")
+def test_every_burn_tensor_is_the_torch_slice_transposed(torch_file, tmp_path, capsys):
+    # a .pt saved by torch, converted by the CLI as a user would (the stack's placement is a guess, so not --strict)
+    source = tmp_path / "rnn.pt"
+    torch.save(Model().state_dict(), source)
+    assert main(["convert", str(source), str(tmp_path / "burn.bpk"), "--adapter", "pytorch-to-burn"]) == 0
+    assert "guessed lstm.1.reverse.cell_gate.hidden_transform.bias: placed at" in capsys.readouterr().err
+    with open_store(source) as store:
+        result = plan([store], TO_BURN)
     burn, torch_state = values(tmp_path / "burn.bpk"), {k: v.numpy() for k, v in state().items()}
     for layer in (0, 1):
         for direction, suffix in (("forward", ""), ("reverse", "_reverse")):
