@@ -93,11 +93,17 @@ def infer_modules(entries: Iterable[ShapedTensor], overrides: Mapping[str, str] 
 
 
 def infer_columns(names: Sequence[str], shapes: Sequence[tuple[int, ...]],
-                  overrides: Mapping[str, str] | None = None) -> dict[str, ModuleGuess]:
-    """``infer_modules`` over a column of names and one of shapes (tuples): the plan's form, hot on every edit."""
+                  overrides: Mapping[str, str] | None = None, paths: list[str] | None = None) -> dict[str, ModuleGuess]:
+    """``infer_modules`` over a column of names and one of shapes (tuples): the plan's form, hot on every edit.
+
+    ``paths``, when given, receives each name's module path (``module_path``), in order.
+    """
     leaves: dict[str, dict[str, tuple[int, ...]]] = {}
+    add_path = paths.append if paths is not None else None
     for name, shape in zip(names, shapes):
         module, _, leaf = name.rpartition(".")
+        if add_path is not None:
+            add_path(module)
         if leaf == "original0" or leaf == "original1":
             module, leaf = logical_leaf(name)
         siblings = leaves.get(module)

@@ -245,8 +245,8 @@ class Modules:
 def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str, str],
           known: Mapping[str, ModuleGuess] | None = None) -> Modules:
     """Every module path's kind: shapes and siblings, then what earlier stages know, the template, the user."""
-    paths = [name.rpartition(".")[0] for name in batch.names]
-    guesses = infer_columns(batch.names, batch.shapes)
+    paths: list[str] = []
+    guesses = infer_columns(batch.names, batch.shapes, paths=paths)
     if known:
         guesses.update((path, guess) for path, guess in known.items() if path in guesses)
     if template is not None:

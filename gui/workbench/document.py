@@ -133,6 +133,7 @@ def plan_marks(result: Plan, store: Store, prefix: str = "", report: AlignmentRe
         if source == label:
             marks[prefix + name] = Mark(DROPPED, "replaced", f"replaced by {override.kept}")
     conflicted = {c.name for c in result.conflicts}
+    made: dict[str, list[str]] = {}  # entry -> the tensors made from it (several for a split fused module)
     for tensor in result.tensors:
         if tensor.source != label or not (tensor.ops or tensor.name in conflicted):
             continue
@@ -141,6 +142,10 @@ def plan_marks(result: Plan, store: Store, prefix: str = "", report: AlignmentRe
         else:
             mark = Mark(TRANSFORMED, op_words(tensor), "", tensor)
         for entry in tensor.inputs:
+            made.setdefault(entry.name, []).append(tensor.name)
+            if len(made[entry.name]) > 1 and mark.state != CONFLICT:
+                mark = Mark(TRANSFORMED, mark.word, f"split into {len(made[entry.name])}: "
+                                                    + ", ".join(made[entry.name]))
             marks[prefix + entry.name] = mark
     if report is not None:
         _mark_fit(marks, result, label, prefix, template_fit(report))
