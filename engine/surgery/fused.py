@@ -33,7 +33,7 @@ GRU_GATES = ("reset_gate", "update_gate", "new_gate")  # PyTorch's row order: r,
 PROJECTIONS = ("query", "key", "value")  # in_proj_weight's row order
 _TRANSFORMS = {"ih": "input_transform", "hh": "hidden_transform"}
 _SIDES = {v: k for k, v in _TRANSFORMS.items()}
-_RNN = re.compile(r"^(?:(?P<module>.*)\.)?(?P<leaf>weight|bias)_(?P<side>ih|hh)_l(?P<layer>\d+)(?P<reverse>_reverse)?$")
+_RNN = re.compile(r"^(?:(?P<module>.*)\.)?(?P<leaf>weight|bias)_(?P<side>ih|hh)_l(?P<layer>[0-9]+)(?P<reverse>_reverse)?$")
 _GATE = re.compile(r"^(?:(?P<module>.*)\.)?(?P<gate>input_gate|forget_gate|cell_gate|output_gate|reset_gate|"
                    r"update_gate|new_gate)\.(?P<transform>input_transform|hidden_transform)\.(?P<leaf>weight|bias)$")
 
@@ -125,6 +125,8 @@ def _rnn_shape(module: str, tensors: dict[tuple[int, bool, str, str], str],
         return None
     with_bias = (0, False, "bias", "ih") in tensors
     leaves = [("weight", "ih"), ("weight", "hh")] + ([("bias", "ih"), ("bias", "hh")] if with_bias else [])
+    if layers * (2 if bidirectional else 1) * len(leaves) != len(tensors):
+        return None  # a layer missing (or l99999999: never enumerated)
     wanted = {(layer, reverse, leaf, side) for layer in range(layers) for reverse in ((False, True) if bidirectional
                                                                                       else (False,))
               for leaf, side in leaves}

@@ -1,10 +1,12 @@
 """What a recipe would do to some stores, tensor by tensor, before a byte is read.
 
-``plan(stores, recipe)`` runs burn-store's order of operations, per source: its own filter (on the
-names in the file), remaps, contiguous indices over all the source's names, enum-variant skipping,
-weight-norm fusion, module inference, the PyTorch/Burn adapter, enum variants a template's names
-carry, then the recipe's filter (on the names all that produced, as burn-store's filters match the
-model's own paths), then casts. Every decision resting on a name alone is listed in ``guesses``.
+``plan(stores, recipe)`` runs burn-store's order of operations, per source, as named stages
+(``stages``): its own filter (on the names in the file), remaps, contiguous indices over all the
+source's names, enum-variant skipping, weight-norm fusion and fused modules split or fused back,
+module inference, the PyTorch/Burn adapter, enum variants a template's names carry, then the recipe's
+filter (on the names all that produced, as burn-store's filters match the model's own paths), then
+casts. Each stage's result is kept by its inputs (``StageCache``), so a re-plan after an edit re-runs
+only the stages after it. Every decision resting on a name alone is listed in ``guesses``.
 Sources merge like successive burn-store ``load_from`` calls: a later source overrides an
 earlier one (an override, reported); two tensors of one source landing on one name are a conflict.
 Every ``PlannedTensor`` is a ``TensorSource``: ``engine.export(plan.tensors, dest)`` streams it.
@@ -25,9 +27,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..dtypes import DType
-from ..errors import ExportError, RecipeError
+from ..errors import ExportError
 from ..export import Cancel, Progress, export
-from ..humanize import quoted
 from ..store import CHUNK, Store, TensorEntry
 from . import adapters as ad
 from . import stages
@@ -56,8 +57,8 @@ class PlannedTensor:
         self.name = name
         self.dtype = dtype
         self.shape = shape
-        self.inputs = inputs = tuple(inputs)
-        self._ops = tuple(ops)
+        self.inputs = inputs = inputs if type(inputs) is tuple else tuple(inputs)
+        self._ops = ops if type(ops) is tuple else tuple(ops)
         first = inputs[0]
         # same dtype, one input, as many elements (renames, transposes): the same bytes; a split has fewer
         same = len(inputs) == 1 and dtype is first.dtype and (shape is first.shape or math.prod(shape) == first.numel)
@@ -352,12 +353,13 @@ def _merge(sources: Sequence[_SourceResult]) -> tuple[list[PlannedTensor], list[
     conflicts: list[Conflict] = []
     overrides: list[Override] = []
     for source in sources:
-        label, batch, casted = source.label, source.adapted.batch, source.casted
+        label, batch, casted, guesses = source.label, source.adapted.batch, source.casted, source.adapted.guesses
+        names, shapes, inputs, dtypes, ops = batch.names, batch.shapes, batch.inputs, casted.dtypes, casted.ops
         own: dict[str, PlannedTensor] = {}
         for j, i in enumerate(casted.kept):
-            name = batch.names[i]
-            planned = PlannedTensor(name, casted.dtypes[j], batch.shapes[i], batch.inputs[i], casted.ops[j], label,
-                                    source.adapted.kind(i))
+            name, guess = names[i], guesses[i]
+            planned = PlannedTensor(name, dtypes[j], shapes[i], inputs[i], ops[j], label,
+                                    guess.kind if guess is not None else "Unknown")
             if name in own:
                 first = own[name]
                 conflicts.append(Conflict(name, f"{label}:{first.source_name}", f"{label}:{planned.source_name}"))
@@ -374,8 +376,8 @@ def _merge(sources: Sequence[_SourceResult]) -> tuple[list[PlannedTensor], list[
 def _filter_hits(keep: Filter, sources: Sequence[_SourceResult]) -> list[RuleHits]:
     """Each filter rule's matches over every source's names as the filter saw them (none when nothing was filtered)."""
     names = [name for source in sources for name in source.filtered.names]
-    facts = [f for source in sources for f in source.filtered.facts or ()] if keep.where else None
-    return keep.rule_hits(names, facts) if names else []
+    seen = [f for source in sources for f in source.filtered.facts or ()] if keep.where else None
+    return keep.rule_hits(names, seen) if names else []
 
 
 @dataclass(frozen=True)

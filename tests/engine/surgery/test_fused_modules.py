@@ -142,9 +142,32 @@ def test_one_lstm_step_from_the_burn_tensors_matches_torch(tmp_path):
 
 def test_shapes_that_do_not_add_up_are_left_as_they_are(tmp_path):
     odd = {"rnn.weight_ih_l0": torch.ones(10, 3), "rnn.weight_hh_l0": torch.ones(10, 5),  # 2 gates: no such cell
-           "att.in_proj_weight": torch.ones(7, 4)}  # 7 rows cannot be q, k and v
+           "att.in_proj_weight": torch.ones(7, 4),  # 7 rows cannot be q, k and v
+           "big.weight_ih_l0": torch.ones(8, 3), "big.weight_hh_l0": torch.ones(8, 2),  # a layer far away: no stack
+           "big.weight_ih_l99999999999999": torch.ones(8, 3), "big.weight_hh_l99999999999999": torch.ones(8, 2)}
     path = tmp_path / "odd.safetensors"
     save_file(odd, str(path))
     with open_store(path) as store:
         result = plan([store], TO_BURN)
     assert sorted(result.names) == sorted(odd) and not any(t.ops for t in result.tensors)
+
+
+def test_one_gru_step_from_the_burn_tensors_matches_torch(tmp_path):
+    torch.manual_seed(3)
+    gru = torch.nn.GRU(3, 4)
+    path = tmp_path / "gru.safetensors"
+    save_file({k: v.detach().contiguous() for k, v in gru.state_dict().items()}, str(path))
+    converted(path, TO_BURN, tmp_path / "gru.bpk")
+    w = values(tmp_path / "gru.bpk")
+    x = np.random.default_rng(4).standard_normal((1, 3)).astype(np.float32)
+    h = np.random.default_rng(5).standard_normal((1, 4)).astype(np.float32)
+
+    def part(gate, transform, v):
+        return v @ w[f"{gate}.{transform}.weight"] + w[f"{gate}.{transform}.bias"]
+
+    sigmoid = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    r = sigmoid(part("reset_gate", "input_transform", x) + part("reset_gate", "hidden_transform", h))
+    z = sigmoid(part("update_gate", "input_transform", x) + part("update_gate", "hidden_transform", h))
+    n = np.tanh(part("new_gate", "input_transform", x) + r * part("new_gate", "hidden_transform", h))  # reset after
+    expected, _ = gru(torch.from_numpy(x).unsqueeze(0), torch.from_numpy(h).unsqueeze(0))
+    np.testing.assert_allclose((1 - z) * n + z * h, expected[0].detach().numpy(), rtol=1e-5, atol=1e-6)
