@@ -53,6 +53,13 @@ class ModuleGuess:
     guessed: bool = False
     alternatives: tuple[str, ...] = ()
 
+    def at(self, path: str) -> "ModuleGuess":
+        """The same guess for module ``path``: copied field for field, as fast as a dict (hot: a module each)."""
+        guess = object.__new__(ModuleGuess)
+        guess.__dict__.update(self.__dict__)
+        guess.__dict__["path"] = path
+        return guess
+
 
 def module_path(name: str) -> str:
     """A tensor's module: its name minus the last dotted segment ('' for a top-level tensor)."""
@@ -116,8 +123,7 @@ def infer_columns(names: Sequence[str], shapes: Sequence[tuple[int, ...]],
             guesses[path] = ModuleGuess(path, check_kind(overrides[path], path), "set by user", True)
             continue
         last = path.rpartition(".")[2]
-        g = _guess(_label(path) if last.isdigit() else last, tuple(siblings.items()))
-        guesses[path] = ModuleGuess(path, g.kind, g.reason, False, g.guessed, g.alternatives)
+        guesses[path] = _guess(_label(path) if last.isdigit() else last, tuple(siblings.items())).at(path)
     return guesses
 
 

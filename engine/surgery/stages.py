@@ -37,6 +37,17 @@ class Dropped:
     reason: str
     matched: str = ""
 
+    @classmethod
+    def many(cls, source: str, rows: Sequence[tuple[str, str, str]]) -> list["Dropped"]:
+        """One per ``(name, reason, matched)``, built as fast as dicts: a filter may drop 100,000 on every edit."""
+        new = object.__new__
+        out = []
+        for name, reason, matched in rows:
+            dropped = new(cls)
+            dropped.__dict__.update(source=source, name=name, reason=reason, matched=matched)
+            out.append(dropped)
+        return out
+
 
 @dataclass(frozen=True)
 class Batch:
@@ -325,8 +336,8 @@ def filter_names(adapted: Adapted, keep: Filter, label: str) -> Filtered:
     else:
         seen, verdicts = None, keep.verdicts(names)
     kept = [i for i, reason in enumerate(verdicts) if reason is None]
-    dropped = [Dropped(label, batch.source_name(i), f"filter: {reason}", names[i])
-               for i, reason in enumerate(verdicts) if reason is not None]
+    dropped = Dropped.many(label, [(batch.source_name(i), f"filter: {reason}", names[i])
+                                   for i, reason in enumerate(verdicts) if reason is not None])
     return Filtered(kept, dropped, names, seen)
 
 
