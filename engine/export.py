@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from . import dtypes
 from .errors import ExportCancelled, ExportError
 from .formats import format_for_path, writer
+from .metadata_keys import PRODUCER  # burn-store's meaning: who wrote the file (and `version`, its version)
 from .store import TensorSource
 
 Progress = Callable[[int, int], None]
@@ -30,7 +31,6 @@ Cancel = Callable[[], bool]
 COPY_STEP = 64 << 20  # bytes per kernel copy between progress reports and cancel checks
 BUFFER = 1 << 20  # bytes per step when the kernel cannot copy
 PARTIAL = ".partial"
-PRODUCER = "store-studio"
 CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 

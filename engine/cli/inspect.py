@@ -35,6 +35,10 @@ def summary(store: Store) -> dict[str, Any]:
         "totals": {"tensors": len(store.entries), "parameters": store.total_params, "bytes": store.total_bytes},
         **({"scalars": store.scalars} if store.scalars else {}),
         **({"values": store.values} if store.values else {}),
+        # PyTorch: the classes torch.load(weights_only=True) would refuse, and names made from keys burn-store refuses
+        **({"refused_by_torch_weights_only": list(foreign)}
+           if (foreign := getattr(store, "foreign_classes", ())) else {}),
+        **({"guessed_keys": list(keys)} if (keys := getattr(store, "guessed_keys", ())) else {}),
     }
 
 
@@ -66,3 +70,5 @@ def print_table(store: Store) -> None:
         print(f"  {key} = {value}")
     for key, value in store.scalars.items():
         print(f"  scalar {key} = {value}")
+    for name in getattr(store, "foreign_classes", ()):
+        print(f"  class torch.load(weights_only=True) refuses: {name}")

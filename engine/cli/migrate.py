@@ -15,6 +15,7 @@ from .. import humanize
 from ..errors import StoreStudioError
 from ..export import export
 from ..formats import SNIFF_BYTES, burn_record, open_store
+from ..metadata_keys import carried_fields
 from . import progress
 
 NAME = "migrate"
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                     detail += ", names positional"
                 if not args.dry_run:
                     with progress.line(args, f"writing {dest.name}") as report:
-                        export(store.entries, dest, fmt, metadata=store.metadata, scalars=store.scalars,
+                        export(store.entries, dest, fmt, metadata=carried_fields([store], fmt), scalars=store.scalars,
                                progress=report)
                 written += store.total_bytes
         except StoreStudioError as exc:

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ..segments import is_index
 from .ops import FuseSplit, Op, Rename, SplitFused
 
 LSTM_GATES = ("input_gate", "forget_gate", "cell_gate", "output_gate")  # PyTorch's row order: i, f, g, o
@@ -33,7 +34,7 @@ GRU_GATES = ("reset_gate", "update_gate", "new_gate")  # PyTorch's row order: r,
 PROJECTIONS = ("query", "key", "value")  # in_proj_weight's row order
 _TRANSFORMS = {"ih": "input_transform", "hh": "hidden_transform"}
 _SIDES = {v: k for k, v in _TRANSFORMS.items()}
-_RNN = re.compile(r"^(?:(?P<module>.*)\.)?(?P<leaf>weight|bias)_(?P<side>ih|hh)_l(?P<layer>[0-9]+)(?P<reverse>_reverse)?$")
+_RNN = re.compile(r"^(?:(?P<module>.*)\.)?(?P<leaf>weight|bias)_(?P<side>ih|hh)_l(?P<layer>[0-9]{1,6})(?P<reverse>_reverse)?$")
 _GATE = re.compile(r"^(?:(?P<module>.*)\.)?(?P<gate>input_gate|forget_gate|cell_gate|output_gate|reset_gate|"
                    r"update_gate|new_gate)\.(?P<transform>input_transform|hidden_transform)\.(?P<leaf>weight|bias)$")
 
@@ -218,7 +219,7 @@ def _pytorch_place(path: str, kind: str, kinds: dict[str, str]) -> tuple[str, in
     if last in ("forward", "reverse") and kinds.get(_join(parent, "reverse" if last == "forward" else "forward")) == kind:
         path, reverse = parent, last == "reverse"
         parent, _, last = path.rpartition(".")
-    if last.isdecimal() and last.isascii():
+    if is_index(last):
         suffix = ("." + ("reverse" if reverse else "forward")) if reverse or _join(path, "reverse") in kinds else ""
         siblings = [_join(parent, str(n)) + suffix for n in range(2)]
         if all(kinds.get(s) == kind for s in siblings):

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Iterable, Mapping, Protocol, Sequence
 
 from ..errors import RecipeError
+from ..segments import is_index
 
 ENUM_VARIANT = "EnumVariant"  # an override kind only: the path's last segment is a Burn enum variant, not a module
 KINDS = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose", "Embedding",
@@ -122,16 +123,17 @@ def infer_columns(names: Sequence[str], shapes: Sequence[tuple[int, ...]],
         if overrides and path in overrides:
             guesses[path] = ModuleGuess(path, check_kind(overrides[path], path), "set by user", True)
             continue
-        last = path.rpartition(".")[2]
-        guesses[path] = _guess(_label(path) if last.isdigit() else last, tuple(siblings.items())).at(path)
+        last = path.rpartition(".")[2]  # the label, unless it is an index (then ``_label`` walks back)
+        label = _label(path) if last[:1].isdigit() or last[:1] == "+" else last
+        guesses[path] = _guess(label, tuple(siblings.items())).at(path)
     return guesses
 
 
 @lru_cache(maxsize=65536)
 def _label(path: str) -> str:
-    """The segment that names a module: the last non-numeric one (``fc.0`` in a Sequential is ``fc``)."""
+    """The segment that names a module: the last that is not an index (``fc.0`` in a Sequential is ``fc``)."""
     for segment in reversed(path.split(".")):
-        if not segment.isdigit():
+        if not is_index(segment):
             return segment
     return ""
 

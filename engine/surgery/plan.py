@@ -29,6 +29,7 @@ import numpy as np
 from ..dtypes import DType
 from ..errors import ExportError
 from ..export import Cancel, Progress, export
+from ..metadata_keys import RECIPE_KEY, carried_fields
 from ..store import CHUNK, Store, TensorEntry
 from . import adapters as ad
 from . import stages
@@ -40,7 +41,7 @@ from .recipe import Recipe, SourceSpec
 from .remap import CompiledRule, compile_rules, remap_name
 from .stages import Dropped
 
-RECIPE_METADATA_KEY = "store_studio.recipe"
+RECIPE_METADATA_KEY = RECIPE_KEY
 _NO_SPEC = SourceSpec("")
 
 
@@ -191,20 +192,13 @@ class Plan:
 def carried_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str | None) -> tuple[dict[str, str], dict[str, Any] | None]:
     """The metadata (and Burnpack scalars) an export of ``stores`` keeps: the sources', merged in order.
 
-    Metadata travels across formats; what only described the old file (its producer, the recipe
-    that made it, its ``format`` unless the output has the same) does not. ``recipe.clear_metadata`` drops it all (burn-store's
-    ``clear_metadata``); ``recipe.metadata`` is added by ``Plan.export``. Scalars only survive
-    to Burnpack from a single Burnpack or Burn record (an optimizer's numbers) source.
+    Metadata travels across formats under names that keep each key's meaning (``engine.metadata_keys``:
+    a PyTorch archive's ``version`` is ``pytorch.archive_version``, never Burn's ``version``).
+    ``recipe.clear_metadata`` drops it all (burn-store's ``clear_metadata``); ``recipe.metadata`` is
+    added by ``Plan.export``. Scalars only survive to Burnpack from a single Burnpack or Burn record
+    (an optimizer's numbers) source.
     """
-    metadata: dict[str, str] = {}
-    if not recipe.clear_metadata:
-        for store in stores:
-            own = dict(store.metadata)
-            if store.format != fmt:
-                own.pop("format", None)  # SafeTensors' "pt" is not Burnpack's "burnpack"
-            metadata.update(own)
-        for key in ("producer", RECIPE_METADATA_KEY):
-            metadata.pop(key, None)
+    metadata = {} if recipe.clear_metadata else carried_fields(stores, fmt)
     only = stores[0] if len(stores) == 1 else None
     scalars = only.scalars if only is not None and only.format in ("burnpack", "burn-record") and fmt == "burnpack" else None
     return metadata, scalars

@@ -16,6 +16,7 @@ from gui.loaded_store import LoadedStore
 from gui.resources import icon, monospace
 
 MAX_CHILDREN = 1000  # a values tree lists this many items of a container, then says how many more
+CLASS_KEY = "__class__"  # how the engine marks an object of a class it did not import (a placeholder)
 
 
 def _selectable(text: str, mono: bool = False, tooltip: str = "") -> QLabel:
@@ -47,6 +48,8 @@ def fill_items(parent: QTreeWidgetItem | QTreeWidget, value: Any) -> None:
     for key, child in children[:MAX_CHILDREN]:
         if isinstance(child, dict):
             text = f"{{{len(child):,} key{'s' if len(child) != 1 else ''}}}"
+            if isinstance(child.get(CLASS_KEY), str):  # an object of a class the file names: say which
+                text = f"{child[CLASS_KEY]} {text}"
         elif isinstance(child, (list, tuple)):
             text = f"[{len(child):,} item{'s' if len(child) != 1 else ''}]"
         else:
@@ -116,6 +119,14 @@ class FileInfoPanel(QWidget):
             form = QFormLayout(box)
             for key, value in store.metadata.items():
                 form.addRow(_selectable(key, mono=True), _selectable(value, mono=True))
+            layout.addWidget(box)
+
+        foreign = getattr(store, "foreign_classes", ())
+        if foreign:
+            box = QGroupBox(f"Classes torch.load(weights_only=True) refuses ({len(foreign):,})")
+            box.setObjectName("foreignClasses")
+            box.setToolTip("Named by the file, never imported here: shown as their saved state")
+            QVBoxLayout(box).addWidget(_selectable("\n".join(foreign[:MAX_CHILDREN]), mono=True))
             layout.addWidget(box)
 
         if store.scalars:

@@ -7,7 +7,8 @@ from safetensors.torch import save_file
 
 from engine import open_store
 from engine.cli import main
-from engine.surgery import Recipe, plan
+from engine.surgery import Recipe, SourceSpec, plan
+from engine.surgery.printers import as_rust
 from engine.surgery.ops import FuseSplit, SplitFused, Transpose
 
 TO_BURN = Recipe(adapters=("pytorch-to-burn",))
@@ -144,7 +145,7 @@ def test_shapes_that_do_not_add_up_are_left_as_they_are(tmp_path):
     odd = {"rnn.weight_ih_l0": torch.ones(10, 3), "rnn.weight_hh_l0": torch.ones(10, 5),  # 2 gates: no such cell
            "att.in_proj_weight": torch.ones(7, 4),  # 7 rows cannot be q, k and v
            "big.weight_ih_l0": torch.ones(8, 3), "big.weight_hh_l0": torch.ones(8, 2),  # a layer far away: no stack
-           "big.weight_ih_l99999999999999": torch.ones(8, 3), "big.weight_hh_l99999999999999": torch.ones(8, 2)}
+           "big.weight_ih_l999999": torch.ones(8, 3), "big.weight_hh_l999999": torch.ones(8, 2)}
     path = tmp_path / "odd.safetensors"
     save_file(odd, str(path))
     with open_store(path) as store:
@@ -171,3 +172,16 @@ def test_one_gru_step_from_the_burn_tensors_matches_torch(tmp_path):
     n = np.tanh(part("new_gate", "input_transform", x) + r * part("new_gate", "hidden_transform", h))  # reset after
     expected, _ = gru(torch.from_numpy(x).unsqueeze(0), torch.from_numpy(h).unsqueeze(0))
     np.testing.assert_allclose((1 - z) * n + z * h, expected[0].detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_the_rust_chain_says_burn_store_cannot_split_fused_gates(torch_file):
+    with open_store(torch_file) as store:
+        recipe = Recipe(sources=(SourceSpec(str(torch_file)),), adapters=("pytorch-to-burn",))
+        chain = as_rust(recipe, [store], plan([store], recipe))
+        plain = as_rust(recipe)
+    # two LSTMs (16 + 2 fused tensors), in the file's order
+    assert ("// left to do: split LSTM gates (lstm.bias_hh_l0, lstm.bias_hh_l0_reverse, lstm.bias_hh_l1 and 15 more): "
+            "burn-store cannot split fused gates or q/k/v") in chain
+    assert "// left to do: split GRU gates (gru.bias_hh_l0, gru.bias_ih_l0, gru.weight_hh_l0 and 1 more)" in chain
+    assert "// left to do: split attention q/k/v (attn.in_proj_bias, attn.in_proj_weight)" in chain
+    assert "cannot split" not in plain  # without the files nothing says a split happens
