@@ -144,7 +144,7 @@ def _rnn_shape(module: str, tensors: dict[tuple[int, bool, str, str], str],
 def _split_attention(shape_of: dict[str, tuple[int, ...]], found: Found) -> None:
     for name, shape in shape_of.items():
         module, _, leaf = name.rpartition(".")
-        if leaf != "in_proj_weight" or len(shape) != 2 or shape[0] % 3:
+        if leaf != "in_proj_weight" or len(shape) != 2 or shape[0] % 3 or not shape[0]:
             continue
         size = shape[0] // 3
         bias = _join(module, "in_proj_bias")
@@ -198,14 +198,19 @@ def _cell_kind(tensors: dict[tuple[str, str, str], str], shape_of: dict[str, tup
     kind = "LSTM" if gates == set(LSTM_GATES) else "GRU" if gates == set(GRU_GATES) else None
     if kind is None:
         return None
-    biased = {leaf == "bias" for _, _, leaf in tensors}
-    for transform in _SIDES:
-        shapes = {shape_of[tensors[(g, transform, "weight")]] if (g, transform, "weight") in tensors else None
-                  for g in gates}
-        if len(shapes) != 1 or None in shapes or len(next(iter(shapes))) != 2:
+    biased = any(leaf == "bias" for _, _, leaf in tensors)
+    hidden = None
+    for transform in ("hidden_transform", "input_transform"):  # Burn's [in, out]: hidden is [H, H], input [in, H]
+        shapes = {shape_of.get(tensors.get((g, transform, "weight"), "")) for g in gates}
+        if len(shapes) != 1 or None in shapes:
             return None
-    expected = len(gates) * 2 * (2 if True in biased else 1)
-    return kind if len(tensors) == expected else None
+        (shape,) = shapes
+        hidden = shape[1] if hidden is None and len(shape) == 2 and shape[0] == shape[1] else hidden
+        if len(shape) != 2 or hidden is None or shape[1] != hidden:
+            return None
+        if biased and any(shape_of.get(tensors.get((g, transform, "bias"), "")) != (hidden,) for g in gates):
+            return None
+    return kind if len(tensors) == len(gates) * 2 * (2 if biased else 1) else None
 
 
 def _pytorch_place(path: str, kind: str, kinds: dict[str, str]) -> tuple[str, int, bool, bool]:

@@ -226,6 +226,9 @@ def _replaced(batch: Batch, parts: Sequence[fused.Part]) -> Batch:
             where = [at[name] for name in part.inputs]
             entry, dtype = batch.inputs[where[0]][0], batch.dtypes[where[0]]
             _check_bytes(entry, dtype, part.op)
+            if any(batch.dtypes[j] != dtype for j in where):
+                raise RecipeError(f"'{part.op.describe()}' would mix dtypes "
+                                  f"({', '.join(sorted({str(batch.dtypes[j]) for j in where}))}): cast them alike first")
             out.inputs.append(tuple(e for j in where for e in batch.inputs[j]))
             out.names.append(part.name)
             out.dtypes.append(dtype)

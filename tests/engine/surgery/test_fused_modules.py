@@ -5,7 +5,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from engine import open_store
+from engine import ArrayStore, RecipeError, export, open_store
 from engine.cli import main
 from engine.surgery import Recipe, SourceSpec, plan
 from engine.surgery.printers import as_rust
@@ -185,3 +185,16 @@ def test_the_rust_chain_says_burn_store_cannot_split_fused_gates(torch_file):
     assert "// left to do: split GRU gates (gru.bias_hh_l0, gru.bias_ih_l0, gru.weight_hh_l0 and 1 more)" in chain
     assert "// left to do: split attention q/k/v (attn.in_proj_bias, attn.in_proj_weight)" in chain
     assert "cannot split" not in plain  # without the files nothing says a split happens
+
+
+def test_gates_of_different_dtypes_are_refused_not_cast(tmp_path):
+    layer = {k: v.detach().contiguous() for k, v in torch.nn.MultiheadAttention(4, 1).state_dict().items()}
+    path = tmp_path / "attn.safetensors"
+    save_file(layer, str(path))
+    converted(path, TO_BURN, tmp_path / "attn.bpk")
+    with open_store(tmp_path / "attn.bpk") as burn:
+        mixed = {e.name: np.array(burn.read(e.name)) for e in burn.entries}
+    mixed["key.weight"] = mixed["key.weight"].astype(np.float16)
+    export(ArrayStore(mixed).entries, tmp_path / "mixed.safetensors")
+    with open_store(tmp_path / "mixed.safetensors") as store, pytest.raises(RecipeError, match=r"would mix dtypes \(F16, F32\)"):
+        plan([store], TO_TORCH)
