@@ -216,19 +216,22 @@ class StageCache:
     """Each stage's last few results, keyed by its inputs: the previous stage's result (its token) and the
     part of the recipe the stage reads. An edit therefore re-runs only the stages after the part it changed.
 
-    ``ran`` counts the stages actually computed (what a test, or a profile, asks). A key that cannot be
-    hashed (a predicate holding a list) is simply not cached.
+    A stage keeps at most ``SIZE`` results, and fewer for big sources: their tensors count against
+    ``TENSORS`` (one 100,000-tensor source keeps two: the current plan and the one before, what undo
+    and a typo's correction come back to). ``ran`` counts the stages actually computed (what a test, or
+    a profile, asks). A key that cannot be hashed (a predicate holding a list) is simply not cached.
     """
 
     SIZE = 4
+    TENSORS = 200_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._items: dict[str, OrderedDict[Any, tuple[int, Any]]] = {}
+        self._items: dict[str, OrderedDict[Any, tuple[int, Any, int]]] = {}
         self.ran: Counter[str] = Counter()
 
-    def run(self, stage: str, key: Any, compute: Callable[[], Any]) -> tuple[int, Any]:
-        """``(token, result)`` of ``stage`` for ``key``: cached, or computed now."""
+    def run(self, stage: str, key: Any, compute: Callable[[], Any], tensors: int = 0) -> tuple[int, Any]:
+        """``(token, result)`` of ``stage`` for ``key``: cached, or computed now (over ``tensors`` tensors)."""
         try:
             hash(key)
         except TypeError:
@@ -239,16 +242,17 @@ class StageCache:
                 found = items.get(key)
                 if found is not None:
                     items.move_to_end(key)
-                    return found
-        result = (next(_TOKENS), compute())
+                    return found[0], found[1]
+        token, result = next(_TOKENS), compute()
         with self._lock:
             self.ran[stage] += 1
             if key is not None:
                 items = self._items.setdefault(stage, OrderedDict())
-                items[key] = result
-                while len(items) > self.SIZE:
+                items[key] = (token, result, tensors)
+                while len(items) > 1 and (len(items) > self.SIZE
+                                          or sum(size for _, _, size in items.values()) > self.TENSORS):
                     items.popitem(last=False)
-        return result
+        return token, result
 
 
 _STAGES = StageCache()
@@ -292,9 +296,10 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
     wanted = _template_index(template) if template is not None else None
     selection = _SELECTIONS.get(stores, recipe)
     sources = [_plan_source(cache, selection, index, store, recipe, rules, wanted) for index, store in enumerate(stores)]
-    _, merged = cache.run("merge", tuple(s.tokens[1] for s in sources), lambda: _merge(sources))
+    size = sum(len(kept) for kept in selection.kept)
+    _, merged = cache.run("merge", tuple(s.tokens[1] for s in sources), lambda: _merge(sources), size)
     _, filter_hits = cache.run("rule hits", (tuple(s.tokens[0] for s in sources), recipe.filter),
-                               lambda: _filter_hits(recipe.filter, sources))
+                               lambda: _filter_hits(recipe.filter, sources), size)
     tensors, conflicts, overrides = merged
     remap_hits = [sum(counts) for counts in zip(*(s.remap_hits for s in sources))] if sources else [0] * len(rules)
     modules: dict[str, ModuleGuess] = {}
@@ -312,30 +317,34 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
     adapters = recipe.adapters
     direction = next((a for a in adapters if a in (ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH)), None)
     overrides = tuple(sorted(recipe.module_overrides.items()))
-    token, batch = cache.run("source", (selection.token, index), lambda: stages.Batch.of(selection.kept[index]))
-    token, (batch, hits) = cache.run("remap", (token, recipe.remaps), lambda: stages.remap(batch, rules))
+
+    def run(stage: str, key: Any, compute: Callable[[], Any]) -> tuple[int, Any]:
+        return cache.run(stage, key, compute, len(selection.kept[index]))
+
+    token, batch = run("source", (selection.token, index), lambda: stages.Batch.of(selection.kept[index]))
+    token, (batch, hits) = run("remap", (token, recipe.remaps), lambda: stages.remap(batch, rules))
     if ad.CONTIGUOUS_INDICES in adapters:
         every = None if len(batch) == len(store.entries) else [remap_name(e.name, rules) for e in store.entries]
-        token, batch = cache.run("renumber", (token,), lambda: stages.renumber(batch, every))
+        token, batch = run("renumber", (token,), lambda: stages.renumber(batch, every))
     skip = ad.SKIP_ENUM_VARIANTS in adapters
     if skip or ENUM_VARIANT in recipe.module_overrides.values():
-        token, batch = cache.run("enum variants", (token, skip, overrides, wanted),
-                                 lambda: stages.enum_variants(batch, recipe.module_overrides, wanted, skip))
+        token, batch = run("enum variants", (token, skip, overrides, wanted),
+                           lambda: stages.enum_variants(batch, recipe.module_overrides, wanted, skip))
     conventions: dict[str, tuple[str, str, str]] = {}
     fuse = ad.FUSE_WEIGHT_NORM in adapters
     linears: dict[str, ModuleGuess] = {}
     if fuse or direction:
-        token, split = cache.run("fuse/split", (token, fuse, direction), lambda: stages.fuse_split(batch, fuse, direction))
+        token, split = run("fuse/split", (token, fuse, direction), lambda: stages.fuse_split(batch, fuse, direction))
         batch, linears, conventions = split.batch, split.linears, split.conventions
-    token, modules = cache.run("module inference", (token, wanted, overrides),
-                               lambda: stages.infer(batch, wanted, recipe.module_overrides, linears))
-    token, adapted = cache.run("adapters", (token, direction, wanted), lambda: stages.adapt(batch, modules, direction, wanted))
+    token, modules = run("module inference", (token, wanted, overrides),
+                         lambda: stages.infer(batch, wanted, recipe.module_overrides, linears))
+    token, adapted = run("adapters", (token, direction, wanted), lambda: stages.adapt(batch, modules, direction, wanted))
     label = str(store.path)
-    filter_token, filtered = cache.run("filter", (token, recipe.filter),
-                                       lambda: stages.filter_names(adapted, recipe.filter, label))
-    token, casted = cache.run("cast", (filter_token, recipe.casts), lambda: stages.cast(adapted, filtered.kept, recipe.casts))
-    _, found = cache.run("guesses", (token, direction),
-                         lambda: stages.guesses_of(adapted, casted, direction, recipe.casts, conventions, wanted))
+    filter_token, filtered = run("filter", (token, recipe.filter),
+                                 lambda: stages.filter_names(adapted, recipe.filter, label))
+    token, casted = run("cast", (filter_token, recipe.casts), lambda: stages.cast(adapted, filtered.kept, recipe.casts))
+    _, found = run("guesses", (token, direction),
+                   lambda: stages.guesses_of(adapted, casted, direction, recipe.casts, conventions, wanted))
     return _SourceResult(label, adapted, casted, filtered, modules.guesses, hits, found, (filter_token, token))
 
 

@@ -125,3 +125,15 @@ def test_rule_hits_are_data_with_kind_index_and_pattern():
         (EXCLUDE, 0, "weight", 3), (REMAP, 0, "x", 0), (REMAP, 1, "^blocks", 6)]
     assert hits[-1] == RuleHits(REMAP, 1, "^blocks", 6, "b") and hits[-1].rule == "remap '^blocks' -> 'b'"
     assert hits[-1].to_json()["replacement"] == "b"
+
+
+def test_big_sources_keep_fewer_results_per_stage():
+    cache, store = StageCache(), model()
+    cache.TENSORS = 2 * len(store)  # room for two results of this source per stage
+    edits = [Recipe(remaps=(RemapRule(r"^blocks\.", f"v{i}."),)) for i in range(3)]
+    for recipe in edits:
+        plan([store], recipe, cache=cache)
+    plan([store], edits[2], cache=cache)
+    plan([store], edits[1], cache=cache)
+    assert cache.ran["remap"] == 3  # the last two are still there
+    assert plan([store], edits[0], cache=cache).names[0] == "v0.0.fc.weight" and cache.ran["remap"] == 4
