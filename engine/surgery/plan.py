@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..burn_versions import BurnVersion
 from ..dtypes import DType
 from ..errors import ExportError
 from ..export import Cancel, Progress, export
@@ -165,14 +166,15 @@ class Plan:
 
     def export(self, dest: str | os.PathLike, format: str | None = None, *, metadata: dict[str, str] | None = None,
                scalars: dict[str, Any] | None = None, overwrite: bool = False, progress: Progress | None = None,
-               cancel: Cancel | None = None) -> Path:
-        """Write the plan; refused while it has conflicts. Metadata records the recipe's digest."""
+               cancel: Cancel | None = None, dequantize: bool = False, burn_version: BurnVersion | None = None) -> Path:
+        """Write the plan for ``burn_version`` (default: the recipe's); refused while it has conflicts. Metadata
+        records the recipe's digest."""
         if self.conflicts:
             raise ExportError(f"{Path(dest).name}: " + "; ".join(str(c) for c in self.conflicts))
         digest = {RECIPE_METADATA_KEY: self.recipe.digest()} if self.recipe.changes_tensors else {}
         meta = {**self.recipe.metadata, **digest, **(metadata or {})}
         return export(self.tensors, dest, format, metadata=meta, scalars=scalars, overwrite=overwrite,
-                      progress=progress, cancel=cancel)
+                      progress=progress, cancel=cancel, burn_version=burn_version or self.recipe.burn_version, dequantize=dequantize)
 
     def to_json(self) -> dict[str, Any]:
         """The dry-run document: every output tensor and everything else the plan decided."""

@@ -17,7 +17,7 @@ import shlex
 from pathlib import Path
 from typing import Sequence
 
-from ..burn_versions import BurnVersion
+from ..burn_versions import NEWEST, BurnVersion
 from ..segments import parse_index
 from ..store import Store
 from . import adapters as ad
@@ -58,6 +58,8 @@ def as_cli(recipe: Recipe, output: str = "OUT") -> str:
         args += ["--template", recipe.template]
     if recipe.allow_partial:
         args.append("--allow-partial")
+    if recipe.burn_version is not NEWEST:
+        args += ["--burn-version", recipe.burn_version.value]
     line = " ".join(shlex.quote(a) for a in args)
     if _needs_recipe_file(recipe):
         line += "  # predicates, casts by module or per-source filters need --recipe FILE"

@@ -4,6 +4,7 @@ for PyTorch checkpoints, the non-tensor values (``store.values``) as a tree that
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -11,7 +12,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QScrollArea,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from engine import humanize
+from engine import burn_compatibility, humanize, scheme_description
 from gui.loaded_store import LoadedStore
 from gui.resources import icon, monospace
 
@@ -92,6 +93,17 @@ class FileInfoPanel(QWidget):
         summary.addRow("Format", _selectable(store.description))
         if store.note:
             summary.addRow("Note", _selectable(store.note))
+        burn = burn_compatibility(store)
+        if burn is not None:
+            self.burn_label = _selectable(burn.describe(), tooltip="Read from the file's own dtype spellings "
+                                          "(Bool, quantization scheme) and its Burnpack version")
+            self.burn_label.setObjectName("burnLoads")
+            summary.addRow("Loads in", self.burn_label)
+            for version, reason in burn.reasons:
+                summary.addRow(f"Not {version.value}", _selectable(reason))
+        schemes = Counter(scheme_description(e.dtype) for e in store.entries if e.dtype.kind == "quantized")
+        for scheme, count in schemes.items():
+            summary.addRow("Quantized", _selectable(f"{scheme} ({humanize.plural(count, 'tensor')})"))
         summary.addRow("File size", _selectable(humanize.size(size), tooltip=f"{size:,} bytes"))
         summary.addRow("Tensors", _selectable(humanize.count(totals.tensors)))
         summary.addRow("Parameters", _selectable(humanize.count(totals.parameters)))
