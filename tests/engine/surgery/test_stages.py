@@ -69,7 +69,7 @@ def test_module_inference_then_adapters_transpose_linears_and_rename_norms():
 
 def test_adapters_refuse_to_transpose_a_quantized_tensor():
     source = batch()
-    q = quantized({"value": "Q8S"})
+    q = quantized({"value": "Q8S", "param": "F32", "store": "Native", "level": "Tensor", "mode": "Symmetric"})
     odd = stages.Batch(source.inputs, source.names, [q] + source.dtypes[1:], source.shapes, source.ops, source.variants)
     with pytest.raises(RecipeError, match="'blocks.0.fc.weight' is quantized"):
         stages.adapt(odd, stages.infer(odd, None, {}), "pytorch-to-burn", None)
