@@ -1,6 +1,6 @@
 """Store Studio's speed and memory, measured side by side with the tools users would otherwise use.
 
-    python tests/benchmarks/run.py [--quick] [--json OUT] [--workdir DIR] [--only burn-records|plan]
+    python tests/benchmarks/run.py [--quick] [--json OUT] [--workdir DIR] [--only burn-records|remote|plan]
 
 Generates its own models, measures everything in this one run (ratios, never absolute times,
 are what a shared machine can compare) and prints a Markdown table with the targets.
@@ -267,7 +267,7 @@ def bench_gui(rows: list[Row], many: Path) -> None:
 
 
 def _fmt(value: float, unit: str) -> str:
-    return {"s": f"{value:.3f} s", "MiB": f"{value:.0f} MiB"}.get(unit, f"{value:.2f} {unit}")
+    return {"s": f"{value:.3f} s", "MiB": f"{value:.0f} MiB", "B": f"{value:,.0f} B"}.get(unit, f"{value:.2f} {unit}")
 
 
 def table(rows: list[Row]) -> str:
@@ -287,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small models: checks the suite works, times mean little")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--workdir", type=Path, help="where to generate models (default: a temporary folder)")
-    parser.add_argument("--only", choices=["burn-records", "plan"], help="run only these rows (the machine is shared)")
+    parser.add_argument("--only", choices=["burn-records", "remote", "plan"],
+                        help="run only these rows (the machine is shared)")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="store-studio-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -298,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.only == "burn-records":
             rows = []
             note = bench_burn_record(rows, work, args.quick)
+            return _report(rows, note, args.json)
+        if args.only == "remote":
+            rows = []
+            note = run_remote(rows, work, None if args.quick else "1GB")
             return _report(rows, note, args.json)
         if args.only == "plan":
             rows = []
@@ -320,6 +325,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     return _report(rows, note, args.json)
+
+
+def run_remote(rows: list[Row], work: Path, size: str | None) -> str:
+    """The remote rows (``--only remote``): a 1 GB model (``--quick``: a small one) served over loopback."""
+    import remote
+    spec = remote.ONE_GB if size else models.QUICK["large"]
+    files = models.write_all(work, models.arrays(spec), "remote_model")
+    with output_folder(work, 3 * files["bpk"].stat().st_size) as out:
+        remote.bench_remote(rows, Row, measure, files, out, OURS_CONVERT)
+    return "Remote rows: a real HTTP server on 127.0.0.1 serving from disk; conversions wrote to " + \
+        ("a tmpfs." if out != work else "disk.")
 
 
 def _report(rows: list[Row], note: str, json_path: Path | None) -> int:
