@@ -187,7 +187,7 @@ class _Machine:
 
     # --- nesting and hashing ---------------------------------------------------------------
     def depth(self, value: Any) -> int:
-        if type(value) not in _NESTED:
+        if type(value) not in _NESTED and type(value) is not Placeholder:
             return 0
         known = self.depths.get(id(value))
         return known[1] if known else 1
@@ -260,6 +260,9 @@ class _Machine:
     def build(self, target: Any, state: Any) -> None:
         if isinstance(target, Placeholder):
             target.state = state  # what __setstate__ or __dict__.update would have received
+            depth = self.depth(state)
+            if depth:  # counted as it is built, so placeholders nested 20,000 deep stop at the limit, not after
+                self.deeper(target, depth + 1)
         elif isinstance(target, Buildable):
             target.setstate(self.path, state)
         elif isinstance(target, dict):
