@@ -60,3 +60,14 @@ def test_a_file_replaced_by_rename_is_noticed_when_its_tab_is_shown_again(window
     assert window.tabs.tabText(window.tabs.indexOf(first)).endswith(STALE_SUFFIX)
     assert window.tabs.tabText(window.tabs.indexOf(window.view_for((tmp_path / "b.safetensors").absolute()))) \
         == "b.safetensors"
+
+
+def test_the_stale_bar_is_visible_the_moment_the_tab_is_marked(window: MainWindow, open_view, tmp_path: Path) -> None:
+    """No event loop turn between the check and the assert: the bar must not wait for a queued show."""
+    path = _model(tmp_path / "live.safetensors", 1.0)
+    view = open_view(path)
+    with open(path, "r+b") as f:
+        f.write(_model(tmp_path / "next.safetensors", 2.0).read_bytes())
+    window.stale.check(str(path.absolute()))
+    bar = view.findChild(QFrame, STALE_BAR)
+    assert bar is not None and bar.isVisible() and window.stale.is_stale(view)
