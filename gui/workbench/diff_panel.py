@@ -8,7 +8,6 @@ name into a remap rule on the document (an undoable edit).
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 from typing import Callable
@@ -23,8 +22,8 @@ from engine.surgery import Plan, align, diff
 from engine.surgery.diff import ValueDifference, value_difference
 from engine.surgery.ops import Rename
 from engine.surgery.plan import PlannedTensor
+from engine.surgery.suggest import Suggestion, suggest
 from gui.dialogs import MODEL_FILES, show_error
-from gui.models.bulk_rename import BulkRename, suggest_bulk_rename
 from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
                                    dropped_tensors, status_icon)
 from gui.numbers import format_number
@@ -32,10 +31,17 @@ from gui.panels.histogram import HistogramWidget
 from gui.resources import icon, monospace
 from gui.workbench.diff_bars import DeltaBarDelegate, SummaryBar
 from gui.workbench.document import RecipeDocument
+from gui.workbench.suggestion_list import SuggestionList
 from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, ProgressRelay, Task, TaskRunner
 
 DIFF_DOCK = "diffDock"
+SUGGESTIONS = 3  # recipe changes offered above the rows, best first
+
+
+def reopen_at_key(store: Store, key: str) -> Store:
+    """A PyTorch source opened again at a top-level key, for a suggestion to prove itself on."""
+    return open_store(store.path, top_level_key=key)
 
 
 def remap_input_name(tensor: PlannedTensor) -> str:
@@ -131,19 +137,8 @@ class DiffPanel(QWidget):
         filters.addWidget(self.filter_edit)
 
         self.summary_bar = SummaryBar()
-        self.bulk_label = QLabel()
-        self.bulk_label.setObjectName("bulkRename")
-        self.bulk_label.setWordWrap(True)
-        self.bulk_button = QPushButton("Add Rule")
-        self.bulk_button.setObjectName("bulkRenameButton")
-        self.bulk_button.clicked.connect(self.add_bulk_rule)
-        self.bulk: BulkRename | None = None
-        bulk_row = QHBoxLayout()
-        bulk_row.addWidget(self.bulk_label, 1)
-        bulk_row.addWidget(self.bulk_button)
-        self.bulk_box = QWidget()
-        self.bulk_box.setLayout(bulk_row)
-        bulk_row.setContentsMargins(0, 0, 0, 0)
+        self.bulk_box = SuggestionList()  # recipe changes proven by engine suggest, with the pairs they make
+        self.bulk_box.applyRequested.connect(self.apply_suggestion)
 
         self.model = DiffModel(self)
         self.proxy = DiffFilterModel(self)
@@ -286,16 +281,19 @@ class DiffPanel(QWidget):
             self._compare_task.cancel()
         self._generation += 1
         generation, other, values, reporter = self._generation, self.other, self.values_box.isChecked(), self._relay
-        sources = self.document.planned_stores()
+        sources, template = self.document.planned_stores(), self.document.template
 
-        def work(cancelled: Callable[[], bool]) -> list[DiffRow]:
+        def work(cancelled: Callable[[], bool]) -> tuple[list[DiffRow], list[Suggestion]]:
             report = align(plan, other)
             compared = diff(plan, other, values=True, progress=reporter.reporter(cancelled)) if values else None
-            return build_rows(plan, other, report, compared, dropped_tensors(plan, sources))
+            rows = build_rows(plan, other, report, compared, dropped_tensors(plan, sources))
+            found = suggest(sources, plan.recipe, other, template=template, reopen=reopen_at_key, limit=SUGGESTIONS,
+                            cancelled=cancelled)
+            return rows, found
 
         self._show_message(f"Comparing with {other.path.name}…")
         self._set_busy(True, determinate=values)
-        self._compare_task = self._runner.run(work, lambda rows: self._compared(generation, plan, rows),
+        self._compare_task = self._runner.run(work, lambda result: self._compared(generation, plan, *result),
                                               lambda failure: self._compare_failed(generation, failure),
                                               lambda: self._compare_cancelled(generation))
 
@@ -306,13 +304,14 @@ class DiffPanel(QWidget):
     def is_idle(self) -> bool:
         return self._runner.active == 0 and not self._waiting_for_plan
 
-    def _compared(self, generation: int, plan: Plan, rows: list[DiffRow]) -> None:
+    def _compared(self, generation: int, plan: Plan, rows: list[DiffRow], found: list[Suggestion]) -> None:
         if generation != self._generation:
             return
         self._compare_task = None
         self._set_busy(False)
         selected = self.selected_row()
         self.model.set_rows(rows)
+        self.bulk_box.show_suggestions(found)
         self._update_counts()
         self._show_message(self._summary(rows, plan))
         self._reselect(selected)
@@ -373,24 +372,10 @@ class DiffPanel(QWidget):
         self.summary_bar.set_groups(self.model.summary())
         self.summary_bar.setVisible(bool(self.model.rows))
         self.table.setColumnHidden(Column.DELTA, all(row.max_abs is None for row in self.model.rows))
-        self._offer_bulk_rename()
 
-    def _offer_bulk_rename(self) -> None:
-        """Before row-by-row suggestions: one remap rule that explains many missing names, with its hit count."""
-        rows = self.model.rows
-        self.bulk = suggest_bulk_rename((r.source.name for r in rows if r.status == "unused"),
-                                        (r.other.name for r in rows if r.status == "missing"))
-        self.bulk_box.setVisible(self.bulk is not None)
-        if self.bulk is not None:
-            rule = self.bulk.rule
-            self.bulk_label.setText(f"<b>{html.escape(self.bulk.label)}</b> with the remap rule "
-                                    f"<code>{html.escape(rule.pattern)}</code> → "
-                                    f"<code>{html.escape(rule.replacement) or '(nothing)'}</code>")
-            self.bulk_button.setToolTip("Add this rule at the end of the remap rules (undo with Ctrl+Z)")
-
-    def add_bulk_rule(self) -> None:
-        if self.bulk is not None:
-            self.document.add_remap(self.bulk.rule.pattern, self.bulk.rule.replacement)
+    def apply_suggestion(self, suggestion: Suggestion) -> None:
+        """Make a suggested change to the recipe, as one undoable step."""
+        self.document.push(suggestion.apply(self.document.recipe), f"Apply suggestion: {suggestion.description}")
 
     @staticmethod
     def _summary(rows: list[DiffRow], plan: Plan) -> str:

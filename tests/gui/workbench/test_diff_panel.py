@@ -198,17 +198,20 @@ def test_surgery_diff_shows_the_panel_for_the_current_tab(window, open_view, qtb
     assert statuses["fc1.weight"] == "transposed" and statuses["conv1.weight"] == "identical"
 
 
-def test_a_common_prefix_is_offered_as_one_remap_rule_with_its_hit_count(window, document, qtbot, tmp_path):
+def test_a_common_prefix_is_offered_as_one_remap_rule_with_the_pairs_it_makes(window, document, qtbot, tmp_path):
     values = {"model." + t.name: np.asarray(t.read()) for t in document.plan.tensors}
     path = export(ArrayStore(values).entries, tmp_path / "prefixed.safetensors")
     panel = show_diff_dock(window, document)
     panel.compare_with_file(path)
     _compared(panel, qtbot)
     count = len(document.plan.tensors)
-    assert panel.bulk_box.isVisible() and panel.bulk is not None
-    assert panel.bulk.rule == RemapRule("^", "model.") and panel.bulk.hits == count
-    assert f"add the prefix model.: fixes {count} of {count} missing" in panel.bulk_label.text()
-    panel.bulk_button.click()
+    assert panel.bulk_box.isVisible()
+    (row,) = panel.bulk_box.rows()
+    assert row.suggestion.remap == RemapRule("^", "model.") and row.suggestion.fixes == count
+    assert f"add the prefix model.: fixes {count} of {count} missing or mismatched" in row.title.text()
+    assert "conv1.weight → model.conv1.weight [" in row.pairs.text()  # what it pairs, before it is applied
+    assert row.pairs.toolTip().count("\n") == count - 1
+    row.apply_button.click()
     assert document.recipe.remaps[-1] == RemapRule("^", "model.")
     qtbot.waitUntil(lambda: panel.is_idle() and not document.busy and panel.model.rows
                     and all(row.status == "identical" for row in panel.model.rows), timeout=30_000)
