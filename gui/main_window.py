@@ -43,7 +43,9 @@ FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
 REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dwsb.]|^\^|\$$|\[.+\]|\(.*\||[^\\]\|")  # .* \d ^ $ [..] (a|b)
 DEFAULT_SIZE = (1280, 800)
 RULES_SHARE = 0.3  # of the window's width, for the rule docks on the right
-PREVIEW_SHARE, PREVIEW_HEIGHT = 0.36, 310  # the preview/diff docks: a share of the height, at least 6 table rows
+BOTTOM_MOST = 0.55  # of the height, the most a bottom dock takes when brought to the front
+DIFF_SHARE = 0.55  # the diff's status bars and suggestions sit above its table: it takes more when raised
+PREVIEW_SHARE, PREVIEW_HEIGHT = 0.3, 228  # the preview/diff docks: a share of the height, at least 6 table rows
 TABLE_DOCKS = ("preview", "diff")  # docks that are a table, which scrolls by itself; the others get a scroll area
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
 
@@ -170,6 +172,9 @@ class MainWindow(QMainWindow):
         self.panels["preview"].settle_requested.connect(self._settle_guess)  # type: ignore[attr-defined]
         self.diff_dock = self._dock("diff", "Diff", QLabel(), Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.docks["preview"], self.diff_dock)
+        for dock in (self.docks["preview"], self.diff_dock):  # each takes its own height when brought to the front
+            dock.visibilityChanged.connect(lambda shown, d=dock: shown and self._workbench_shown
+                                           and self._fit_bottom_dock(d))
 
     def _dock(self, name: str, title: str, panel: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -376,8 +381,7 @@ class MainWindow(QMainWindow):
             self.docks["filters"].raise_()
             self.docks["preview"].raise_()
             self.resizeDocks([self.docks["filters"]], [int(self.width() * RULES_SHARE)], Qt.Orientation.Horizontal)
-            preview = min(max(int(self.height() * PREVIEW_SHARE), PREVIEW_HEIGHT), int(self.height() * 0.55))
-            self.resizeDocks([self.docks["preview"]], [preview], Qt.Orientation.Vertical)
+            self._fit_bottom_dock(self.docks["preview"])
             for other in self.views():
                 other.favour_tree()
         self._follow_document()
@@ -398,6 +402,13 @@ class MainWindow(QMainWindow):
             action.setEnabled(self.current_view() is not None)
         self._update_template_action()
         self._update_title()
+
+    def _fit_bottom_dock(self, dock: QDockWidget) -> None:
+        """The preview takes a share of the height (at least six rows); the diff, whose bars sit above its
+        table, takes more while it is in front. Both leave the tab's value table its rows on a 640 screen."""
+        share = DIFF_SHARE if dock is self.diff_dock else PREVIEW_SHARE
+        height = min(max(int(self.height() * share), PREVIEW_HEIGHT), int(self.height() * BOTTOM_MOST))
+        self.resizeDocks([dock], [height], Qt.Orientation.Vertical)
 
     def _settle_guess(self, module: str) -> None:
         """A guessed row was double-clicked in the preview: its module's type, ready to choose, in Adapters."""
@@ -449,6 +460,7 @@ class MainWindow(QMainWindow):
         self.diff_dock.setWidget(self._diff_panels[document])
         self.diff_dock.show()
         self.diff_dock.raise_()
+        self._fit_bottom_dock(self.diff_dock)
 
     def choose_template(self) -> None:
         """Surgery › Set Template…: the file the result must fit (the diff view's Template button does the same)."""

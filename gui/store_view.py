@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QFontMetrics
+from PySide6.QtGui import QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QSplitter, QTabWidget,
                                QToolButton, QTreeView, QVBoxLayout, QWidget)
 
@@ -19,6 +19,7 @@ from gui.panels.details import DetailsPanel
 from gui.panels.file_info import FileInfoPanel
 from gui.panels.values import ValuesPanel
 from gui.resources import monospace
+from gui.tree_name_delegate import NameDelegate
 from gui.widgets import scrolling
 from gui.workbench.document import RecipeDocument
 from gui.workers import TaskRunner
@@ -26,11 +27,33 @@ from gui.workers import TaskRunner
 EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this many tensors
 NAME_SHARE = 0.42  # the Name column keeps at least this share of the tree's width; the others shrink first
 COLUMN_SAMPLES = {Column.DTYPE: "BF16", Column.SHAPE: "[128, 64, 3, 3]", Column.PARAMS: "99,999,999",
-                  Column.SIZE: "999 MiB", Column.RECIPE: "renamed, transposed"}  # usual content; longer text elides
-HIDE_FIRST = (Column.SIZE, Column.DTYPE, Column.SHAPE, Column.PARAMS)  # what a narrow tree gives up, in order
+                  Column.SIZE: "999 MiB", Column.RECIPE: "transposed"}  # usual content; longer text elides (tooltip)
+HIDE_FIRST = (Column.SIZE, Column.PARAMS, Column.DTYPE, Column.SHAPE)  # what a narrow tree gives up, in order
 COLUMN_MINIMUM = 36
+VALUE_ROWS = 5  # rows of the value table a short window keeps in view (the details scroll instead)
+DETAILS_MINIMUM = 24  # what the details keep when the value table takes the rest
+COLLAPSE_INTO_NAME = (Column.DTYPE, Column.SHAPE)  # hidden, these are drawn at the end of the Name cell
 BASE_ORDERS = {"File order": "file", "Name order": "natural"}  # the tree's order when no header sorts it
 INFER_DELAY_MS = 150  # module inference starts once the tree has painted
+
+
+class ValuesFirstSplitter(QSplitter):
+    """Details above values; when short of height the value table keeps VALUE_ROWS rows and the details scroll."""
+
+    def __init__(self, values: ValuesPanel) -> None:
+        super().__init__(Qt.Orientation.Vertical)
+        self._values = values
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self.keep_value_rows()
+
+    def keep_value_rows(self) -> None:
+        sizes = self.sizes()
+        total = sum(sizes)
+        need = min(self._values.height_for_rows(VALUE_ROWS), total - DETAILS_MINIMUM)
+        if len(sizes) == 2 and total > 0 and sizes[1] < need:
+            self.setSizes([total - need, need])
 
 
 @dataclass(frozen=True)
@@ -67,6 +90,8 @@ class StoreView(QWidget):
         self.tree_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree_view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
         self.tree_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # keeps a row's end: its recipe word
+        self.name_delegate = NameDelegate(self.tree_view)  # hidden DType/Shape columns, drawn in the Name cell
+        self.tree_view.setItemDelegateForColumn(Column.NAME, self.name_delegate)
         header = self.tree_view.header()
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # the file's order until a header is clicked
         header.setSortIndicatorClearable(True)  # a third click goes back to it
@@ -103,7 +128,7 @@ class StoreView(QWidget):
         self.details = DetailsPanel(runner)
         self.values = ValuesPanel(runner)
         self.file_info = FileInfoPanel(loaded)
-        self.selection_split = QSplitter(Qt.Orientation.Vertical)
+        self.selection_split = ValuesFirstSplitter(self.values)
         self.selection_split.addWidget(scrolling(self.details, "detailsScroll"))
         self.selection_split.addWidget(self.values)
         self.selection_split.setStretchFactor(0, 1)  # both scroll, so neither imposes its height
@@ -150,6 +175,10 @@ class StoreView(QWidget):
         for column, width in wanted.items():
             self.tree_view.setColumnHidden(column, column not in shown)
             header.resizeSection(column, width)
+        collapsed = tuple(c for c in COLLAPSE_INTO_NAME if c not in shown)
+        if collapsed != self.name_delegate.collapsed:
+            self.name_delegate.collapsed = collapsed
+            self.tree_view.viewport().update()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Resize:

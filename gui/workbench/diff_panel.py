@@ -36,7 +36,7 @@ from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, ProgressRelay, Task, TaskRunner
 
 DIFF_DOCK = "diffDock"
-SUGGESTIONS = 3  # recipe changes offered above the rows, best first
+SUGGESTIONS = 2  # recipe changes offered above the rows, best first (one line each)
 
 
 def reopen_at_key(store: Store, key: str) -> Store:
@@ -87,6 +87,7 @@ class DiffPanel(QWidget):
         self.against = QLabel("Nothing to compare with yet")
         self.against.setObjectName("diffAgainst")
         self.against.setProperty("role", "heading")
+        self.against.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # the tooltip has it all
         self.template_button = QPushButton("Template")
         self.template_button.setObjectName("diffTemplate")
         self.template_button.clicked.connect(self._template_clicked)
@@ -132,7 +133,7 @@ class DiffPanel(QWidget):
         self.filter_edit.setPlaceholderText("Filter by name")
         self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.addAction(icon("search"), QLineEdit.ActionPosition.LeadingPosition)
-        self.filter_edit.setMinimumWidth(200)
+        self.filter_edit.setMinimumWidth(120)
         self.filter_edit.textChanged.connect(lambda text: self.proxy.set_text(text))
         filters.addWidget(self.filter_edit)
 
@@ -151,7 +152,7 @@ class DiffPanel(QWidget):
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
         self.table.verticalHeader().hide()
-        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)  # as the preview's
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         for column in (Column.SOURCE_NAME, Column.OTHER_NAME):
@@ -262,7 +263,7 @@ class DiffPanel(QWidget):
         self.values_box.setChecked(values)
         self.values_box.blockSignals(False)
         self.against.setText(f"Recipe result  ⟷  {store.path.name} ({role})")
-        self.against.setToolTip(str(store.path))
+        self.against.setToolTip(f"{self.against.text()}\n{store.path}")
         self._update_controls()
         self.refresh()
 

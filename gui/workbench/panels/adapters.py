@@ -159,13 +159,12 @@ class AdaptersPanel(DocumentPanel):
             check.setObjectName(f"adapter-{name}")
             check.setToolTip(tip)
             check.toggled.connect(lambda on, n=name: self._toggled(n, on))
-            row = QHBoxLayout()
-            row.addWidget(check)
-            hint = QLabel(tip)
+            hint = QLabel(tip)  # under its box, not beside it: both keep the dock's width
             hint.setProperty("role", "hint")
             hint.setWordWrap(True)
-            row.addWidget(hint, 1)
-            grid.addLayout(row)
+            hint.setContentsMargins(22, 0, 0, 4)
+            grid.addWidget(check)
+            grid.addWidget(hint)
             self.checks[name] = check
 
         self.key = QComboBox()
@@ -194,6 +193,7 @@ class AdaptersPanel(DocumentPanel):
         cast_row.addWidget(QLabel("for"))
         cast_row.addWidget(self.scope, 1)
         form = QFormLayout()
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow("Top-level key", self.key)
         form.addRow("Cast floats to", cast_row)
 
@@ -214,6 +214,7 @@ class AdaptersPanel(DocumentPanel):
         header.setSectionResizeMode(REASON, QHeaderView.ResizeMode.Stretch)
         self.modules_title = QLabel("Module types")
         self.modules_title.setProperty("role", "heading")
+        self.modules_title.setWordWrap(True)
 
         layout = QVBoxLayout(self)
         layout.addWidget(adapters)

@@ -30,6 +30,7 @@ from engine.surgery import Filter, Plan, Predicate, PredicateGroup
 from engine.surgery.filters import FIELDS, OPERATORS, Rule, compile_pattern
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
+from gui.widgets import FlowLayout
 from gui.workbench.panels.base import DocumentPanel
 
 INCLUDE, PATH, WHERE, EXCLUDE = "include", "path", "where", "exclude"
@@ -175,7 +176,7 @@ class FiltersPanel(DocumentPanel):
         self.message.setWordWrap(True)
         self.message.setStyleSheet(ERROR_TEXT_STYLE)
         self.message.hide()
-        buttons = QHBoxLayout()
+        buttons = FlowLayout()  # wraps in a narrow dock
         self.add_buttons: dict[str, QPushButton] = {}
         for kind, text, tip in ((INCLUDE, "+ Include", "Keep tensors whose name matches a regex"),
                                 (EXCLUDE, "+ Exclude", "Drop tensors whose name matches a regex"),
@@ -186,7 +187,6 @@ class FiltersPanel(DocumentPanel):
             button.clicked.connect(lambda _=False, k=kind: self.add_row(k))
             buttons.addWidget(button)
             self.add_buttons[kind] = button
-        buttons.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addWidget(hint)
         layout.addLayout(buttons)

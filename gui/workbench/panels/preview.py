@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QSizePolicy,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -225,6 +226,7 @@ class PreviewPanel(DocumentPanel):
         self.counts = QLabel("Planning…")
         self.counts.setObjectName("previewCounts")
         self.counts.setProperty("role", "heading")
+        self.counts.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the dock
         self.rerun = QPushButton("Re-run (F5)")
         self.rerun.setToolTip("Plan the recipe again now")
         self.rerun.clicked.connect(lambda: self.document.replan() if self.document is not None else None)
@@ -234,7 +236,7 @@ class PreviewPanel(DocumentPanel):
         self.name_filter.setToolTip("Show only rows whose name contains this text (case-insensitive)")
         self.name_filter.setClearButtonEnabled(True)
         self.name_filter.addAction(icon("search"), QLineEdit.ActionPosition.LeadingPosition)
-        self.name_filter.setMinimumWidth(180)
+        self.name_filter.setMinimumWidth(120)
         self.name_filter.textChanged.connect(self._filter_names)
         self.shown = QLabel()
         self.shown.setObjectName("previewShown")
@@ -264,7 +266,7 @@ class PreviewPanel(DocumentPanel):
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
         self.table.doubleClicked.connect(self._double_clicked)
         header = self.table.horizontalHeader()
-        for column, width in ((STATUS, 190), (NAME, 240), (SHAPE, 120), (DTYPE, 60), (SOURCE, 260), (TEMPLATE, 110)):
+        for column, width in ((STATUS, 150), (NAME, 220), (SHAPE, 120), (DTYPE, 60), (SOURCE, 230), (TEMPLATE, 110)):
             header.resizeSection(column, width)
         header.setSectionResizeMode(OPERATIONS, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
