@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from ..errors import StoreStudioError
+from ..humanize import quoted
 from ..store import Store
 from . import adapters as ad
 from .align import AlignmentReport, align
@@ -90,7 +91,7 @@ class Suggestion:
     def change(self) -> str:
         """The recipe change in the recipe's own terms (a remap rule, an adapter, a module kind, a cast, a key)."""
         if self.remap is not None:
-            return f"remap {self.remap.pattern!r} -> {self.remap.replacement!r}"
+            return f"remap {quoted(self.remap.pattern)} -> {quoted(self.remap.replacement)}"
         if self.adapter is not None:
             return f"adapter {self.adapter}"
         if self.linear_modules:
