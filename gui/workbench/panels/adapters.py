@@ -29,14 +29,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import Store
-from engine.formats.pytorch import NAME as PYTORCH
 from engine.surgery import ENUM_VARIANT, KINDS, CastRule, ModuleGuess, Plan
 from engine.surgery import adapters as ad
 from engine.tree import natural_key
 from gui.models.tree_model import Index
 from gui.resources import monospace
 from gui.visual import AMBER
+from gui.workbench.checkpoint_keys import WHOLE_FILE, top_level_keys
 from gui.workbench.panels.base import DocumentPanel
 
 ADAPTER_LABELS = {
@@ -46,19 +45,9 @@ ADAPTER_LABELS = {
     ad.SKIP_ENUM_VARIANTS: ("Skip enum variants", "Drop Burn's CamelCase enum segments (feature.BaseConv.weight)"),
     ad.FUSE_WEIGHT_NORM: ("Fuse weight norm", "Replace weight_g/weight_v by the weight they stand for"),
 }
-WHOLE_FILE = "(whole file)"
 NO_CAST = "no cast"
 CASTS = (NO_CAST, "F16", "BF16", "F32")
 PATH, KIND, REASON = 0, 1, 2
-
-
-def top_level_keys(store: Store) -> list[str]:
-    """Branches a PyTorch checkpoint could be narrowed to: first name segments, and dict-valued entries."""
-    if store.format != PYTORCH:
-        return []
-    found = {name.split(".", 1)[0] for name in store.names if "." in name}
-    found |= {key for key, value in store.values.items() if isinstance(value, dict)}
-    return sorted(found, key=natural_key)
 
 
 class ModulesModel(QAbstractTableModel):

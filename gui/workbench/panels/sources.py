@@ -31,7 +31,7 @@ from gui.dialogs import MODEL_FILES, show_error
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
 from gui.widgets import FlowLayout
-from gui.workbench.panels.adapters import WHOLE_FILE, top_level_keys
+from gui.workbench.checkpoint_keys import WHOLE_FILE, top_level_keys
 from gui.workbench.panels.base import DocumentPanel
 from gui.workers import Failure, TaskRunner
 
