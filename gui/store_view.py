@@ -22,6 +22,7 @@ from gui.resources import monospace
 from gui.tree_name_delegate import NameDelegate
 from gui.widgets import scrolling
 from gui.workbench.document import RecipeDocument
+from gui.workbench.plan_result import PlanResult
 from gui.workers import TaskRunner
 
 EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this many tensors
@@ -205,7 +206,7 @@ class StoreView(QWidget):
         """This tab's recipe document (made on first use); its plans mark the tree."""
         if self.document is None:
             self.document = RecipeDocument(self.store, parent=self)
-            self.document.planReady.connect(self._plan_ready)
+            self.document.resultReady.connect(self._show_result)
         return self.document
 
     def favour_tree(self) -> None:
@@ -220,10 +221,9 @@ class StoreView(QWidget):
             width = sum(sizes)
             self.main_split.setSizes([width * 3 // 5, width - width * 3 // 5])
 
-    def _plan_ready(self, _plan: object) -> None:
-        if self.document is not None:
-            self.model.set_marks(self.document.marks)
-            self._fit_columns()  # the Recipe column shows while there are marks
+    def _show_result(self, result: PlanResult) -> None:
+        self.model.set_marks(dict(result.marks))
+        self._fit_columns()  # the Recipe column shows while there are marks
 
     def close_store(self) -> None:
         if self.document is not None:

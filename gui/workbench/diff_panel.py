@@ -31,6 +31,7 @@ from gui.panels.histogram import HistogramWidget
 from gui.resources import icon, monospace
 from gui.workbench.diff_bars import DeltaBarDelegate, SummaryBar
 from gui.workbench.document import RecipeDocument
+from gui.workbench.plan_result import PlanResult
 from gui.workbench.suggestion_list import SuggestionList
 from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, ProgressRelay, Task, TaskRunner
@@ -74,8 +75,9 @@ class DiffPanel(QWidget):
         self._runner = TaskRunner(self)
         self._relay = ProgressRelay(self)
         self._relay.changed.connect(self._progress)
+        self._result: PlanResult | None = document.result  # the latest plan's outcome this panel received
         self._build()
-        document.planReady.connect(self._plan_ready)
+        document.resultReady.connect(self._show_result)
         document.planFailed.connect(self._plan_failed)
         if document.template is not None:
             self.use_template()
@@ -272,8 +274,7 @@ class DiffPanel(QWidget):
         """Compare the document's latest plan with the other file again, in a worker."""
         if self.other is None:
             return
-        plan = self.document.plan
-        if plan is None:
+        if self._result is None:
             self._waiting_for_plan = True
             self._show_message("Waiting for the recipe's plan…")
             return
@@ -282,7 +283,7 @@ class DiffPanel(QWidget):
             self._compare_task.cancel()
         self._generation += 1
         generation, other, values, reporter = self._generation, self.other, self.values_box.isChecked(), self._relay
-        sources, template = self.document.planned_stores(), self.document.template
+        plan, sources, template = self._result.plan, list(self._result.planned_stores), self._result.template
 
         def work(cancelled: Callable[[], bool]) -> tuple[list[DiffRow], list[Suggestion]]:
             report = align(plan, other)
@@ -332,8 +333,9 @@ class DiffPanel(QWidget):
             self._set_busy(False)
             self._show_message("Comparison cancelled; the rows shown are from the last comparison.")
 
-    def _plan_ready(self, _plan: Plan) -> None:
-        template = self.document.template
+    def _show_result(self, result: PlanResult) -> None:
+        self._result = result
+        template = result.template
         if template is not None and template is not self.other and (self._follow_template or self.other is None):
             self.use_template()  # a new template, or the first thing to compare with
             return
@@ -447,7 +449,7 @@ class DiffPanel(QWidget):
         assert row.other is not None
         target = row.other.name
         layout = self.suggestions.layout()
-        plan = self.document.plan
+        plan = self._result.plan if self._result is not None else None
         by_name = {t.name: t for t in plan.tensors} if plan is not None else {}
         if not row.suggestions:
             none = QLabel("No source tensor has a close name; add a remap rule by hand.")

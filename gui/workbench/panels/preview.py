@@ -38,8 +38,9 @@ from engine.tree import natural_key
 from gui.models.tree_model import Index
 from gui.resources import icon, monospace
 from gui.visual import ERROR_TEXT_STYLE, brush, struck
-from gui.workbench.document import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, op_words, template_fit
+from gui.workbench.marks import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, op_words, template_fit
 from gui.workbench.panels.base import DocumentPanel
+from gui.workbench.plan_result import PlanResult
 from gui.workbench.recipe_fit import misfit
 
 STATUS, NAME, SHAPE, DTYPE, SOURCE, OPERATIONS, TEMPLATE = range(7)
@@ -299,10 +300,9 @@ class PreviewPanel(DocumentPanel):
             self.model.show(None, [])
             self.counts.setText("")
 
-    def plan_ready(self, plan: Plan) -> None:
-        document = self.document
-        report, template = (document.alignment, document.template) if document is not None else (None, None)
-        self.model.show(plan, document.planned_stores() if document is not None else [], report, template)
+    def show_result(self, result: PlanResult) -> None:
+        plan, report, template = result.plan, result.alignment, result.template
+        self.model.show(plan, list(result.planned_stores), report, template)
         self.counts.setText(count_line(plan))
         self.counts.setStyleSheet(ERROR_TEXT_STYLE if plan.conflicts else "")
         self.table.setColumnHidden(TEMPLATE, report is None)
