@@ -12,7 +12,7 @@ from typing import Iterable
 
 from PySide6.QtCore import QByteArray, QTimer, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QUndoGroup
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
+from PySide6.QtWidgets import (QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
                                QSizePolicy, QStackedWidget, QTabWidget, QToolBar, QWidget)
 
 import engine
@@ -23,18 +23,12 @@ from gui.actions import install
 from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
 from gui.resources import icon
 from gui.stale_watch import StaleWatch
-from gui.widgets import scrolling
 from gui.loaded_store import LoadedStore, load_store
 from gui.store_view import StoreView
 from gui.workbench.diff_panel import DiffPanel
+from gui.workbench.docks import WorkbenchDocks
 from gui.workbench.document import RecipeDocument, load_recipe
 from gui.workbench.export_dialog import run_export
-from gui.workbench.panels.adapters import AdaptersPanel
-from gui.workbench.panels.base import DocumentPanel
-from gui.workbench.panels.filters import FiltersPanel
-from gui.workbench.panels.preview import PreviewPanel
-from gui.workbench.panels.remap import RemapPanel
-from gui.workbench.panels.sources import SourcesPanel
 from gui.workbench.recipe_fit import misfit
 from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, TaskRunner
@@ -42,11 +36,6 @@ from gui.workers import Failure, TaskRunner
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
 REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dwsb.]|^\^|\$$|\[.+\]|\(.*\||[^\\]\|")  # .* \d ^ $ [..] (a|b)
 DEFAULT_SIZE = (1280, 800)
-RULES_SHARE = 0.3  # of the window's width, for the rule docks on the right
-BOTTOM_MOST = 0.55  # of the height, the most a bottom dock takes when brought to the front
-DIFF_SHARE = 0.55  # the diff's status bars and suggestions sit above its table: it takes more when raised
-PREVIEW_SHARE, PREVIEW_HEIGHT = 0.3, 228  # the preview/diff docks: a share of the height, at least 6 table rows
-TABLE_DOCKS = ("preview", "diff")  # docks that are a table, which scrolls by itself; the others get a scroll area
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
 
 
@@ -75,7 +64,6 @@ class MainWindow(QMainWindow):
         self.work = TaskRunner(self)  # statistics, previews, module inference
         self._opening: set[Path] = set()
         self.undo_group = QUndoGroup(self)  # Edit > Undo follows the current tab's recipe
-        self._workbench_shown = False
         self._diff_panels: dict[RecipeDocument, DiffPanel] = {}
 
         self.tabs = QTabWidget()
@@ -157,33 +145,10 @@ class MainWindow(QMainWindow):
         self._set_busy()
 
     def _build_workbench(self) -> None:
-        """The recipe docks, hidden until surgery starts: the rules tabbed on the right, the preview below."""
-        self.panels: dict[str, DocumentPanel] = {
-            "filters": FiltersPanel(), "remap": RemapPanel(), "adapters": AdaptersPanel(),
-            "sources": SourcesPanel(self.work), "preview": PreviewPanel()}
-        titles = {"filters": "Filters", "remap": "Remap", "adapters": "Adapters", "sources": "Sources",
-                  "preview": "Preview"}
-        self.docks: dict[str, QDockWidget] = {}
-        for name, panel in self.panels.items():
-            area = Qt.DockWidgetArea.BottomDockWidgetArea if name == "preview" else Qt.DockWidgetArea.RightDockWidgetArea
-            self.docks[name] = self._dock(name, titles[name], panel, area)
-        for name in ("remap", "adapters", "sources"):
-            self.tabifyDockWidget(self.docks["filters"], self.docks[name])
+        """The recipe docks (gui/workbench/docks.py), hidden until surgery starts."""
+        self.workbench = WorkbenchDocks(self, self.work, self.actions.workbench)
+        self.panels, self.docks, self.diff_dock = self.workbench.panels, self.workbench.docks, self.workbench.diff_dock
         self.panels["preview"].settle_requested.connect(self._settle_guess)  # type: ignore[attr-defined]
-        self.diff_dock = self._dock("diff", "Diff", QLabel(), Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.tabifyDockWidget(self.docks["preview"], self.diff_dock)
-        for dock in (self.docks["preview"], self.diff_dock):  # each takes its own height when brought to the front
-            dock.visibilityChanged.connect(lambda shown, d=dock: shown and self._workbench_shown
-                                           and self._fit_bottom_dock(d))
-
-    def _dock(self, name: str, title: str, panel: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
-        dock = QDockWidget(title, self)
-        dock.setObjectName(f"{name}Dock")
-        dock.setWidget(panel if name in TABLE_DOCKS else scrolling(panel, f"{name}Scroll"))
-        self.addDockWidget(area, dock)
-        dock.hide()
-        self.actions.workbench.addAction(dock.toggleViewAction())
-        return dock
 
     # --- opening ----------------------------------------------------------------------------------------
     def open_dialog(self) -> None:
@@ -374,14 +339,7 @@ class MainWindow(QMainWindow):
             self.undo_group.addStack(document.undo_stack)
             document.modifiedChanged.connect(lambda _: self._update_title())
             document.recipeChanged.connect(self._update_template_action)  # a template set or undone
-        if not self._workbench_shown:
-            self._workbench_shown = True
-            for dock in self.docks.values():
-                dock.show()
-            self.docks["filters"].raise_()
-            self.docks["preview"].raise_()
-            self.resizeDocks([self.docks["filters"]], [int(self.width() * RULES_SHARE)], Qt.Orientation.Horizontal)
-            self._fit_bottom_dock(self.docks["preview"])
+        if self.workbench.show_first_time():
             for other in self.views():
                 other.favour_tree()
         self._follow_document()
@@ -390,12 +348,8 @@ class MainWindow(QMainWindow):
     def _follow_document(self) -> None:
         """Point the panels, Undo/Redo and the diff dock at the current tab's recipe (or at none)."""
         document = self.document()
-        for panel in self.panels.values():
-            panel.set_document(document)
+        self.workbench.follow(document, self._diff_panels.get(document) if document is not None else None)
         self.undo_group.setActiveStack(document.undo_stack if document is not None else None)
-        diff = self._diff_panels.get(document) if document is not None else None
-        if diff is not None and self.diff_dock.widget() is not diff:
-            self.diff_dock.setWidget(diff)
         for action in (self.actions.start_surgery, self.actions.rerun, self.actions.diff, self.actions.copy_cli,
                        self.actions.copy_rust, self.actions.export, self.actions.open_recipe,
                        self.actions.save_recipe, self.actions.save_recipe_as, self.actions.set_template):
@@ -403,18 +357,9 @@ class MainWindow(QMainWindow):
         self._update_template_action()
         self._update_title()
 
-    def _fit_bottom_dock(self, dock: QDockWidget) -> None:
-        """The preview takes a share of the height (at least six rows); the diff, whose bars sit above its
-        table, takes more while it is in front. Both leave the tab's value table its rows on a 640 screen."""
-        share = DIFF_SHARE if dock is self.diff_dock else PREVIEW_SHARE
-        height = min(max(int(self.height() * share), PREVIEW_HEIGHT), int(self.height() * BOTTOM_MOST))
-        self.resizeDocks([dock], [height], Qt.Orientation.Vertical)
-
     def _settle_guess(self, module: str) -> None:
         """A guessed row was double-clicked in the preview: its module's type, ready to choose, in Adapters."""
-        self.docks["adapters"].show()
-        self.docks["adapters"].raise_()
-        self.panels["adapters"].settle(module)  # type: ignore[attr-defined]
+        self.workbench.show_panel("adapters").settle(module)  # type: ignore[attr-defined]
 
     def _update_template_action(self) -> None:
         document = self.document()
@@ -457,10 +402,7 @@ class MainWindow(QMainWindow):
             return
         if document not in self._diff_panels:
             self._diff_panels[document] = DiffPanel(document)
-        self.diff_dock.setWidget(self._diff_panels[document])
-        self.diff_dock.show()
-        self.diff_dock.raise_()
-        self._fit_bottom_dock(self.diff_dock)
+        self.workbench.show_diff(self._diff_panels[document])
 
     def choose_template(self) -> None:
         """Surgery › Set Template…: the file the result must fit (the diff view's Template button does the same)."""
