@@ -15,7 +15,7 @@ from engine.surgery.printers import as_cli, as_rust
 from gui.main_window import MainWindow
 from gui.models.tree_model import MARK_ROLE, Column
 from gui.visual import RED
-from gui.workbench.document import DROPPED, TRANSFORMED
+from gui.workbench.marks import DROPPED, TRANSFORMED
 from gui.workbench.panels.adapters import KIND
 from gui.workbench.panels.filters import EXCLUDE, INCLUDE, WHERE
 from gui.workbench.panels.preview import NAME, STATUS

@@ -8,7 +8,7 @@ from engine import open_store
 from engine.surgery import align
 from gui.main_window import MainWindow
 from gui.models.tree_model import MARK_ROLE, NODE_ROLE
-from gui.workbench.document import MISMATCH, UNUSED
+from gui.workbench.marks import MISMATCH, UNUSED
 from gui.workbench.panels.preview import NAME, STATUS, TEMPLATE
 
 from workbench_helpers import model_and_template, settle
