@@ -2,11 +2,16 @@
 
 __version__ = "0.1.0"
 
+from .burn_compat import Compatibility, burn_compatibility
+from .burn_versions import CHOICES as BURN_VERSIONS, NEWEST as NEWEST_BURN, BurnVersion, parse_burn_version
 from .dtypes import DType
 from .errors import ExportCancelled, ExportError, FormatError, RecipeError, StoreStudioError
 from .export import export
 from .formats import open_store
+from .quantized import QuantizedValues, scheme_description, stored_values, why_undecoded
 from .store import ArrayStore, Store, TensorEntry, TensorSource
 
-__all__ = ["ArrayStore", "DType", "ExportCancelled", "ExportError", "FormatError", "RecipeError", "Store", "StoreStudioError",
-           "TensorEntry", "TensorSource", "export", "open_store", "__version__"]
+__all__ = ["ArrayStore", "BURN_VERSIONS", "BurnVersion", "Compatibility", "DType", "ExportCancelled", "ExportError",
+           "FormatError", "NEWEST_BURN", "QuantizedValues", "RecipeError", "Store", "StoreStudioError", "TensorEntry",
+           "TensorSource", "burn_compatibility", "export", "open_store", "parse_burn_version", "scheme_description",
+           "stored_values", "why_undecoded", "__version__"]

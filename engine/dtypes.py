@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ml_dtypes
 import numpy as np
+
+from . import quantized as q
+from .burn_versions import NEWEST, BurnVersion
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class DType:
     kind: str  # "float", "int", "uint", "bool", "complex", "quantized"
     storage: str | None = None
     scheme: str | None = None
+    quant: q.QuantScheme | None = field(default=None, compare=False, repr=False)
 
     @property
     def itemsize(self) -> int | None:
@@ -42,6 +46,21 @@ class DType:
     @property
     def is_float(self) -> bool:
         return self.kind == "float"
+
+    @property
+    def values_dtype(self) -> np.dtype | None:
+        """The numpy dtype ``read()`` gives (quantized tensors read dequantized, as F32); None when their
+        values are not decoded at all."""
+        if self.kind == "quantized":
+            return None if q.undecodable(self.quant_scheme) else np.dtype("<f4")
+        return self.numpy
+
+    @property
+    def quant_scheme(self) -> q.QuantScheme:
+        """A quantized dtype's scheme, with the generation its file spells it in (ValueError for other dtypes)."""
+        if self.quant is None:
+            raise ValueError(f"{self} is not quantized")
+        return self.quant
 
     @property
     def numpy(self) -> np.dtype | None:
@@ -104,8 +123,13 @@ def from_numpy(dtype: np.dtype) -> DType:
 
 
 def quantized(scheme: Any) -> DType:
-    """An opaque Burn quantized dtype; its bytes are copied verbatim, never decoded."""
-    return DType("QFLOAT", None, "quantized", scheme=json.dumps(scheme, sort_keys=True, default=str))
+    """A Burn quantized dtype; the scheme is checked here (``quantized.SchemeError`` says what is wrong).
+
+    Two dtypes are equal when their schemes mean the same, whichever generation spells them (``scheme``
+    is that meaning as canonical JSON), so a file rewritten for another Burn version diffs as identical.
+    """
+    parsed = q.parse_scheme(scheme)
+    return DType("QFLOAT", None, "quantized", scheme=json.dumps(q.meaning(parsed), sort_keys=True), quant=parsed)
 
 
 # --- Burnpack (Rust serde enum) ------------------------------------------------------------
@@ -133,12 +157,23 @@ def from_burnpack(value: Any) -> DType:
     raise ValueError(f"unknown Burnpack dtype {value!r}")
 
 
-def to_burnpack(dtype: DType) -> Any:
-    """The serde value Burn writes for this dtype; raises ValueError when Burn has none."""
+def to_burnpack(dtype: DType, version: BurnVersion = NEWEST) -> Any:
+    """The serde value Burn ``version`` reads for this dtype; raises ValueError when it has none.
+
+    Bool is a unit variant up to 0.20 (burn-std tensor/dtype.rs:24 at v0.20.0) and carries its storage
+    from bcaabad86, #4649 (``Bool(BoolStore)``, dtype.rs:24 and :307-316 at v0.21.0); the quantization
+    scheme takes the generation ``version`` reads (engine.quantized).
+    """
     if dtype.name == "BOOL":
-        return {"Bool": dtype.storage or "Native"}
+        storage = dtype.storage or "Native"
+        if version is BurnVersion.V0_20:
+            if storage != "Native":
+                raise ValueError(f"Burn 0.20 has only one-byte bools (DType::Bool, burn-std dtype.rs:24 at v0.20.0), "
+                                 f"not {dtype}")
+            return "Bool"
+        return {"Bool": storage}
     if dtype.name == "QFLOAT":
-        return {"QFloat": json.loads(dtype.scheme or "null")}
+        return {"QFloat": q.encode_scheme(dtype.quant_scheme, version)}
     if dtype.name in _BURNPACK_SPELLING:
         return _BURNPACK_SPELLING[dtype.name]
     raise ValueError(f"Burnpack cannot hold dtype {dtype}")
@@ -158,20 +193,34 @@ def from_safetensors(name: str) -> DType:
 
 
 def to_safetensors(dtype: DType) -> str:
-    """SafeTensors' spelling; Flex32 is stored as F32 (same bytes), native bools only."""
+    """SafeTensors' spelling; Flex32 is stored as F32 (same bytes).
+
+    Bools go as burn-store's SafetensorsStore writes them (safetensors/store.rs:1086-1088 at v0.21.0,
+    :1088-1090 at main): native ones as BOOL, U8- and U32-stored ones as U8 and U32 with their bytes.
+    """
     if dtype.name == "FLEX32":
         return "F32"
-    if dtype.name == "BOOL" and dtype.storage not in (None, "Native", "U8"):
-        raise ValueError(f"SafeTensors cannot hold {dtype} (bools are one byte there)")
+    if dtype.name == "BOOL" and dtype.storage in ("U8", "U32"):
+        return dtype.storage
+    if dtype.name == "QFLOAT":
+        raise ValueError(f"SafeTensors has no quantized dtype for {dtype.quant_scheme.describe()} (burn-store refuses "
+                         "it too: safetensors/store.rs:1091 at main); dequantizing (convert --dequantize) writes its F32 values")
     if dtype.name in SAFETENSORS_NAMES:
         return dtype.name
     raise ValueError(f"SafeTensors cannot hold dtype {dtype}")
 
 
-def writable_to(dtype: DType, fmt: str) -> str | None:
-    """None when ``fmt`` can hold ``dtype``; otherwise the reason it cannot."""
+def writable_to(dtype: DType, fmt: str, version: BurnVersion = NEWEST, shape: tuple[int, ...] | None = None) -> str | None:
+    """None when ``fmt`` (for Burn ``version``) can hold ``dtype``; otherwise the reason it cannot."""
     try:
-        (to_burnpack if fmt == "burnpack" else to_safetensors)(dtype)
+        if fmt != "burnpack":
+            to_safetensors(dtype)
+        elif dtype.name == "QFLOAT":
+            reason = q.inexpressible(dtype.quant_scheme, version, shape)
+            if reason:
+                return f"cannot be written for Burn {version.value}: {reason}"
+        else:
+            to_burnpack(dtype, version)
     except ValueError as exc:
         return str(exc)
     return None

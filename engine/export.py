@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from . import dtypes
+from .burn_versions import NEWEST, BurnVersion
 from .errors import ExportCancelled, ExportError
 from .formats import format_for_path, writer
+from .metadata_keys import PRODUCER  # burn-store's meaning: who wrote the file (and `version`, its version)
+from .quantized import Dequantized
 from .store import TensorSource
 
 Progress = Callable[[int, int], None]
@@ -30,27 +33,29 @@ Cancel = Callable[[], bool]
 COPY_STEP = 64 << 20  # bytes per kernel copy between progress reports and cancel checks
 BUFFER = 1 << 20  # bytes per step when the kernel cannot copy
 PARTIAL = ".partial"
-PRODUCER = "store-studio"
 CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str | None = None, *,
            metadata: dict[str, str] | None = None, scalars: dict[str, Any] | None = None,
-           overwrite: bool = False, progress: Progress | None = None, cancel: Cancel | None = None) -> Path:
+           overwrite: bool = False, progress: Progress | None = None, cancel: Cancel | None = None,
+           burn_version: BurnVersion = NEWEST, dequantize: bool = False) -> Path:
     """Write ``items`` (in order) to ``dest`` and return its path.
 
     ``format`` defaults to the destination's extension. ``metadata`` is stored as given, plus
     ``producer`` (and ``format`` for Burnpack) unless given. ``scalars`` only go to Burnpack.
     ``progress(done, total)`` is called with bytes; ``cancel()`` returning true stops the export.
+    A Burnpack is written for Burn ``burn_version`` (its Bool spelling and quantization scheme);
+    ``dequantize`` writes quantized tensors as their F32 values instead of their quantized bytes.
     """
     dest = Path(dest)
-    items = list(items)
+    items = [Dequantized(i) if dequantize and i.dtype.kind == "quantized" else i for i in items]
     fmt = format or format_for_path(dest)
     if fmt is None:
         raise ExportError(f"{dest.name}: choose a format (burnpack or safetensors); the extension names neither "
                           "(.pt and .pth files are read only)")
     module = writer(fmt)
-    _check(items, fmt, dest, overwrite)
+    _check(items, fmt, dest, overwrite, burn_version)
     meta = {"producer": PRODUCER, **({"format": "burnpack"} if fmt == "burnpack" else {}), **(metadata or {})}
     if fmt == "burnpack":
         from . import __version__
@@ -63,7 +68,8 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
     try:
         with _signals_clean_up():
             with partial.open("xb") as out:
-                offsets = module.write_header(out, items, meta, (scalars or {}) if fmt == "burnpack" else {})
+                offsets = (module.write_header(out, items, meta, scalars or {}, burn_version) if fmt == "burnpack"
+                           else module.write_header(out, items, meta, {}))
                 done, copier = 0, _RangeCopier()
                 for item, offset in zip(items, offsets):
                     _pad_to(out, offset)
@@ -140,14 +146,15 @@ def _name_max(folder: Path) -> int:
         return 255
 
 
-def _check(items: Sequence[TensorSource], fmt: str, dest: Path, overwrite: bool) -> None:
+def _check(items: Sequence[TensorSource], fmt: str, dest: Path, overwrite: bool,
+           burn_version: BurnVersion = NEWEST) -> None:
     """Everything that can be known before a byte is written."""
     seen: set[str] = set()
     for item in items:
         if item.name in seen:
             raise ExportError(f"{dest.name}: two tensors would be named {item.name!r}")
         seen.add(item.name)
-        reason = dtypes.writable_to(item.dtype, fmt)
+        reason = dtypes.writable_to(item.dtype, fmt, burn_version, tuple(item.shape))
         if reason:
             raise ExportError(f"{dest.name}: tensor {item.name!r}: {reason}")
     if dest.is_dir():

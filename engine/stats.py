@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import quantized
 from .errors import StoreStudioError
 from .store import TensorEntry
 
@@ -72,9 +73,11 @@ class TensorStats:
 
 def stats_for(entry: TensorEntry, *, bins: int = BINS, cancel: Callable[[], bool] | None = None,
               chunk_elements: int = CHUNK_ELEMENTS) -> TensorStats:
-    """Statistics of a stored tensor; raises StatsUnavailable for values that cannot be decoded."""
-    if entry.dtype.numpy is None:
-        raise StatsUnavailable(f"{entry.dtype} values are stored encoded and are not decoded here, "
+    """Statistics of a stored tensor (a quantized one's dequantized values); raises StatsUnavailable for
+    values that cannot be decoded."""
+    if entry.dtype.values_dtype is None:
+        why = quantized.why_undecoded(entry.dtype)
+        raise StatsUnavailable(f"{why or f'{entry.dtype} values are stored encoded and are not decoded here'}, "
                                "so there are no statistics for them")
     if entry.dtype.kind == "complex":
         raise StatsUnavailable("statistics are not computed for complex values")

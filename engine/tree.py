@@ -14,16 +14,22 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .store import TensorEntry
 
-_DIGITS = re.compile(r"(\d+)")
+_DIGITS = re.compile(r"([0-9]+)")  # ASCII only: what an index is made of (``engine.segments``)
+
+
+def _number(digits: str) -> tuple[int, str]:
+    """A digit run ordered by value without ``int()`` (which refuses 4,300+ digits): length, then digits."""
+    significant = digits.lstrip("0")
+    return len(significant), significant
 
 
 def natural_key(text: str) -> tuple:
     """Sort key that orders digit runs by value: ``2`` before ``10``; ties fall back to the text."""
-    if text.isdigit():  # the common case (layer indices), kept fast
-        return ("", int(text), ""), text
+    if text.isascii() and text.isdigit():  # the common case (layer indices), kept fast
+        return ("", _number(text), ""), text
     parts: list = _DIGITS.split(text)
     # split() puts text at even positions and digit runs at odd ones, so types always line up.
-    parts[1::2] = map(int, parts[1::2])
+    parts[1::2] = map(_number, parts[1::2])
     parts[0::2] = map(str.lower, parts[0::2])
     return tuple(parts), text
 

@@ -382,7 +382,9 @@ class MainWindow(QMainWindow):
     def copy_as_rust(self) -> None:
         document = self.surgery()
         if document is not None:
-            QGuiApplication.clipboard().setText(as_rust(document.recipe))
+            current = document.plan if document.plan is not None and document.plan.recipe is document.recipe else None
+            stores = document.planned_stores() if current is not None else None  # the plan's own sources
+            QGuiApplication.clipboard().setText(as_rust(document.recipe, stores, current))
             self.statusBar().showMessage("Copied the burn-store builder chain", 5_000)
 
     def export_recipe(self) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..formats import open_store
+from ..segments import parse_index
 
 NAME = "config"
 
@@ -48,10 +49,12 @@ def branch(values: Any, key: str) -> Any:
             found = branch(values[head], rest)
             if found is not _MISSING:
                 return found
-        if isinstance(values, list) and head.isdigit() and int(head) < len(values):
-            return branch(values[int(head)], rest)
+        position = parse_index(head) if isinstance(values, list) else None
+        if position is not None and position < len(values):
+            return branch(values[position], rest)
         more, dot, rest = rest.partition(".")
         head = f"{head}.{more}"
-    if isinstance(values, list) and key.isdigit() and int(key) < len(values):
-        return values[int(key)]
+    position = parse_index(key) if isinstance(values, list) else None
+    if position is not None and position < len(values):
+        return values[position]
     return _MISSING

@@ -15,6 +15,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from .. import humanize
+from ..burn_versions import CHOICES, NEWEST, parse_burn_version
 from ..errors import ExportError, FormatError, RecipeError
 from ..formats import format_for_path, open_store
 from ..store import Store
@@ -39,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=sorted(FORMATS), help="output format (default: from OUT's extension)")
     p.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE", help="add output metadata")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    add_burn_version_flag(p)
+    p.add_argument("--dequantize", action="store_true",
+                   help="write quantized tensors as their F32 values (SafeTensors has no quantized dtype)")
     s = p.add_argument_group("surgery")
     s.add_argument("--include", action="append", default=[], metavar="REGEX", help="keep tensors matching (OR-ed)")
     s.add_argument("--exclude", action="append", default=[], metavar="REGEX", help="drop tensors matching")
@@ -64,6 +68,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--save-recipe", metavar="FILE", help="save the recipe these arguments make")
     progress.add_quiet_flag(p)
     p.set_defaults(run=run)
+
+
+def add_burn_version_flag(p: argparse.ArgumentParser) -> None:
+    """``--burn-version``: the Burn release a written Burnpack must load in (its Bool spelling and
+    quantization scheme); a recipe's own choice, else the newest, when not given."""
+    p.add_argument("--burn-version", choices=CHOICES, metavar="|".join(CHOICES),
+                   help=f"the Burn release the output must load in (default: the recipe's, else {NEWEST.value})")
 
 
 def parse_metadata(pairs: list[str]) -> dict[str, str]:
@@ -135,6 +146,7 @@ def build_recipe(args: argparse.Namespace, inputs: list[str], modules: dict[str,
         allow_partial=base.allow_partial or args.allow_partial,
         clear_metadata=base.clear_metadata or args.clear_metadata,
         template=args.template or base.template,
+        burn_version=parse_burn_version(args.burn_version) if args.burn_version else base.burn_version,
     )
 
 
@@ -181,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         metadata, scalars = carried_metadata(stores, recipe, fmt or format_for_path(output))
         with progress.line(args, f"writing {Path(output).name}") as report:
             out = result.export(output, fmt, metadata={**metadata, **recipe.metadata}, scalars=scalars,
-                                overwrite=args.overwrite, progress=report)
+                                overwrite=args.overwrite, progress=report, dequantize=args.dequantize)
     print(f"wrote {out}", file=sys.stderr)
     for guess in result.guesses:
         print(guess.line(), file=sys.stderr)

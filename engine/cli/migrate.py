@@ -12,10 +12,13 @@ import argparse
 from pathlib import Path
 
 from .. import humanize
+from ..burn_versions import NEWEST, parse_burn_version
 from ..errors import StoreStudioError
 from ..export import export
 from ..formats import SNIFF_BYTES, burn_record, open_store
+from ..metadata_keys import carried_fields
 from . import progress
+from .convert import add_burn_version_flag
 
 NAME = "migrate"
 TARGETS = {"bpk": ("burnpack", ".bpk"), "safetensors": ("safetensors", ".safetensors")}
@@ -26,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("folder", metavar="DIR")
     p.add_argument("--to", choices=sorted(TARGETS), default="bpk", help="output format (default: bpk)")
     p.add_argument("--dry-run", action="store_true", help="say what would be converted; write nothing")
+    add_burn_version_flag(p)
     progress.add_quiet_flag(p)
     p.set_defaults(run=run)
 
@@ -57,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         raise StoreStudioError(f"{folder}: not a folder")
     fmt, suffix = TARGETS[args.to]
+    version = parse_burn_version(args.burn_version) if args.burn_version else NEWEST
     counts = {"converted": 0, "skipped": 0, "failed": 0}
     written = 0
     planned: set[Path] = set()
@@ -76,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
                     detail += ", names positional"
                 if not args.dry_run:
                     with progress.line(args, f"writing {dest.name}") as report:
-                        export(store.entries, dest, fmt, metadata=store.metadata, scalars=store.scalars,
-                               progress=report)
+                        export(store.entries, dest, fmt, metadata=carried_fields([store], fmt), scalars=store.scalars,
+                               progress=report, burn_version=version)
                 written += store.total_bytes
         except StoreStudioError as exc:
             counts["failed"] += 1

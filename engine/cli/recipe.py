@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from contextlib import ExitStack
 
-from ..surgery.printers import as_cli, as_rust
+from ..errors import StoreStudioError
+from ..formats import open_store
+from ..surgery.plan import plan
+from ..surgery.printers import as_cli, as_rust, needs_sources
 from ..surgery.recipe import Recipe
+from .convert import open_sources
 
 NAME = "recipe"
 
@@ -20,5 +26,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     recipe = Recipe.load(args.file)
-    print(as_cli(recipe, args.output) if args.form == "cli" else as_rust(recipe))
+    print(as_cli(recipe, args.output) if args.form == "cli" else rust(recipe))
     return 0
+
+
+def rust(recipe: Recipe) -> str:
+    """The chain; when a store lacks a step, the sources are opened so their renames can be spelled out."""
+    if not needs_sources(recipe):
+        return as_rust(recipe)
+    try:
+        with ExitStack() as stack:
+            stores = open_sources(recipe, stack, recipe.template)
+            template = stack.enter_context(open_store(recipe.template)) if recipe.template else None
+            return as_rust(recipe, stores, plan(stores, recipe, template=template))
+    except StoreStudioError as exc:
+        print(f"note: {exc}; the steps its store cannot take are left as comments", file=sys.stderr)
+        return as_rust(recipe)

@@ -10,9 +10,13 @@ import os
 import struct
 from typing import Any, BinaryIO, Sequence
 
-from .. import dtypes
+import numpy as np
+
+from .. import dtypes, quantized
+from ..burn_compat import Compatibility, compatibility
+from ..burn_versions import NEWEST, BurnVersion
 from ..errors import FormatError, shown
-from ..store import TensorSource
+from ..store import TensorEntry, TensorSource
 from . import cbor
 from .mapped import MappedFile, RangeStore, build_entries
 
@@ -37,7 +41,28 @@ def aligned(n: int) -> int:
 
 
 class BurnpackStore(RangeStore):
+    """A Burnpack file; quantized tensors read as their dequantized F32 values (``read_quantized``: as stored)."""
+
     format = NAME
+    burn: Compatibility | None = None  # which Burn releases load this file, from its dtype spellings
+
+    def read(self, name: str) -> np.ndarray:
+        entry = self.entry(name)
+        if entry.dtype.kind != "quantized":
+            return super().read(name)
+        return quantized.dequantize(self.read_quantized(name), entry.dtype.quant_scheme)
+
+    def read_quantized(self, name: str) -> quantized.QuantizedValues:
+        """A quantized tensor's integers and scales as stored (FormatError when they cannot be decoded)."""
+        self._check_open()
+        entry = self.entry(name)
+        if entry.dtype.kind != "quantized":
+            raise ValueError(f"tensor {name!r} is {entry.dtype}, not quantized")
+        raw = self._file(name).pread(entry.offset or 0, entry.nbytes, f"tensor {name!r}")
+        try:
+            return quantized.split(raw, entry.dtype.quant_scheme, entry.shape)
+        except quantized.SchemeError as exc:
+            raise FormatError(self.path, f"tensor {name!r}: {exc}") from None
 
 
 def open(path: str | os.PathLike, **options: Any) -> BurnpackStore:
@@ -74,9 +99,29 @@ def _open(mapped: MappedFile) -> BurnpackStore:
     buffer = max(0, mapped.size - data_start)
     rows = [_row(path, name, desc) for name, desc in tensors.items()]
     entries = build_entries(path, rows, data_start, buffer, contiguous=False, max_tensor_bytes=MAX_TENSOR_BYTES)
-    return BurnpackStore(path, entries, mapped, version=f"v{version}",
-                         metadata=_text_map(path, meta.get("metadata", {}), "metadata"),
-                         scalars=_scalars(path, meta.get("scalars", {})))
+    _check_quantized_sizes(path, entries)
+    store = BurnpackStore(path, entries, mapped, version=f"v{version}",
+                          metadata=_text_map(path, meta.get("metadata", {}), "metadata"),
+                          scalars=_scalars(path, meta.get("scalars", {})))
+    spellings = [desc["dtype"] for desc in tensors.values()]
+    quantized_entries = [e for e in entries if e.dtype.kind == "quantized"]
+    store.burn = compatibility(bare_bool="Bool" in spellings,
+                               bool_storages={s["Bool"] for s in spellings if isinstance(s, dict) and "Bool" in s},
+                               quantized=[(e.dtype.quant_scheme, e.shape) for e in quantized_entries],
+                               format_version=version)
+    return store
+
+
+def _check_quantized_sizes(path: os.PathLike, entries: list[TensorEntry]) -> None:
+    """A quantized tensor whose bytes do not fit its scheme (truncated scales, a wrong scheme) is refused
+    at open, as a dense tensor whose bytes do not fit dtype x shape is; schemes no one decodes are listed."""
+    for entry in entries:
+        if entry.dtype.kind != "quantized" or quantized.undecodable(entry.dtype.quant_scheme):
+            continue
+        try:
+            quantized.check_layout(entry.dtype.quant_scheme, entry.shape, entry.nbytes)
+        except quantized.SchemeError as exc:
+            raise FormatError(path, f"tensor {entry.name!r} {exc}") from None
 
 
 def _row(path: os.PathLike, name: Any, desc: Any) -> tuple:
@@ -90,8 +135,6 @@ def _row(path: os.PathLike, name: Any, desc: Any) -> tuple:
             dtype = dtypes.from_burnpack(spelling)
         except ValueError as exc:
             raise FormatError(path, f"tensor {name!r}: {exc}") from None
-        except TypeError:  # a quantization scheme with byte-string keys, which JSON cannot hold
-            raise FormatError(path, f"tensor {name!r} has a dtype whose scheme is not a plain map") from None
     offsets = desc["data_offsets"]
     if not isinstance(offsets, (list, tuple)) or len(offsets) != 2:
         raise FormatError(path, f"tensor {name!r} has invalid data_offsets {shown(offsets)}")
@@ -127,13 +170,15 @@ def _scalars(path: os.PathLike, value: Any) -> dict[str, Any]:
 
 # --- writing ------------------------------------------------------------------------------------
 
-def layout(items: Sequence[TensorSource], metadata: dict[str, str], scalars: dict[str, Any]) -> tuple[bytes, list[int]]:
-    """The header bytes (padded to the data section) and each item's absolute file offset."""
+def layout(items: Sequence[TensorSource], metadata: dict[str, str], scalars: dict[str, Any],
+           burn_version: BurnVersion = NEWEST) -> tuple[bytes, list[int]]:
+    """The header bytes (padded to the data section) and each item's absolute file offset; dtypes are
+    spelled as Burn ``burn_version`` reads them (Bool, the quantization scheme)."""
     tensors, offsets, position = {}, [], 0
     for item in items:
         start = aligned(position)
         offsets.append(start)
-        desc: dict[str, Any] = {"dtype": dtypes.to_burnpack(item.dtype), "shape": list(item.shape),
+        desc: dict[str, Any] = {"dtype": dtypes.to_burnpack(item.dtype, burn_version), "shape": list(item.shape),
                                 "data_offsets": [start, start + item.nbytes]}
         if item.param_id is not None:
             desc["param_id"] = item.param_id
@@ -151,7 +196,7 @@ def layout(items: Sequence[TensorSource], metadata: dict[str, str], scalars: dic
 
 
 def write_header(out: BinaryIO, items: Sequence[TensorSource], metadata: dict[str, str],
-                 scalars: dict[str, Any]) -> list[int]:
-    header, offsets = layout(items, metadata, scalars)
+                 scalars: dict[str, Any], burn_version: BurnVersion = NEWEST) -> list[int]:
+    header, offsets = layout(items, metadata, scalars, burn_version)
     out.write(header)
     return offsets

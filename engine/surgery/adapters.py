@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Iterable, Sequence
 
 from ..errors import RecipeError
+from ..segments import parse_index
 from .modules import NORM_KINDS, logical_leaf
 from .ops import Op, Rename, Transpose
 
@@ -37,21 +38,24 @@ def check_adapters(adapters: Iterable[str]) -> tuple[str, ...]:
 
 
 def contiguous_indices(names: Sequence[str]) -> dict[str, str]:
-    """Renumber numeric segments 0, 1, 2... per parent, keeping their numeric order (burn-store's rule).
+    """Renumber index segments 0, 1, 2... per parent, keeping their numeric order (burn-store's rule).
 
     The parent of an index is the path before it *as written in the file*, so nested Sequentials
-    (``layers.2.block.4``) are renumbered at every level independently.
+    (``layers.2.block.4``) are renumbered at every level independently. A segment is an index when
+    Rust's ``parse::<usize>()`` says so (``engine.segments``): ``+5`` is 5 and becomes ``0``, ``²`` stays.
     """
     seen: dict[str, set[int]] = {}
     split = [name.split(".") for name in names]
-    for parts in split:
-        for i, part in enumerate(parts):
-            if part.isdigit():
-                seen.setdefault(".".join(parts[:i]), set()).add(int(part))
+    parsed = [[parse_index(part) for part in parts] for parts in split]
+    for parts, values in zip(split, parsed):
+        for i, value in enumerate(values):
+            if value is not None:
+                seen.setdefault(".".join(parts[:i]), set()).add(value)
     renumber = {prefix: {old: new for new, old in enumerate(sorted(indices))} for prefix, indices in seen.items()}
     mapping = {}
-    for name, parts in zip(names, split):
-        out = [str(renumber[".".join(parts[:i])][int(part)]) if part.isdigit() else part for i, part in enumerate(parts)]
+    for name, parts, values in zip(names, split, parsed):
+        out = [part if value is None else str(renumber[".".join(parts[:i])][value])
+               for i, (part, value) in enumerate(zip(parts, values))]
         mapping[name] = ".".join(out)
     return mapping
 

@@ -103,7 +103,7 @@ def _compare(name: str, x: Any, y: Any, values: bool, rtol: float, atol: float, 
         return TensorDiff(name, "shape_mismatch", **base)
     same_dtype = x.dtype == y.dtype
     try:
-        if x.dtype.numpy is None or y.dtype.numpy is None:
+        if x.dtype.values_dtype is None or y.dtype.values_dtype is None:  # quantized ones compare dequantized
             equal = same_dtype and _digest(x) == _digest(y)
             return TensorDiff(name, "identical" if equal else ("different" if same_dtype else "dtype_mismatch"), **base)
         stats = _values(x.read(), y.read(), same_dtype, values, rtol, atol, chunk)
@@ -216,7 +216,7 @@ def value_difference(a: Any, b: Any, *, bins: int = HISTOGRAM_BINS, rtol: float 
     if shape_a != shape_b and not transposed:
         raise ValueError(f"shapes {list(shape_a)} and {list(shape_b)} differ; their values cannot be compared")
     for item in (a, b):
-        if item.dtype.numpy is None:
+        if item.dtype.values_dtype is None:
             raise ValueError(f"{item.dtype} values cannot be decoded, only compared byte for byte")
     try:
         x, y = a.read(), b.read()

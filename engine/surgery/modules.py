@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Iterable, Mapping, Protocol, Sequence
 
 from ..errors import RecipeError
+from ..segments import is_index
 
 ENUM_VARIANT = "EnumVariant"  # an override kind only: the path's last segment is a Burn enum variant, not a module
 KINDS = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose", "Embedding",
@@ -110,9 +111,9 @@ def infer_modules(entries: Iterable[ShapedTensor], overrides: Mapping[str, str] 
 
 @lru_cache(maxsize=65536)
 def _label(path: str) -> str:
-    """The segment that names a module: the last non-numeric one (``fc.0`` in a Sequential is ``fc``)."""
+    """The segment that names a module: the last that is not an index (``fc.0`` in a Sequential is ``fc``)."""
     for segment in reversed(path.split(".")):
-        if not segment.isdigit():
+        if not is_index(segment):
             return segment
     return ""
 

@@ -22,10 +22,12 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..burn_versions import BurnVersion
 from ..dtypes import DType
 from ..errors import ExportError, RecipeError
 from ..export import Cancel, Progress, export
 from ..humanize import quoted
+from ..metadata_keys import RECIPE_KEY, carried_fields
 from ..store import CHUNK, Store, TensorEntry
 from . import adapters as ad
 from .filters import Filter, RuleHits, facts
@@ -35,7 +37,7 @@ from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose, run
 from .recipe import Recipe, SourceSpec
 from .remap import compile_rules, remap_name
 
-RECIPE_METADATA_KEY = "store_studio.recipe"
+RECIPE_METADATA_KEY = RECIPE_KEY
 _NO_SPEC = SourceSpec("")
 
 
@@ -154,14 +156,15 @@ class Plan:
 
     def export(self, dest: str | os.PathLike, format: str | None = None, *, metadata: dict[str, str] | None = None,
                scalars: dict[str, Any] | None = None, overwrite: bool = False, progress: Progress | None = None,
-               cancel: Cancel | None = None) -> Path:
-        """Write the plan; refused while it has conflicts. Metadata records the recipe's digest."""
+               cancel: Cancel | None = None, dequantize: bool = False, burn_version: BurnVersion | None = None) -> Path:
+        """Write the plan for ``burn_version`` (default: the recipe's); refused while it has conflicts. Metadata
+        records the recipe's digest."""
         if self.conflicts:
             raise ExportError(f"{Path(dest).name}: " + "; ".join(str(c) for c in self.conflicts))
         digest = {RECIPE_METADATA_KEY: self.recipe.digest()} if self.recipe.changes_tensors else {}
         meta = {**self.recipe.metadata, **digest, **(metadata or {})}
         return export(self.tensors, dest, format, metadata=meta, scalars=scalars, overwrite=overwrite,
-                      progress=progress, cancel=cancel)
+                      progress=progress, cancel=cancel, burn_version=burn_version or self.recipe.burn_version, dequantize=dequantize)
 
     def to_json(self) -> dict[str, Any]:
         """The dry-run document: every output tensor and everything else the plan decided."""
@@ -181,20 +184,13 @@ class Plan:
 def carried_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str | None) -> tuple[dict[str, str], dict[str, Any] | None]:
     """The metadata (and Burnpack scalars) an export of ``stores`` keeps: the sources', merged in order.
 
-    Metadata travels across formats; what only described the old file (its producer, the recipe
-    that made it, its ``format`` unless the output has the same) does not. ``recipe.clear_metadata`` drops it all (burn-store's
-    ``clear_metadata``); ``recipe.metadata`` is added by ``Plan.export``. Scalars only survive
-    to Burnpack from a single Burnpack or Burn record (an optimizer's numbers) source.
+    Metadata travels across formats under names that keep each key's meaning (``engine.metadata_keys``:
+    a PyTorch archive's ``version`` is ``pytorch.archive_version``, never Burn's ``version``).
+    ``recipe.clear_metadata`` drops it all (burn-store's ``clear_metadata``); ``recipe.metadata`` is
+    added by ``Plan.export``. Scalars only survive to Burnpack from a single Burnpack or Burn record
+    (an optimizer's numbers) source.
     """
-    metadata: dict[str, str] = {}
-    if not recipe.clear_metadata:
-        for store in stores:
-            own = dict(store.metadata)
-            if store.format != fmt:
-                own.pop("format", None)  # SafeTensors' "pt" is not Burnpack's "burnpack"
-            metadata.update(own)
-        for key in ("producer", RECIPE_METADATA_KEY):
-            metadata.pop(key, None)
+    metadata = {} if recipe.clear_metadata else carried_fields(stores, fmt)
     only = stores[0] if len(stores) == 1 else None
     scalars = only.scalars if only is not None and only.format in ("burnpack", "burn-record") and fmt == "burnpack" else None
     return metadata, scalars

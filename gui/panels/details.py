@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QCheckBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QProgressBar,
                                QPushButton, QVBoxLayout, QWidget)
 
-from engine import humanize
+from engine import humanize, scheme_description
 from engine.stats import TensorStats, stats_for
 from engine.surgery.modules import ModuleGuess
 from engine.tree import TreeNode, is_buffer
@@ -71,6 +71,7 @@ class DetailsPanel(QWidget):
         self._runner = runner
         self._task: Task | None = None
         self._digits = DEFAULT_DIGITS
+        self._quantized = False
         self.stats: TensorStats | None = None  # the statistics on show, for the current tensor
 
         self.title = ElidedLabel()
@@ -87,10 +88,10 @@ class DetailsPanel(QWidget):
         self.facts = QFormLayout()
         self.facts.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
         self._fact_labels: dict[str, QLabel] = {}
-        for key, caption, mono in (("tensors", "Tensors", False), ("offset", "Offset", False),
+        for key, caption, mono in (("tensors", "Tensors", False), ("scheme", "Scheme", False), ("offset", "Offset", False),
                                    ("param_id", "Param ID", True), ("module", "Module", False)):
             label = _value_label(mono)
-            label.setWordWrap(key == "module")
+            label.setWordWrap(key in ("module", "scheme"))
             self._fact_labels[key] = label
             self.facts.addRow(caption, label)
 
@@ -159,10 +160,13 @@ class DetailsPanel(QWidget):
                              f"{humanize.size(entry.nbytes)}{kind}")
         if node.has_children:
             self._set_fact(facts["tensors"], f"{node.tensors:,} (this one and those below it)")
+        self._set_fact(facts["scheme"], scheme_description(entry.dtype),
+                       "How Burn quantized this tensor; statistics and values are of its dequantized values")
         self._set_fact(facts["offset"], f"{entry.offset:,}" if entry.offset is not None else None,
                        "Absolute byte offset of the tensor's data in the file")
         self._set_fact(facts["param_id"], str(entry.param_id) if entry.param_id is not None else None)
         self._digits = digits_for(entry.dtype)
+        self._quantized = entry.dtype.kind == "quantized"
         self.stats_box.show()
         self._start_stats(node)
 
@@ -230,6 +234,8 @@ class DetailsPanel(QWidget):
         self.stats_status.style().polish(self.stats_status)
         if problems:
             self.stats_status.setText(f"Warning: {problems:,} values are NaN or infinite.")
+        elif self._quantized:
+            self.stats_status.setText("Of the dequantized values.")
         elif stats.kind == "float":
             self.stats_status.setText("Over the finite values.")
         else:

@@ -4,6 +4,7 @@ for PyTorch checkpoints, the non-tensor values (``store.values``) as a tree that
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -11,11 +12,12 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QScrollArea,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from engine import humanize
+from engine import burn_compatibility, humanize, scheme_description
 from gui.loaded_store import LoadedStore
 from gui.resources import icon, monospace
 
 MAX_CHILDREN = 1000  # a values tree lists this many items of a container, then says how many more
+CLASS_KEY = "__class__"  # how the engine marks an object of a class it did not import (a placeholder)
 
 
 def _selectable(text: str, mono: bool = False, tooltip: str = "") -> QLabel:
@@ -47,6 +49,8 @@ def fill_items(parent: QTreeWidgetItem | QTreeWidget, value: Any) -> None:
     for key, child in children[:MAX_CHILDREN]:
         if isinstance(child, dict):
             text = f"{{{len(child):,} key{'s' if len(child) != 1 else ''}}}"
+            if isinstance(child.get(CLASS_KEY), str):  # an object of a class the file names: say which
+                text = f"{child[CLASS_KEY]} {text}"
         elif isinstance(child, (list, tuple)):
             text = f"[{len(child):,} item{'s' if len(child) != 1 else ''}]"
         else:
@@ -89,6 +93,17 @@ class FileInfoPanel(QWidget):
         summary.addRow("Format", _selectable(store.description))
         if store.note:
             summary.addRow("Note", _selectable(store.note))
+        burn = burn_compatibility(store)
+        if burn is not None:
+            self.burn_label = _selectable(burn.describe(), tooltip="Read from the file's own dtype spellings "
+                                          "(Bool, quantization scheme) and its Burnpack version")
+            self.burn_label.setObjectName("burnLoads")
+            summary.addRow("Loads in", self.burn_label)
+            for version, reason in burn.reasons:
+                summary.addRow(f"Not {version.value}", _selectable(reason))
+        schemes = Counter(scheme_description(e.dtype) for e in store.entries if e.dtype.kind == "quantized")
+        for scheme, count in schemes.items():
+            summary.addRow("Quantized", _selectable(f"{scheme} ({humanize.plural(count, 'tensor')})"))
         summary.addRow("File size", _selectable(humanize.size(size), tooltip=f"{size:,} bytes"))
         summary.addRow("Tensors", _selectable(humanize.count(totals.tensors)))
         summary.addRow("Parameters", _selectable(humanize.count(totals.parameters)))
@@ -116,6 +131,14 @@ class FileInfoPanel(QWidget):
             form = QFormLayout(box)
             for key, value in store.metadata.items():
                 form.addRow(_selectable(key, mono=True), _selectable(value, mono=True))
+            layout.addWidget(box)
+
+        foreign = getattr(store, "foreign_classes", ())
+        if foreign:
+            box = QGroupBox(f"Classes torch.load(weights_only=True) refuses ({len(foreign):,})")
+            box.setObjectName("foreignClasses")
+            box.setToolTip("Named by the file, never imported here: shown as their saved state")
+            QVBoxLayout(box).addWidget(_selectable("\n".join(foreign[:MAX_CHILDREN]), mono=True))
             layout.addWidget(box)
 
         if store.scalars:

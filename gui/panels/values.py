@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QLinearGradient, QMouseEvent, QPainter, QPaintEvent, QPalette, QWheelEvent
-from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QSpinBox, QTableView, QTabWidget, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QSpinBox, QTableView, QTabWidget,
+                               QVBoxLayout, QWidget)
 
-from engine import humanize
+from engine import humanize, stored_values, why_undecoded
 from engine.store import TensorEntry
 from gui.models.slice_model import SliceModel
 from gui.numbers import digits_for, format_number
@@ -303,8 +303,14 @@ class ValuesPanel(QWidget):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
+        self.stored = QCheckBox("Stored integers")
+        self.stored.setObjectName("storedIntegers")
+        self.stored.setToolTip("Show the quantized integers as the file stores them, instead of their dequantized "
+                               "values")
+        self.stored.toggled.connect(self._stored_toggled)
         top = QHBoxLayout()
         top.addWidget(self.caption, 1)
+        top.addWidget(self.stored)
         top.addWidget(index_box)
         layout.addLayout(top)
         layout.addWidget(self.tabs, 1)
@@ -328,11 +334,17 @@ class ValuesPanel(QWidget):
         self.model.set_array(np.zeros((0, 0)))
         self.heat_map.set_view(None)
         self._set_spins(())
+        self.stored.blockSignals(True)
+        self.stored.setChecked(False)
+        self.stored.blockSignals(False)
+        self.stored.setVisible(entry is not None and entry.dtype.kind == "quantized"
+                               and entry.dtype.values_dtype is not None)
         if entry is None:
             self._show_message("Select a tensor to see its values.")
             return
-        if entry.dtype.numpy is None or entry.dtype.kind == "complex":
-            self._show_message(f"{entry.dtype} values are not decoded, so there is nothing to preview.")
+        if entry.dtype.values_dtype is None or entry.dtype.kind == "complex":
+            why = why_undecoded(entry.dtype) or f"{entry.dtype} values are not decoded"
+            self._show_message(f"{why}, so there is nothing to preview.")
             return
         if entry.numel == 0:
             self._show_message(f"This tensor has no values (shape {humanize.shape(entry.shape)}).")
@@ -348,9 +360,13 @@ class ValuesPanel(QWidget):
         if self._task is not None:
             self._task.cancel()
         task: Task | None = None
+        stored = self.stored.isChecked()
 
         def work(cancelled) -> tuple[np.ndarray, SliceView]:
-            data = array if array is not None else entry.read()
+            if array is not None:
+                data = array
+            else:
+                data = stored_values(entry).values if stored else entry.read()
             return data, make_slice(data, leading)
 
         def done(result: tuple[np.ndarray, SliceView]) -> None:
@@ -373,7 +389,8 @@ class ValuesPanel(QWidget):
         self.heat_map.set_view(view)
         rows, cols = view.cells.shape
         where = "" if not view.leading else "[" + ", ".join(map(str, view.leading)) + ", :, :] · "
-        self.caption.setText(f"{where}{rows:,} × {cols:,} values")
+        stored = " · stored integers" if self.stored.isVisible() and self.stored.isChecked() else ""
+        self.caption.setText(f"{where}{rows:,} × {cols:,} values{stored}")
 
     def _show_message(self, text: str) -> None:
         self.caption.setText("")
@@ -398,6 +415,11 @@ class ValuesPanel(QWidget):
             self.index_row.addWidget(spin)
             self.spins.append(spin)
         self.index_box.setVisible(bool(dims))
+
+    def _stored_toggled(self) -> None:
+        """Switch between a quantized tensor's dequantized values and its stored integers."""
+        self._array = None
+        self._load(tuple(spin.value() for spin in self.spins))
 
     def _leading_changed(self) -> None:
         self._load(tuple(spin.value() for spin in self.spins))

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox,
                                QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressDialog,
                                QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
-from engine import humanize
+from engine import BURN_VERSIONS, BurnVersion, humanize, parse_burn_version
+from engine.dtypes import writable_to
 from engine.export import PRODUCER
 from engine.formats import burnpack, format_for_path, safetensors, writer
 from engine.surgery import Plan, ShapeMismatch, carried_metadata, validate
@@ -67,6 +68,9 @@ class ExportDialog(QDialog):
         document.planReady.connect(self._plan_changed)
         document.planFailed.connect(self._plan_changed)
         document.busyChanged.connect(self._plan_changed)  # no export of a plan an edit just made stale
+        for changed in (self.format_combo.currentIndexChanged, self.burn_combo.currentIndexChanged,
+                        self.path_edit.textChanged, self.dequantize.toggled):  # what the file can hold depends on its format and Burn version
+            changed.connect(self._plan_changed)
         self._plan_changed()
 
     # --- building -------------------------------------------------------------------------------------
@@ -90,6 +94,23 @@ class ExportDialog(QDialog):
         for name, label in FORMATS:
             self.format_combo.addItem(f"{label} ({writer(name).EXTENSIONS[0]})", name)
         self.format_combo.currentIndexChanged.connect(self._format_chosen)
+        self.burn_combo = QComboBox()
+        self.burn_combo.setObjectName("exportBurnVersion")
+        self.burn_combo.setToolTip("The Burn release the Burnpack must load in: it decides how bools and "
+                                   "quantization schemes are spelled")
+        for version in BURN_VERSIONS:
+            self.burn_combo.addItem(f"Burn {version}", version)
+        self.burn_combo.setCurrentIndex(self.burn_combo.findData(self.document.recipe.burn_version.value))
+        self.burn_label = QLabel("for")
+        self.dequantize = QCheckBox("Dequantize")
+        self.dequantize.setObjectName("exportDequantize")
+        self.dequantize.setToolTip("Write quantized tensors as their F32 values (SafeTensors has no quantized dtype)")
+        self.dequantize.setVisible(any(e.dtype.kind == "quantized" for s in self.document.stores for e in s.entries))
+        kind = QHBoxLayout()
+        kind.addWidget(self.format_combo, 1)
+        kind.addWidget(self.dequantize)
+        kind.addWidget(self.burn_label)
+        kind.addWidget(self.burn_combo)
         self._path_edited(self.path_edit.text())
         self.summary = QLabel()
         self.summary.setObjectName("exportSummary")
@@ -101,7 +122,7 @@ class ExportDialog(QDialog):
         form = QFormLayout()
         form.addRow("Save as:", where)
         form.addRow("", self.exists_note)
-        form.addRow("Format:", self.format_combo)
+        form.addRow("Format:", kind)
         form.addRow("Contents:", self.summary)
         form.addRow("", self.problem)
 
@@ -186,6 +207,10 @@ class ExportDialog(QDialog):
     def format(self) -> str:
         return self.format_combo.currentData()
 
+    def burn_version(self) -> BurnVersion:
+        """The Burn release chosen (the recipe's until changed here)."""
+        return parse_burn_version(self.burn_combo.currentData())
+
     def choose_path(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path_edit.text(), SAVE_FILTER)
         if path:  # the chooser asked already if it exists: Export will not ask again
@@ -205,9 +230,17 @@ class ExportDialog(QDialog):
             self.format_combo.blockSignals(True)
             self.format_combo.setCurrentIndex(index)
             self.format_combo.blockSignals(False)
+        self._show_burn_choice()
+
+    def _show_burn_choice(self) -> None:
+        """The Burn version only means something for a Burnpack."""
+        burnpack_chosen = self.format() == burnpack.NAME
+        self.burn_combo.setVisible(burnpack_chosen)
+        self.burn_label.setVisible(burnpack_chosen)
 
     def _format_chosen(self) -> None:
         """The extension follows the format chosen, unless the name has an extension of its own."""
+        self._show_burn_choice()
         path = self.destination()
         if path is None:
             return
@@ -262,11 +295,24 @@ class ExportDialog(QDialog):
             self._set_problem(f"⚠ {len(mismatches):,} tensor shape(s) differ from the template "
                               f"{self.document.template.path.name} ({mismatch_text(mismatches[0])}): the model "
                               f"cannot load them. Export asks before writing anyway.")
+        elif self._unwritable(plan):
+            self._set_problem(f"⚠ {self._unwritable(plan)}; the export will be refused.")
         elif self.document.error:
             self._set_problem(f"⚠ The latest recipe edit cannot be planned ({self.document.error}); the export "
                               f"writes the last good plan.")
         else:
             self._set_problem("")
+
+    def _unwritable(self, plan: Plan) -> str:
+        """The first tensor the chosen format (and Burn version) cannot hold, with the reason; "" if none."""
+        fmt, version = self.format(), self.burn_version()
+        for tensor in plan.tensors:
+            if tensor.dtype.kind == "quantized" and self.dequantize.isChecked():
+                continue  # written as F32
+            reason = writable_to(tensor.dtype, fmt, version, tuple(tensor.shape))
+            if reason:
+                return f"{tensor.name}: {reason}"
+        return ""
 
     def _set_problem(self, text: str) -> None:
         self.problem.setText(text)
@@ -332,12 +378,14 @@ class ExportDialog(QDialog):
         box.open()
 
     def _run(self, plan: Plan, dest: Path, *, overwrite: bool) -> None:
-        fmt, metadata, relay = self.format(), self.metadata(), self.progress_relay
+        fmt, metadata, relay, version = self.format(), self.metadata(), self.progress_relay, self.burn_version()
+        dequantize = self.dequantize.isChecked()
         _, scalars = carried_metadata(self.document.planned_stores(), self.document.recipe, fmt)  # as convert does
 
         def work(cancelled: Callable[[], bool]) -> Path:
             return plan.export(dest, fmt, metadata=metadata, scalars=scalars, overwrite=overwrite,
-                               progress=relay.reporter(cancelled), cancel=cancelled)
+                               progress=relay.reporter(cancelled), cancel=cancelled, burn_version=version,
+                               dequantize=dequantize)
 
         self._show_result("")
         self._started = time.monotonic()

@@ -101,8 +101,9 @@ def test_stats_for_reads_a_stored_tensor():
 
 
 def test_quantized_and_complex_tensors_explain_why_there_are_no_stats():
-    entry = TensorEntry("q", quantized({"type": "q8"}), (4,), 4)
-    with pytest.raises(StatsUnavailable, match="not decoded"):
+    fp8 = {"value": "E4M3", "store": "Native", "mode": "Symmetric", "tensor": "F32", "block": None}
+    entry = TensorEntry("q", quantized(fp8), (4,), 8)
+    with pytest.raises(StatsUnavailable, match="E4M3 values are not decoded"):
         stats_for(entry)
     store = ArrayStore({"c": np.ones(3, np.complex64)})
     with pytest.raises(StatsUnavailable, match="complex"):

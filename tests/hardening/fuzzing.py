@@ -422,7 +422,8 @@ def burnpack_seeds(folder: Path) -> list[bytes]:
     export(ArrayStore({"one": np.ones(3, np.int32)}).entries, folder / "one.bpk", overwrite=True)
     burn = cbor2.dumps({"tensors": {
         "a.mask": {"dtype": {"Bool": "U32"}, "shape": [2, 2], "data_offsets": [256, 272]},
-        "a.q": {"dtype": {"QFloat": {"value": "Q8S", "block": [32]}}, "shape": [8], "data_offsets": [0, 12],
+        "a.q": {"dtype": {"QFloat": {"value": "Q8S", "store": "Native", "mode": "Symmetric", "tensor": "F32",
+                                     "block": None}}, "shape": [8], "data_offsets": [0, 12],
                 "param_id": 2**63 + 1},
     }})
     data = bytes(range(12)) + bytes(244) + struct.pack("<4I", 1, 0, 1, 1)

@@ -76,6 +76,66 @@ def deep_persistent_id(depth: int) -> bytes:
     return PROTO + b"K\x00" + b"\x85" * depth + b"Q."
 
 
+# --- placeholders, whole modules and TorchScript (objects of classes nothing imports) ---------------
+
+_PLACEHOLDER_CLASS = b"c__main__\nX\nq\x00"  # GLOBAL once, memoized; h\x00 fetches it again
+
+
+def deep_placeholders(depth: int) -> bytes:
+    """``X(state={"a": X(state={"a": ...})})`` nested ``depth`` deep: NEWOBJ, a dict, then BUILD each."""
+    return PROTO + _PLACEHOLDER_CLASS + b"0" + (b"h\x00)\x81}" + _text("a")) * depth + b"N" + b"sb" * depth + b"."
+
+
+def placeholder_fan(levels: int, fan: int) -> bytes:
+    """Placeholders whose arguments repeat the level below ``fan`` times: ``fan ** levels`` nodes to walk."""
+    get = lambda index: b"j" + struct.pack("<I", index)  # noqa: E731 - LONG_BINGET
+    put = lambda index: b"r" + struct.pack("<I", index)  # noqa: E731 - LONG_BINPUT
+    out = PROTO + _PLACEHOLDER_CLASS + b"0]K\x00a" + put(1) + b"0"  # memo 1: the innermost list
+    for level in range(1, levels + 1):
+        out += b"h\x00(" + get(level) * fan + b"tR" + put(level + 1) + b"0"
+    return out + get(levels + 1) + b"."
+
+
+def cyclic_modules() -> bytes:
+    """A pickled module whose ``_modules`` holds the module itself."""
+    return (PROTO + b"c__main__\nNet\n)\x81q\x00}(" + _text("_parameters") + b"}" + _text("_buffers") + b"}"
+            + _text("_modules") + b"}" + _text("self") + b"h\x00su" + b"b.")
+
+
+def colliding_placeholder_items(count: int) -> bytes:
+    """A dict subclass (a placeholder) whose SETITEMS keys all hash to 0."""
+    items = b"".join(_long(HASH_MODULUS * (i + 1)) + b"K\x00" for i in range(count))
+    return PROTO + _PLACEHOLDER_CLASS + b")\x81(" + items + b"u."
+
+
+def torchscript_entries(count: int) -> bytes:
+    """A TorchScript archive of one small module plus ``count`` other entries (zipfile reads them all)."""
+    module = (PROTO + b"c__torch__\nM\n)\x81}(" + _text("training") + b"\x88" + _text("w") + b"K\x01ub.")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("a/data.pkl", module)
+        archive.writestr("a/constants.pkl", PROTO + b").")
+        archive.writestr("a/code/__torch__.py", 'class M(Module):\n  __parameters__ = []\n  __buffers__ = []\n')
+        for i in range(count):
+            archive.writestr(f"a/{i:x}", b"")
+    return out.getvalue()
+
+
+def torchscript_many_classes(count: int) -> bytes:
+    """A TorchScript data.pkl whose module attributes are objects of ``count`` classes from distinct files."""
+    attributes = b"".join(_text(f"m{i}") + b"c__torch__.f" + str(i).encode() + b"\nM\n)\x81}b" for i in range(count))
+    module = PROTO + b"c__torch__\nM\n)\x81}(" + attributes + b"ub."
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("a/data.pkl", module)
+        archive.writestr("a/constants.pkl", PROTO + b").")
+        source = 'class M(Module):\n  __parameters__ = []\n  __buffers__ = []\n'
+        archive.writestr("a/code/__torch__.py", source)
+        for i in range(count):
+            archive.writestr(f"a/code/__torch__/f{i}.py", source)
+    return out.getvalue()
+
+
 # --- PyTorch containers ----------------------------------------------------------------------------
 
 def zip_checkpoint(pickle_bytes: bytes, method: int = zipfile.ZIP_STORED) -> bytes:
@@ -302,6 +362,16 @@ CATALOGUE: list[tuple[str, str, Callable[[Path], Path], str | None]] = [
     *[("zip-bomb", f"{name}-forged-{size // MiB}MiB",
        _bytes(lambda m=method, s=size: zip_bomb(s, m, forged_size=1000), ".pt"), r"other bytes than its header states")
       for name, method, size in (("deflate", zipfile.ZIP_DEFLATED, 256 * MiB), ("bzip2", zipfile.ZIP_BZIP2, 64 * MiB))],
+    *[("nesting", f"placeholders-{d}", _bytes(lambda d=d: deep_placeholders(d), ".pt"),
+       r"nested deeper than 100 levels") for d in (101, 10_000, 50_000)],
+    ("nesting", "module-cycle", _bytes(cyclic_modules, ".pt"), r"contains itself at self"),
+    *[("memo-sharing", f"placeholder-fan-{fan}", _bytes(lambda f=fan: placeholder_fan(6, f), ".pt"),
+       r"expands to \d+ objects") for fan in (20, 100)],
+    *[("hash-flooding", f"placeholder-items-{n}", _bytes(lambda n=n: colliding_placeholder_items(n), ".pt"),
+       r"with the same hash") for n in (1_000, 80_000)],
+    ("torchscript", "entries-100000", _bytes(lambda: torchscript_entries(100_000), ".pt"), None),
+    ("torchscript", "classes-5000", _bytes(lambda: torchscript_many_classes(5_000), ".pt"),
+     r"names classes from more than 4096 source files"),
     *[("memo-sharing", f"fan-{fan}", _torch(lambda p, f=fan: shared_tensor_lists(p, f)), r"expands to \d+ objects")
       for fan in (50, 100, 170)],
     *[("hash-flooding", f"int-keys-{n}", _bytes(lambda n=n: colliding_int_keys(n), ".pt"), r"with the same hash")

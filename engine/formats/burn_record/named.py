@@ -4,11 +4,22 @@ Tensor names are the field path joined with ``.`` (list items by index, enum var
 name), the same path Burnpack uses for the module. A parameter is ``{id, param: TensorData}``;
 optimizer state holds bare TensorData. Everything else is kept as plain values, and its numbers
 (optimizer and scheduler state) also as Burnpack scalars.
+
+An optimizer's record (``HashMap<ParamId, AdaptorRecordItem>``: each parameter's id text, then
+``V1``, then ``Rank{D}``, then the optimizer's state; crates/burn-optim/src/optim/simple/record/base.rs:26-31
+and v1.rs:13-40 at v0.21.0, crates/burn-core/src/record/primitive.rs:121-134 for the id keys) comes out
+in the layout current Burn loads (``ModuleOptimizer::to_record``/``load_record``,
+crates/burn-optim/src/optim/module/module_optimizer.rs:199-300 at main): tensors named
+``{param_id}.{field path}`` carrying that ``param_id``, the rank as the scalar ``{param_id}.__rank``
+(:24, :213-216) and the state's numbers as scalars of the same names, ``usize`` fields as ``UInt``
+(crates/burn-pack/src/base.rs, ``impl_scalar_int``). The state's field paths are unchanged between
+v0.21.0 and main (adam.rs, adamw.rs, sgd.rs, momentum.rs, adagrad.rs, rmsprop.rs, adan.rs).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +29,9 @@ import numpy as np
 from ...errors import FormatError
 from .record import MAX_DEPTH, Metadata, Tensor, check_size, dtype_by_name, param_id, shape_of, \
     values_array
+
+RANK_KEY = "__rank"  # module_optimizer.rs:24 at main: the per-parameter scalar holding the state's rank
+_RANK = re.compile(r"Rank([0-9])")
 
 ROOT_NAME = "item"
 _TENSORS_ONLY = object()  # a branch that held only tensors: no place in `values`
@@ -40,8 +54,33 @@ class Walked:
 
 def walk(path: Path, item: Any, meta: Metadata) -> Walked:
     walker = _Walker(path, meta)
-    values = walker.walk(item, [], 0)
+    states = optimizer_states(item)
+    values = walker.walk(item, [], 0) if states is None else walker.walk_optimizer(states)
     return Walked(walker.tensors, {} if values is _TENSORS_ONLY else values, walker.scalars)
+
+
+def optimizer_states(item: Any) -> list[tuple[int, int, Any]] | None:
+    """``(param_id, rank, state)`` per parameter when ``item`` is an optimizer's record, else None.
+
+    Every key must be a ParamId Burn writes (13 base32hex characters; an old UUID id has no u64 Burn
+    would agree on, so such a record keeps its field paths) and every value ``{"V1": {"Rank{D}": ...}}``
+    (``{"Rank{D}": ...}`` is taken too).
+    """
+    if not isinstance(item, dict) or not item:
+        return None
+    states = []
+    for key, record in item.items():
+        pid = param_id(key) if isinstance(key, str) else None
+        if isinstance(record, dict) and set(record) == {"V1"}:
+            record = record["V1"]
+        if pid is None or not isinstance(record, dict) or len(record) != 1:
+            return None
+        (variant, state), = record.items()
+        rank = _RANK.fullmatch(variant) if isinstance(variant, str) else None
+        if rank is None:
+            return None
+        states.append((pid, int(rank.group(1)), state))
+    return states
 
 
 class _Walker:
@@ -49,6 +88,18 @@ class _Walker:
         self.path, self.meta = path, meta
         self.tensors: list[Tensor] = []
         self.scalars: dict[str, Any] = {}
+        self.owner: int | None = None  # the parameter whose optimizer state is being walked
+
+    def walk_optimizer(self, states: list[tuple[int, int, Any]]) -> dict[str, Any]:
+        """Each parameter's state under ``{param_id}.``, its tensors carrying that id, its rank a scalar."""
+        values = {}
+        for pid, rank, state in states:
+            self.owner = pid
+            self.scalars[f"{pid}.{RANK_KEY}"] = {"UInt": rank}
+            found = self.walk(state, [str(pid)], 1)
+            values[str(pid)] = {RANK_KEY: rank} if found is _TENSORS_ONLY else {RANK_KEY: rank, **found}
+        self.owner = None
+        return values
 
     def walk(self, node: Any, parts: list[str], depth: int) -> Any:
         if depth > MAX_DEPTH:
@@ -76,7 +127,8 @@ class _Walker:
         if isinstance(node, (bytes, bytearray)):
             return bytes(node).hex()
         if isinstance(node, (int, float)) and not isinstance(node, bool):
-            kind = "Float" if isinstance(node, float) else ("Int" if node < 1 << 63 else "UInt")
+            unsigned = self.owner is not None and not isinstance(node, float) and node >= 0  # the states' usize fields
+            kind = "Float" if isinstance(node, float) else ("Int" if node < 1 << 63 and not unsigned else "UInt")
             if kind == "Float" or -(1 << 63) <= node < 1 << 64:
                 self.scalars[name] = {kind: node}
         return node
@@ -85,6 +137,8 @@ class _Walker:
         where = f"tensor {name!r}"
         shape = shape_of(self.path, where, data["shape"])
         ids = {} if id_text is None else {"id_text": id_text, "param_id": param_id(id_text)}
+        if id_text is None and self.owner is not None:
+            ids = {"param_id": self.owner}
         if "value" in data:  # before Burn 0.14: numbers, typed by the precision settings
             dtype = self.meta.element_type(self.path, _value_kind(data["value"], self.meta))
             array = values_array(self.path, where, data["value"], dtype, shape)

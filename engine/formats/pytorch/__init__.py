@@ -22,6 +22,7 @@ ZIP_SIGNATURE = b"PK\x03\x04"
 TAR_SIGNATURE_AT = 257  # "ustar" in a tar's first header
 
 __all__ = ["NAME", "EXTENSIONS", "PyTorchStore", "sniff", "open"]
+NOTE_CLASSES = 6  # the note names this many classes, then says how many more
 
 
 def sniff(head: bytes) -> bool:
@@ -34,19 +35,50 @@ def sniff(head: bytes) -> bool:
 def open(path: str | os.PathLike, *, top_level_key: str | None = None, **options: Any) -> PyTorchStore:
     """Open a checkpoint; ``top_level_key`` keeps only that branch (and drops its prefix)."""
     mapped = MappedFile(path)
+    refused_by_torch: set[str] = set()
     try:
         head = mapped.pread(0, min(mapped.size, TAR_SIGNATURE_AT + 5), "the first bytes")
         if head[:4] == ZIP_SIGNATURE:
             version = "zip"
-            root, metadata = zip_layout.load(mapped)
+            root, metadata, scripted = zip_layout.load(mapped, refused_by_torch)
+            if scripted:
+                version = "TorchScript"
         elif head[TAR_SIGNATURE_AT:] == b"ustar":
             version = "tar"
-            root, metadata = tar_layout.load(mapped)
+            root, metadata = tar_layout.load(mapped, refused_by_torch)
         else:
-            root, version, metadata = legacy_layout.load(mapped)
+            root, version, metadata = legacy_layout.load(mapped, refused_by_torch)
         checkpoint = flatten(path, root, top_level_key, max_nodes=node_budget(mapped.size))
-        return PyTorchStore(path, mapped, checkpoint.tensors, version=version, metadata=metadata,
-                            values=checkpoint.values)
+        store = PyTorchStore(path, mapped, checkpoint.tensors, version=version, metadata=metadata,
+                             values=checkpoint.values)
+        store.foreign_classes = tuple(sorted(refused_by_torch))
+        store.guessed_keys = tuple(checkpoint.guessed_keys)
+        store.note = "; ".join(filter(None, (_note(version, store.foreign_classes),
+                                             _keys_note(store.guessed_keys)))) or None
+        return store
     except BaseException:
         mapped.close()
         raise
+
+
+def _note(version: str, foreign: tuple[str, ...]) -> str | None:
+    """What a user must know before shipping the file: torch's safe loader would refuse it."""
+    if version == "TorchScript":
+        return ("a TorchScript archive: read as data, its code/ never run; torch.load(weights_only=True) refuses it "
+                "(torch.jit.load runs its code)")
+    if not foreign:
+        return None
+    named = ", ".join(foreign[:NOTE_CLASSES]) + (f" and {len(foreign) - NOTE_CLASSES} more"
+                                                   if len(foreign) > NOTE_CLASSES else "")
+    return (f"torch.load(weights_only=True) would refuse this file: it names {len(foreign)} non-weight "
+            f"class{'es' if len(foreign) != 1 else ''} ({named}), shown here as placeholders; nothing was run")
+
+
+def _keys_note(guessed: tuple[str, ...]) -> str | None:
+    """Tensor names this reader made up: burn-store refuses keys that are not text or whole numbers."""
+    if not guessed:
+        return None
+    many = len(guessed) != 1
+    return (f"{len(guessed)} key{'s' if many else ''} naming tensors {'are' if many else 'is'} "
+            f"neither text nor a whole number (first: {guessed[0]!r}), named here as Python prints them; "
+            "burn-store refuses such keys")

@@ -1,15 +1,16 @@
-"""The only globals a checkpoint may name, each an inert stand-in for the real thing.
+"""What each global a checkpoint names stands for; nothing named is ever imported or called.
 
-``resolve`` maps ``module.name`` to a ``Global``; anything not listed is a FormatError naming
-it. "Calling" a stand-in runs the small builder below, which makes descriptors and plain
-values; the real torch, numpy or builtin callable is never imported or called.
+``resolve`` maps ``module.name`` to a ``Global``: an inert stand-in for the tensor machinery and
+plain containers (the table below), a refusal for what is on the deny list (``denylist``), and
+for every other class a placeholder that only records what it would have received
+(``Placeholder``). "Calling" a stand-in runs the small builder below, which makes descriptors
+and plain values; the real torch, numpy or builtin callable is never imported or called.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -17,17 +18,22 @@ import numpy as np
 from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
+from .denylist import denied
 from .tensors import STORAGE_CLASSES, TORCH_DTYPES, StorageRef, TensorRef, tensor
 
 Builder = Callable[[str | os.PathLike, tuple], Any]
 
 
 class Global:
-    """An allowlisted global. ``kind`` says what it stands for: "function", "storage", "dtype",
-    "tensor_type" or "class"; ``dtype`` is set for storages and dtypes."""
+    """A global the checkpoint names. ``kind`` says what it stands for: "function", "storage", "dtype",
+    "tensor_type", "class" or "placeholder" (a class nothing here knows); ``dtype`` is set for
+    storages and dtypes. ``torch_allows``: ``torch.load(weights_only=True)`` accepts it by default
+    (torch/_weights_only_unpickler.py, ``_get_allowed_globals``)."""
 
-    def __init__(self, module: str, name: str, kind: str, build: Builder | None = None, dtype: DType | None = None):
+    def __init__(self, module: str, name: str, kind: str, build: Builder | None = None, dtype: DType | None = None,
+                 torch_allows: bool = False):
         self.module, self.name, self.kind, self._build, self.dtype = module, name, kind, build, dtype
+        self.torch_allows = torch_allows
 
     @property
     def qualname(self) -> str:
@@ -49,25 +55,54 @@ class Buildable:
         raise NotImplementedError
 
 
+class Placeholder:
+    """An object of a class nothing here imports: its class path and the state it would have received.
+
+    ``args`` from REDUCE/NEWOBJ/INST/OBJ, ``state`` from BUILD (a ``__dict__``, or ``(__dict__,
+    __slots__)``, or anything ``__setstate__`` would take), ``items``/``listitems`` from SETITEMS
+    and APPENDS on dict and list subclasses. It hashes by identity, so nesting never recurses in C.
+    """
+
+    __slots__ = ("qualname", "args", "state", "items", "listitems")
+
+    def __init__(self, qualname: str, args: tuple):
+        self.qualname, self.args = qualname, args
+        self.state: Any = None
+        self.items: dict | None = None
+        self.listitems: list | None = None
+
+    def attributes(self) -> dict[str, Any]:
+        """The instance attributes BUILD would set: ``__dict__`` and ``__slots__`` values merged."""
+        state = self.state
+        if isinstance(state, tuple) and len(state) == 2 and all(s is None or isinstance(s, dict) for s in state):
+            return {**(state[0] or {}), **(state[1] or {})}
+        return state if isinstance(state, dict) else {}
+
+    @property
+    def is_module(self) -> bool:
+        """A pickled ``torch.nn.Module``: its ``__dict__`` holds the parameter, buffer and child tables."""
+        attributes = self.attributes()
+        return all(isinstance(attributes.get(key), dict) for key in ("_parameters", "_buffers", "_modules"))
+
+    def __repr__(self) -> str:
+        return f"<{self.qualname}>"
+
+
 def resolve(path: str | os.PathLike, module: str, name: str) -> Global:
     found = ALLOWED.get((module, name))
     if found is not None:
         return found
     qualname = f"{module}.{name}"
-    if _is_module_class(module, name):
-        raise FormatError(path, f"the checkpoint is a whole pickled module ({qualname}), not a state_dict: "
-                                "save model.state_dict() instead")
-    raise FormatError(path, f"refused to load the global {qualname}: a weights file never needs it, "
-                            "and unpickling it could run code")
+    if denied(module, name):
+        raise FormatError(path, f"refused to load the global {qualname}: a weights file never needs it, "
+                                "and unpickling it could run code")
+    if module in _TENSOR_MODULES:  # torch's other rebuild functions: a tensor whose values are not a plain view
+        raise FormatError(path, f"the checkpoint holds a kind of tensor this reader does not decode ({qualname}: "
+                                "quantized, sparse, nested or meta tensors)")
+    return Global(module, name, "placeholder", lambda _, args: Placeholder(qualname, args))
 
 
-def _is_module_class(module: str, name: str) -> bool:
-    """torch.save(model) pickles the model's classes: torch.nn ones, __main__ ones, the user's own."""
-    top = module.partition(".")[0]
-    if module == "__main__" or module.startswith("torch.nn."):
-        return True
-    return name[:1].isupper() and top not in sys.stdlib_module_names and top not in ("torch", "numpy")
-
+_TENSOR_MODULES = {"torch._utils", "torch._tensor"}
 
 # --- torch ------------------------------------------------------------------------------------
 
@@ -102,9 +137,10 @@ def _rebuild_parameter(path: str | os.PathLike, args: tuple) -> TensorRef:
 
 
 def _rebuild_from_type(path: str | os.PathLike, args: tuple) -> Any:
-    """``_rebuild_from_type_v2(func, new_type, args, state)``: a tensor subclass (Parameter)."""
+    """``_rebuild_from_type_v2(func, new_type, args, state)``: a tensor subclass (Parameter, or the user's own
+    class, read as the plain tensor it wraps)."""
     func, new_type, func_args = _args(args, 4, 4, "_rebuild_from_type")[:3]
-    if not isinstance(new_type, Global) or new_type.kind != "tensor_type":
+    if not isinstance(new_type, Global) or new_type.kind not in ("tensor_type", "placeholder"):
         raise ValueError(f"tensor subclass {new_type!r:.80} is not torch.Tensor or Parameter")
     if not isinstance(func, Global) or func.kind != "function" or not isinstance(func_args, tuple):
         raise ValueError(f"{func!r:.80} is not a tensor rebuild function")
@@ -238,13 +274,46 @@ def _scalar(path: str | os.PathLike, args: tuple) -> Any:
     return np.frombuffer(raw, dtype.numpy)[0].item()
 
 
+def _reconstructor(path: str | os.PathLike, args: tuple) -> Placeholder:
+    """``copyreg._reconstructor(cls, base, state)``: how protocols 0 and 1 pickle a plain instance."""
+    cls, base, state = _args(args, 3, 3, "copyreg._reconstructor")
+    if not isinstance(cls, Global) or cls.kind != "placeholder":
+        raise ValueError(f"copyreg._reconstructor of {cls!r:.80}, which is not a class")
+    if not isinstance(base, Global) or base.module not in ("builtins", "__builtin__"):
+        raise ValueError(f"copyreg._reconstructor from base {base!r:.80}, which is not a builtin type")
+    return Placeholder(cls.qualname, () if state is None else (state,))
+
+
+# torch.load(weights_only=True) accepts these by default besides storages, tensor types, canonical
+# dtypes and the rebuild functions (torch/_weights_only_unpickler.py, _get_allowed_globals).
+_TORCH_DEFAULTS = {"_codecs.encode", "builtins.bytearray", "builtins.complex", "builtins.set", "collections.Counter",
+                   "collections.OrderedDict", "torch.nn.parameter.Parameter", "torch.Size", "torch.device",
+                   "torch.Tensor", "torch._tensor._rebuild_from_type_v2", "torch.storage.TypedStorage",
+                   "torch.storage.UntypedStorage"}
+
+
+def _torch_allows(module: str, name: str) -> bool:
+    module = "builtins" if module == "__builtin__" else module  # torch maps Python 2's name too
+    if f"{module}.{name}" in _TORCH_DEFAULTS or module == "torch._utils":
+        return True
+    if module in ("torch", "torch.cuda") and name.endswith("Storage"):
+        return name not in ("UntypedStorage", "TypedStorage")
+    if module in ("torch", "torch.cuda") and name.endswith("Tensor"):  # torch has no complex legacy tensor types
+        return name != "Tensor" and not name.startswith("Complex")
+    return module == "torch" and name in TORCH_DTYPES and name not in _DTYPE_ALIASES
+
+
+# torch's table keys dtypes by str(dtype), the canonical name: "torch.float32", never "torch.float".
+_DTYPE_ALIASES = {"double", "float", "half", "long", "int", "short", "cfloat", "cdouble", "chalf"}
+
+
 # --- the table --------------------------------------------------------------------------------
 
 def _table() -> dict[tuple[str, str], Global]:
     table: dict[tuple[str, str], Global] = {}
 
     def add(module: str, name: str, kind: str, build: Builder | None = None, dtype: DType | None = None) -> None:
-        table[(module, name)] = Global(module, name, kind, build, dtype)
+        table[(module, name)] = Global(module, name, kind, build, dtype, _torch_allows(module, name))
 
     for name, build in (("_rebuild_tensor", _rebuild_tensor), ("_rebuild_tensor_v2", _rebuild_tensor_v2),
                         ("_rebuild_tensor_v3", _rebuild_tensor_v3), ("_rebuild_parameter", _rebuild_parameter),
@@ -280,6 +349,8 @@ def _table() -> dict[tuple[str, str], Global]:
         add(module, "scalar", "function", _scalar)
     add("numpy", "dtype", "class", _numpy_dtype)
     add("numpy", "ndarray", "class")
+    add("copyreg", "_reconstructor", "function", _reconstructor)
+    add("copy_reg", "_reconstructor", "function", _reconstructor)
     return table
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ...errors import FormatError
 from ..mapped import MappedFile
+from .allowlist import Global
 from .tensors import StorageRef, storage_from_pid, storage_view
 from .unpickler import PickleStream, load as unpickle
 
@@ -19,22 +20,24 @@ MAGIC = 0x1950A86A20F9469CFC6C
 PROTOCOL = 1001
 
 
-def load(mapped: MappedFile) -> tuple[Any, str, dict[str, str]]:
+def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[Any, str, dict[str, str]]:
     """The checkpoint, ``"legacy"`` or ``"pickle"``, and text metadata."""
     path = mapped.path
     stream = PickleStream(path, mapped.pread, 0, mapped.size)
-    first = unpickle(stream)
+    first = unpickle(stream, refused_by_torch=refused_by_torch)  # a plain pickle is the checkpoint
     if type(first) is not int or first != MAGIC:
         return first, "pickle", {}
     protocol = unpickle(stream)
     if protocol != PROTOCOL:
         raise FormatError(path, f"legacy checkpoint protocol {protocol!r:.40} is not {PROTOCOL}")
-    sys_info = unpickle(stream)
+    sys_info = unpickle(stream, refused_by_torch=refused_by_torch)
     little = not isinstance(sys_info, dict) or sys_info.get("little_endian", True) is not False
     roots: dict[str, StorageRef] = {}
     views: dict[str, StorageRef] = {}
 
-    def persistent_load(pid: Any) -> StorageRef:
+    def persistent_load(pid: Any) -> Any:
+        if isinstance(pid, tuple) and pid[:1] == ("module",) and len(pid) == 4 and isinstance(pid[1], Global):
+            return pid[1]  # torch.save(model) names each module class with its source; torch returns the class
         storage, view = storage_from_pid(path, pid, legacy=True)
         root = roots.setdefault(storage.key, storage)
         if view is None:
@@ -43,7 +46,7 @@ def load(mapped: MappedFile) -> tuple[Any, str, dict[str, str]]:
         return views.setdefault(storage.key, storage)
 
     stream.what = "the checkpoint pickle"
-    root_object = unpickle(stream, persistent_load)
+    root_object = unpickle(stream, persistent_load, refused_by_torch=refused_by_torch)
     stream.what = "the storage key list"
     keys = unpickle(stream)
     if not isinstance(keys, list):

@@ -21,6 +21,10 @@ NAME = "pytorch"
 
 class PyTorchStore(Store):
     format = NAME
+    # Globals the file names that torch.load(weights_only=True) refuses by default (placeholders, numpy ...)
+    foreign_classes: tuple[str, ...] = ()
+    # Names made from keys burn-store refuses (tuples, floats, booleans): str(key), as the note says
+    guessed_keys: tuple[str, ...] = ()
 
     def __init__(self, path: str | os.PathLike, mapped: MappedFile, tensors: list[tuple[str, TensorRef]],
                  **kwargs: Any):

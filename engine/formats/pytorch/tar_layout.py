@@ -18,6 +18,7 @@ from typing import Any
 
 from ...errors import FormatError
 from ..mapped import MappedFile
+from .allowlist import Global
 from .tensors import MAX_DIMS, StorageRef, TensorRef, storage_dtype, storage_from_pid, tensor
 from .unpickler import PickleStream, load as unpickle
 
@@ -25,22 +26,23 @@ MEMBERS = ("sys_info", "storages", "tensors", "pickle")
 OPTIONAL = ("tensors",)  # absent in the layout burn-store's fixtures use
 
 
-def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
+def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[Any, dict[str, str]]:
     path = mapped.path
     members = _members(mapped)
-    sys_info = unpickle(_stream(mapped, members["sys_info"], "sys_info"))
+    sys_info = unpickle(_stream(mapped, members["sys_info"], "sys_info"), refused_by_torch=refused_by_torch)
     little = not isinstance(sys_info, dict) or sys_info.get("little_endian", True) is not False
     storages = _storages(mapped, _stream(mapped, members["storages"], "storages"), little)
     if "tensors" not in members:
         root = unpickle(_stream(mapped, members["pickle"], "pickle"), lambda pid: _by_tuple(path, pid, storages),
-                        tuple_ids=True)
+                        tuple_ids=True, refused_by_torch=refused_by_torch)
         return root, {"byteorder": "little" if little else "big"}
     tensors = _tensors(mapped, _stream(mapped, members["tensors"], "tensors"), storages)
 
     def persistent_load(pid: Any) -> Any:
-        if isinstance(pid, tuple):  # ('module', class, source file, source): a pickled nn.Module
-            raise FormatError(path, f"the checkpoint is a whole pickled module ({pid[1]!r:.80}), not a state_dict: "
-                                    "save model.state_dict() instead")
+        if isinstance(pid, tuple) and pid[:1] == ("module",) and len(pid) == 4 and isinstance(pid[1], Global):
+            return pid[1]  # ('module', class, source file, source): a pickled nn.Module names its class
+        if isinstance(pid, tuple):
+            raise FormatError(path, f"the checkpoint refers to outside data {pid!r:.80}, which is not a tensor")
         key = str(pid)
         if key in tensors:
             return tensors[key]
@@ -48,7 +50,8 @@ def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
             return storages[key]
         raise FormatError(path, f"the checkpoint refers to tensor {key!r:.40}, which the archive does not hold")
 
-    root = unpickle(_stream(mapped, members["pickle"], "pickle"), persistent_load)
+    root = unpickle(_stream(mapped, members["pickle"], "pickle"), persistent_load,
+                    refused_by_torch=refused_by_torch)
     return root, {"byteorder": "little" if little else "big"}
 
 

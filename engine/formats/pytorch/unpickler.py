@@ -1,9 +1,10 @@
 """A pickle interpreter that executes nothing.
 
 Python's own unpickler imports and calls whatever a pickle names. This one runs the opcodes
-itself: containers are built from plain Python types, every global is looked up in an
-allowlist of inert stand-ins (``allowlist.resolve``), and "calls" (REDUCE, NEWOBJ, INST, OBJ,
-BUILD) only ever reach those stand-ins, which build descriptors. Nothing is imported.
+itself: containers are built from plain Python types, every global is looked up in a table of
+inert stand-ins (``allowlist.resolve``: a class it does not know becomes a ``Placeholder``, a
+global on the deny list is refused), and "calls" (REDUCE, NEWOBJ, INST, OBJ, BUILD) only ever
+reach those stand-ins, which build descriptors and placeholders. Nothing is imported.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import struct
 from typing import Any, Callable
 
 from ...errors import FormatError, shown
-from .allowlist import Buildable, Global, resolve
+from .allowlist import Buildable, Global, Placeholder, resolve
 
 MAX_PROTOCOL = 5
 READ_AHEAD = 64 << 10  # bytes fetched at a time from a file-backed stream
@@ -110,21 +111,25 @@ class _Mark:
     """The MARK opcode's stack sentinel."""
 
 
-def load(stream: PickleStream, persistent_load: PersistentLoad | None = None, *, tuple_ids: bool = False) -> Any:
+def load(stream: PickleStream, persistent_load: PersistentLoad | None = None, *, tuple_ids: bool = False,
+         refused_by_torch: set[str] | None = None) -> Any:
     """Interpret one pickle from ``stream`` (which is left just after its STOP).
 
     ``tuple_ids``: the layout names storages by plain ``('storage', ...)`` tuples passed to the
     rebuild functions (burn-store's tar fixtures), which go through ``persistent_load`` too.
+    ``refused_by_torch`` collects the globals ``torch.load(weights_only=True)`` would refuse.
     """
-    return _Machine(stream, persistent_load, tuple_ids).run()
+    return _Machine(stream, persistent_load, tuple_ids, refused_by_torch).run()
 
 
 class _Machine:
-    def __init__(self, stream: PickleStream, persistent_load: PersistentLoad | None, tuple_ids: bool = False):
+    def __init__(self, stream: PickleStream, persistent_load: PersistentLoad | None, tuple_ids: bool = False,
+                 refused_by_torch: set[str] | None = None):
         self.stream = stream
         self.path = stream.path
         self.persistent_load = persistent_load
         self.tuple_ids = tuple_ids
+        self.refused_by_torch = refused_by_torch if refused_by_torch is not None else set()
         self.stack: list[Any] = []
         self.marks: list[int] = []
         self.memo: dict[int, Any] = {}
@@ -230,7 +235,10 @@ class _Machine:
     def global_(self, module: Any, name: Any) -> Global:
         if not isinstance(module, str) or not isinstance(name, str):
             raise ValueError("a global's module and name must be text")
-        return resolve(self.path, module, name)
+        found = resolve(self.path, module, name)
+        if not found.torch_allows:
+            self.refused_by_torch.add(found.qualname)
+        return found
 
     def call(self, target: Any, args: Any, how: str) -> Any:
         """REDUCE, NEWOBJ, INST and OBJ: only an allowlisted stand-in can be 'called'."""
@@ -239,9 +247,10 @@ class _Machine:
         if not isinstance(args, tuple):
             raise ValueError(f"{how} arguments must be a tuple")
         if target.qualname in _HASHING_CALLS:  # set(items), frozenset(items), OrderedDict(pairs)
+            pairs = target.qualname == "collections.OrderedDict"
             for item in (args[0] if args and isinstance(args[0], (list, tuple)) else ()):
-                self.hashed(args, item[0] if target.qualname == "collections.OrderedDict" and isinstance(item, tuple)
-                            and item else item)
+                # Python 2 pickles an OrderedDict from a list of [key, value] lists
+                self.hashed(args, item[0] if pairs and isinstance(item, (tuple, list)) and item else item)
         if self.tuple_ids and args and isinstance(args[0], tuple) and args[0][:1] == ("storage",):
             args = (self.persistent(args[0]), *args[1:])
         result = target.call(self.path, args)
@@ -249,7 +258,9 @@ class _Machine:
         return self.built(result, args) if type(result) in _NESTED else result
 
     def build(self, target: Any, state: Any) -> None:
-        if isinstance(target, Buildable):
+        if isinstance(target, Placeholder):
+            target.state = state  # what __setstate__ or __dict__.update would have received
+        elif isinstance(target, Buildable):
             target.setstate(self.path, state)
         elif isinstance(target, dict):
             # An OrderedDict state_dict carries `_metadata` (module versions) as an attribute, not an item.
@@ -475,6 +486,10 @@ def _op_appends(m: _Machine) -> None:
 
 
 def _list(target: Any) -> list:
+    if isinstance(target, Placeholder):  # a list subclass: its items, kept beside its state
+        if target.listitems is None:
+            target.listitems = []
+        return target.listitems
     if not isinstance(target, list):
         raise ValueError(f"APPEND to {type(target).__name__}, not a list")
     return target
@@ -506,6 +521,10 @@ def _setitems(m: _Machine, target: dict, items: list[Any]) -> None:
 
 
 def _dict(target: Any) -> dict:
+    if isinstance(target, Placeholder):  # a dict subclass (defaultdict, a config class): its items
+        if target.items is None:
+            target.items = {}
+        return target.items
     if not isinstance(target, dict):
         raise ValueError(f"SETITEM on {type(target).__name__}, not a dict")
     return target

@@ -1,6 +1,7 @@
 """The zip layout (torch >= 1.6): ``<folder>/data.pkl`` plus one stored entry per storage.
 
-Only the central directory and ``data.pkl`` are read. Each storage's bytes are located by its
+Only the central directory and ``data.pkl`` are read (and, in a TorchScript archive, the class
+sources' parameter and buffer lists: ``torchscript``). Each storage's bytes are located by its
 local file header and mapped from the archive later; the archive itself is never extracted.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from ...errors import FormatError
 from ..mapped import MappedFile
+from . import torchscript
 from .tensors import StorageRef, storage_from_pid
 from .unpickler import PickleStream, load as unpickle
 
@@ -32,8 +34,9 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, NotImplemen
                EOFError, OSError, KeyError, ValueError, struct.error)
 
 
-def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
-    """The unpickled checkpoint (storages located, not read) and the archive's text metadata."""
+def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[Any, dict[str, str], bool]:
+    """The unpickled checkpoint (storages located, not read), the archive's text metadata, and
+    whether it is a TorchScript archive (its modules then rewritten as pickled modules)."""
     path = mapped.path
     try:
         with builtins.open(path, "rb") as file, zipfile.ZipFile(file) as archive:
@@ -50,6 +53,7 @@ def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
                                         f"{MAX_PICKLE_BYTES}")
             data = archive.read(pickle_info) if pickle_info.compress_type == zipfile.ZIP_STORED else \
                 _inflate(mapped, pickle_info)
+            scripted = torchscript.is_torchscript(list(infos), prefix)
     except FormatError:
         raise
     except _ZIP_ERRORS as exc:
@@ -68,8 +72,25 @@ def load(mapped: MappedFile) -> tuple[Any, dict[str, str]]:
             storages[storage.key] = storage
         return storages[storage.key]
 
-    root = unpickle(PickleStream.over_bytes(path, data, "data.pkl"), persistent_load)
-    return root, metadata
+    root = unpickle(PickleStream.over_bytes(path, data, "data.pkl"), persistent_load,
+                    refused_by_torch=refused_by_torch)
+    if scripted:
+        root = torchscript.as_modules(path, root, lambda file: _code(mapped, infos.get(prefix + "code/" + file)))
+    return root, metadata, scripted
+
+
+def _code(mapped: MappedFile, info: zipfile.ZipInfo | None) -> bytes | None:
+    """One class source under code/ (torch deflates them), within the same bounds as data.pkl."""
+    if info is None:
+        return None
+    _check_compressed_size(mapped, info)
+    if info.file_size > torchscript.MAX_CODE_BYTES:
+        raise FormatError(mapped.path, f"zip entry {info.filename!r:.80} claims {info.file_size} bytes, over the "
+                                       f"limit of {torchscript.MAX_CODE_BYTES}")
+    if info.compress_type == zipfile.ZIP_STORED:
+        return mapped.pread(_member_offset(mapped, info, info.filename), info.file_size, f"the zip entry "
+                                                                                         f"{info.filename!r:.80}")
+    return _inflate(mapped, info)
 
 
 def _prefix(mapped: MappedFile, infos: dict[str, zipfile.ZipInfo]) -> str:

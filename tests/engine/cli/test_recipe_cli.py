@@ -14,6 +14,8 @@ def test_rust_prints_the_builder_chain(tmp_path, capsys, monkeypatch):
     RECIPE.save("r.json")
     assert main(["recipe", "r.json", "--as", "rust"]) == 0
     assert capsys.readouterr().out == (
+        '// burn-store 0.22.0-pre.2 (Burn 0.22)\n'
+        'use burn_store::{ModuleSnapshot, PytorchStore};\n'
         'let mut store = PytorchStore::from_file(r"model.pt")\n'
         '    .with_top_level_key(r"state_dict")\n'
         '    .with_regex(r"^encoder\\.")\n'

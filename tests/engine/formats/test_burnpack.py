@@ -135,24 +135,6 @@ def test_bool_storages_read_as_numpy_bool(tmp_path):
             assert got.dtype == np.bool_ and got.tolist() == [bool(x) for x in expected]
 
 
-def test_quantized_tensors_are_listed_copied_verbatim_and_never_decoded(tmp_path):
-    scheme = {"value": "Q8S", "mode": "Symmetric", "level": "Tensor"}
-    tensors = {"q": {"dtype": {"QFloat": scheme}, "shape": [4], "data_offsets": [0, 8]}}
-    data = bytes(range(1, 9))
-    with open_store(write(tmp_path, burn_file(tensors, data))) as store:
-        (entry,) = store.entries
-        assert str(entry.dtype) == "QFLOAT" and entry.nbytes == 8
-        with pytest.raises(FormatError, match="cannot be decoded"):
-            store.read("q")
-        export(store.entries, tmp_path / "copy.bpk")
-        with pytest.raises(Exception, match="SafeTensors cannot hold"):
-            export(store.entries, tmp_path / "x.safetensors")
-    assert not (tmp_path / "x.safetensors").exists()
-    with open_store(tmp_path / "copy.bpk") as copy:
-        assert copy.entries[0].dtype == store.entries[0].dtype
-        assert b"".join(copy.iter_bytes("q")) == data
-
-
 # --- refusing malformed files ------------------------------------------------------------------
 
 def good_file() -> bytes:

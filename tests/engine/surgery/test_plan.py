@@ -147,7 +147,7 @@ class QuantizedStore(Store):
     format = "burnpack"
 
     def __init__(self):
-        scheme = {"value": "Q8S", "level": "Tensor"}
+        scheme = {"value": "Q8S", "param": "F32", "store": "Native", "level": "Tensor", "mode": "Symmetric"}
         super().__init__("q.bpk", [TensorEntry("fc.weight", quantized(scheme), (4, 3), 16)])
 
 

@@ -258,12 +258,26 @@ def test_copy_as_puts_the_engine_printers_text_on_the_clipboard(window: MainWind
     assert QGuiApplication.clipboard().text() == f"store-studio convert {SAMPLE_PT} OUT --remap fc head"
     window.actions.copy_rust.trigger()
     assert QGuiApplication.clipboard().text() == as_rust(document.recipe)
-    assert QGuiApplication.clipboard().text() == ("// differs: PytorchStore always applies PyTorchToBurnAdapter "
+    assert QGuiApplication.clipboard().text() == ("// burn-store 0.22.0-pre.2 (Burn 0.22)\n"
+                                                  "use burn_store::{ModuleSnapshot, PytorchStore};\n"
+                                                  "// differs: PytorchStore always applies PyTorchToBurnAdapter "
                                                   "(transposes Linear weights, renames norms); this recipe does not\n"
                                                   f'let mut store = PytorchStore::from_file(r"{SAMPLE_PT}")\n'
                                                   '    .with_key_remapping(r"fc", r"head")\n'
                                                   '    .map_indices_contiguous(false);\n'
                                                   'let result = model.load_from(&mut store)?;')
+
+
+def test_copy_as_rust_spells_out_the_renumbering_a_burnpack_store_cannot_do(window: MainWindow, surgery, qtbot):
+    document = surgery(SAMPLE_BPK)
+    document.push(document.recipe.with_changes(remaps=(RemapRule(r"^fc(\d)", "fc.$1"),),
+                                               adapters=("contiguous-indices",)), "renumber")
+    settle(qtbot, document)
+    window.actions.copy_rust.trigger()
+    text = QGuiApplication.clipboard().text()
+    assert "map_indices_contiguous" not in text
+    assert '.with_remap_pattern(r"^fc\\.1\\.weight$", r"fc.0.weight")' in text  # fc.1/fc.2 become fc.0/fc.1
+    assert '.with_remap_pattern(r"^fc\\.2\\.bias$", r"fc.1.bias")' in text
 
 
 def test_f5_reruns_the_preview(window: MainWindow, surgery, qtbot):

@@ -124,10 +124,10 @@ def test_optimizer_state_tensors_values_and_scalars(tmp_path):
     path = write_record(tmp_path, "optim-3", item, Settings())
     with open_store(path) as store:
         first = id_text(42)
-        assert store.names[:2] == [f"{first}.Rank2.momentum.moment_1", f"{first}.Rank2.momentum.moment_2"]
+        assert store.names[:2] == ["42.momentum.moment_1", "42.momentum.moment_2"]  # current Burn's layout
         np.testing.assert_array_equal(store.read(store.names[0]), item[first].payload["momentum"]["moment_1"].array)
-        assert store.values[first] == {"Rank2": {"momentum": {"time": 7}}}
-        assert store.scalars[f"{first}.Rank2.momentum.time"] == {"Int": 7}
+        assert store.values["42"] == {"__rank": 2, "momentum": {"time": 7}}
+        assert store.scalars["42.momentum.time"] == {"UInt": 7} and store.scalars["42.__rank"] == {"UInt": 2}
 
 
 def test_scheduler_numbers_become_burnpack_scalars_on_conversion(tmp_path):

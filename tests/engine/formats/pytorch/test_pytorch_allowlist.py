@@ -15,6 +15,7 @@ import torch
 
 from engine.errors import FormatError
 from engine.formats import open_store
+from engine.formats.pytorch.allowlist import Placeholder
 from engine.formats.pytorch.unpickler import PickleStream, load
 from pytorch_helpers import LAYOUTS, Storage, legacy_checkpoint, raw_bytes, save, zip_checkpoint
 
@@ -32,12 +33,20 @@ def global_call(module: str, name: str, protocol: int) -> bytes:
 
 
 @pytest.mark.parametrize("protocol", [2, 4])
-@pytest.mark.parametrize(("module", "name"), [("os", "OrderedDict"), ("evil", "_rebuild_tensor_v2"),
-                                              ("builtins", "OrderedDict"), ("torch", "_rebuild_tensor_v2"),
-                                              ("collections", "set"), ("numpy", "_reconstruct")])
-def test_an_allowed_name_in_another_module_is_refused(module: str, name: str, protocol: int) -> None:
+@pytest.mark.parametrize(("module", "name"), [("os", "OrderedDict"), ("builtins", "OrderedDict"),
+                                              ("posix", "_rebuild_tensor_v2"), ("subprocess", "set")])
+def test_an_allowed_name_in_a_denied_module_is_refused(module: str, name: str, protocol: int) -> None:
     with pytest.raises(FormatError, match=rf"refused to load the global {module}\.{name}: "):
         unpickle(global_call(module, name, protocol))
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+@pytest.mark.parametrize(("module", "name"), [("evil", "_rebuild_tensor_v2"), ("torch", "_rebuild_tensor_v2"),
+                                              ("collections", "set"), ("numpy", "_reconstruct")])
+def test_an_allowed_name_in_another_module_is_only_a_placeholder(module: str, name: str, protocol: int) -> None:
+    """Looked up by module and name together: the stand-in's builder never runs for a look-alike."""
+    found = unpickle(global_call(module, name, protocol))
+    assert isinstance(found, Placeholder) and found.qualname == f"{module}.{name}" and found.args == ()
 
 
 @pytest.mark.parametrize("protocol", [2, 4])

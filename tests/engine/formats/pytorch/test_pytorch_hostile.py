@@ -59,16 +59,10 @@ def test_every_payload_really_runs_under_torch_load(tmp_path: Path) -> None:
     assert "did not run: none" in result.stdout
 
 
-def test_whole_pickled_module_gets_state_dict_advice(tmp_path: Path) -> None:
-    path = tmp_path / "model.pt"
-    torch.save(torch.nn.Linear(2, 2), path)
-    with pytest.raises(FormatError, match=r"is a whole pickled module \(torch\.nn\.modules\.linear\.Linear\), "
-                                          r"not a state_dict: save model\.state_dict\(\) instead"):
-        open_store(path)
-
-
-def test_main_module_class_gets_state_dict_advice(tmp_path: Path) -> None:
+def test_an_unknown_class_is_a_placeholder_not_an_import(tmp_path: Path) -> None:
+    """``__main__.MyNet`` cannot be imported here; its state shows, and nothing was looked up."""
     path = tmp_path / "main.pt"
-    path.write_bytes(b"\x80\x02c__main__\nMyNet\n)\x81}b.")
-    with pytest.raises(FormatError, match=r"whole pickled module \(__main__\.MyNet\)"):
-        open_store(path)
+    path.write_bytes(b"\x80\x02c__main__\nMyNet\n)\x81}X\x01\x00\x00\x00aK\x07sb.")
+    with open_store(path) as store:
+        assert store.values == {"__class__": "__main__.MyNet", "a": 7}
+        assert store.foreign_classes == ("__main__.MyNet",)
