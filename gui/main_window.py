@@ -13,7 +13,7 @@ from typing import Iterable
 from PySide6.QtCore import QByteArray, QTimer, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QUndoGroup
 from PySide6.QtWidgets import (QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
-                               QSizePolicy, QStackedWidget, QTabWidget, QToolBar, QWidget)
+                               QSizePolicy, QStackedWidget, QTabWidget, QToolBar)
 
 import engine
 from engine import FormatError, StoreStudioError, humanize

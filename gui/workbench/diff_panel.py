@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QItemSelection, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDockWidget, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QMainWindow, QProgressBar, QPushButton, QSizePolicy, QSplitter,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QPushButton, QSplitter, QVBoxLayout,
+                               QWidget)
 
 from engine import Store, open_store
 from engine.surgery import Plan, align, diff
@@ -25,11 +24,11 @@ from engine.surgery.plan import PlannedTensor
 from engine.surgery.suggest import Suggestion, suggest
 from gui.dialogs import MODEL_FILES, show_error
 from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
-                                   dropped_tensors, status_icon)
+                                   dropped_tensors)
 from gui.numbers import format_number
-from gui.panels.histogram import HistogramWidget
-from gui.resources import icon, monospace
-from gui.workbench.diff_bars import DeltaBarDelegate, SummaryBar
+from gui.resources import monospace
+from gui.workbench.diff_bars import SummaryBar
+from gui.workbench.diff_sections import DiffHeader, PairDetails, PairTable, StatusFilters
 from gui.workbench.document import RecipeDocument
 from gui.workbench.plan_result import PlanResult
 from gui.workbench.suggestion_list import SuggestionList
@@ -86,126 +85,40 @@ class DiffPanel(QWidget):
 
     # --- building -------------------------------------------------------------------------------------
     def _build(self) -> None:
-        self.against = QLabel("Nothing to compare with yet")
-        self.against.setObjectName("diffAgainst")
-        self.against.setProperty("role", "heading")
-        self.against.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # the tooltip has it all
-        self.template_button = QPushButton("Template")
-        self.template_button.setObjectName("diffTemplate")
+        """The sections (gui/workbench/diff_sections.py), wired here; their widgets keep their names on the panel."""
+        self.header = DiffHeader()
+        self.against, self.message, self.progress = self.header.against, self.header.message, self.header.progress
+        self.values_box, self.cancel_button = self.header.values_box, self.header.cancel_button
+        self.template_button, self.open_button = self.header.template_button, self.header.open_button
         self.template_button.clicked.connect(self._template_clicked)
-        self.open_button = QPushButton(icon("open"), "Compare with…")
-        self.open_button.setToolTip("Open another model file and compare the recipe's result with it")
         self.open_button.clicked.connect(self._choose_file)
-        self.values_box = QCheckBox("Compare values")
-        self.values_box.setToolTip("Also compare every pair's values (reads both files; a template's values "
-                                   "are usually untrained, so this is off for templates)")
         self.values_box.toggled.connect(lambda _: self.refresh())
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(160)
-        self.progress.setMaximumHeight(16)
-        self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.cancel)
-        self.message = QLabel()
-        self.message.setObjectName("diffMessage")
-        self.message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # clips, never widens
-        top = QHBoxLayout()
-        top.addWidget(self.against)
-        top.addWidget(self.message, 1)
-        top.addWidget(self.progress)
-        top.addWidget(self.cancel_button)
-        top.addWidget(self.values_box)
-        top.addWidget(self.template_button)
-        top.addWidget(self.open_button)
-
-        self.status_boxes: dict[str, QCheckBox] = {}
-        filters = QHBoxLayout()
-        filters.setSpacing(10)
-        for key, status in STATUSES.items():
-            box = QCheckBox(status.word)
-            box.setObjectName(f"status-{key}")
-            box.setIcon(status_icon(key))
-            box.setChecked(True)
-            box.setToolTip(f"Show {status.word} rows: {status.meaning}")
-            box.toggled.connect(lambda on, k=key: self.proxy.set_status_visible(k, on))
-            self.status_boxes[key] = box
-            filters.addWidget(box)
-        filters.addStretch(1)
-        self.filter_edit = QLineEdit()
-        self.filter_edit.setObjectName("diffFilter")
-        self.filter_edit.setPlaceholderText("Filter by name")
-        self.filter_edit.setClearButtonEnabled(True)
-        self.filter_edit.addAction(icon("search"), QLineEdit.ActionPosition.LeadingPosition)
-        self.filter_edit.setMinimumWidth(120)
-        self.filter_edit.textChanged.connect(lambda text: self.proxy.set_text(text))
-        filters.addWidget(self.filter_edit)
-
-        self.summary_bar = SummaryBar()
-        self.bulk_box = SuggestionList()  # recipe changes proven by engine suggest, with the pairs they make
-        self.bulk_box.applyRequested.connect(self.apply_suggestion)
-
         self.model = DiffModel(self)
         self.proxy = DiffFilterModel(self)
         self.proxy.setSourceModel(self.model)
-        self.table = QTableView()
-        self.table.setObjectName("diffTable")
-        self.table.setModel(self.proxy)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setAlternatingRowColors(True)
-        self.table.setWordWrap(False)
-        self.table.verticalHeader().hide()
-        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)  # as the preview's
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        for column in (Column.SOURCE_NAME, Column.OTHER_NAME):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
-        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # rows come in natural order until a click
-        self.table.setSortingEnabled(True)
+        self.filters = StatusFilters()
+        self.status_boxes, self.filter_edit = self.filters.boxes, self.filters.edit
+        self.filters.statusToggled.connect(self.proxy.set_status_visible)
+        self.filters.textChanged.connect(self.proxy.set_text)
+        self.summary_bar = SummaryBar()
+        self.bulk_box = SuggestionList()  # recipe changes proven by engine suggest, with the pairs they make
+        self.bulk_box.applyRequested.connect(self.apply_suggestion)
+        self.table = PairTable(self.proxy)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
-        self.table.setItemDelegateForColumn(Column.DELTA, DeltaBarDelegate(self.table))
-        header.setSectionResizeMode(Column.DELTA, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(Column.DELTA, self.table.fontMetrics().horizontalAdvance("max |Δ| 0.000e-00") + 12)
-
-        self.pair_title = QLabel()
-        self.pair_title.setObjectName("pairTitle")
-        self.pair_title.setFont(monospace())
-        self.pair_title.setWordWrap(True)
-        self.pair_title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.pair_note = QLabel("Select a row to see how the pair differs.")
-        self.pair_note.setWordWrap(True)
-        self.pair_note.setProperty("role", "hint")
-        self.suggestions = QWidget()
-        self.suggestions.setLayout(QVBoxLayout())
-        self.suggestions.layout().setContentsMargins(0, 0, 0, 0)
-        self.values_label = QLabel()
-        self.values_label.setObjectName("pairValues")
-        self.values_label.setWordWrap(True)
-        self.histogram = HistogramWidget()
-        self.histogram.setObjectName("differenceHistogram")
-        self.histogram_caption = QLabel("Histogram of source − other")
-        self.histogram_caption.setProperty("role", "hint")
-        details = QWidget()
-        details.setObjectName("pairDetails")
-        column = QVBoxLayout(details)
-        column.setContentsMargins(8, 0, 0, 0)
-        for widget in (self.pair_title, self.pair_note, self.suggestions, self.values_label, self.histogram,
-                       self.histogram_caption):
-            column.addWidget(widget)
-        column.addStretch(1)
-        details.setMinimumWidth(200)
-
+        self.details = PairDetails()
+        self.pair_title, self.pair_note, self.suggestions = self.details.title, self.details.note, self.details.suggestions
+        self.values_label, self.histogram = self.details.values_label, self.details.histogram
+        self.histogram_caption = self.details.histogram_caption
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.table)
-        self.splitter.addWidget(details)
+        self.splitter.addWidget(self.details)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
-
         layout = QVBoxLayout(self)
         layout.setSpacing(4)
-        layout.addLayout(top)
-        layout.addWidget(self.summary_bar)
-        layout.addLayout(filters)
-        layout.addWidget(self.bulk_box)
+        for widget in (self.header, self.summary_bar, self.filters, self.bulk_box):
+            layout.addWidget(widget)
         layout.addWidget(self.splitter, 1)
         self._show_pair(None)
         self._set_busy(False)
