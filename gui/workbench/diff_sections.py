@@ -22,7 +22,7 @@ class DiffHeader(QWidget):
         self.against = QLabel("Nothing to compare with yet")
         self.against.setObjectName("diffAgainst")
         self.against.setProperty("role", "heading")
-        self.against.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # the tooltip has it all
+        self.against.setMinimumWidth(60)  # its whole text while there is room; clipped (the tooltip has it) when not
         self.template_button = QPushButton("Template")
         self.template_button.setObjectName("diffTemplate")
         self.open_button = QPushButton(icon("open"), "Compare with…")
