@@ -8,10 +8,11 @@ from .dtypes import DType
 from .errors import ExportCancelled, ExportError, FormatError, RecipeError, StoreStudioError
 from .export import export
 from .formats import open_store
+from .locations import Location, RemoteLocation, is_url, location
 from .quantized import QuantizedValues, scheme_description, stored_values, why_undecoded
 from .store import ArrayStore, Store, TensorEntry, TensorSource
 
 __all__ = ["ArrayStore", "BURN_VERSIONS", "BurnVersion", "Compatibility", "DType", "ExportCancelled", "ExportError",
-           "FormatError", "NEWEST_BURN", "QuantizedValues", "RecipeError", "Store", "StoreStudioError", "TensorEntry",
-           "TensorSource", "burn_compatibility", "export", "open_store", "parse_burn_version", "scheme_description",
-           "stored_values", "why_undecoded", "__version__"]
+           "FormatError", "Location", "NEWEST_BURN", "QuantizedValues", "RecipeError", "RemoteLocation", "Store",
+           "StoreStudioError", "TensorEntry", "TensorSource", "burn_compatibility", "export", "is_url", "location",
+           "open_store", "parse_burn_version", "scheme_description", "stored_values", "why_undecoded", "__version__"]

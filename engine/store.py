@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 import numpy as np
 
 from .dtypes import DType
 from .errors import FormatError
+from .locations import Location, RemoteLocation, location
 
 CHUNK = 16 << 20  # bytes moved at a time when streaming a tensor
 
@@ -88,15 +88,15 @@ class Store:
     format: str = ""
     note: str | None = None  # a caveat a user must know about this file (shown beside its format)
 
-    def __init__(self, path: str | os.PathLike, entries: list[TensorEntry], *, metadata: dict[str, str] | None = None,
-                 version: str | None = None, scalars: dict[str, Any] | None = None, values: Any = None,
-                 files: list[Path] | None = None):
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike | RemoteLocation, entries: list[TensorEntry], *,
+                 metadata: dict[str, str] | None = None, version: str | None = None,
+                 scalars: dict[str, Any] | None = None, values: Any = None, files: list[Location] | None = None):
+        self.path: Location = location(path)
         self.version = version
         self.metadata: dict[str, str] = dict(metadata or {})
         self.scalars: dict[str, Any] = dict(scalars or {})
         self.values: Any = values if values is not None else {}
-        self.files: list[Path] = files or [self.path]
+        self.files: list[Location] = files or [self.path]
         self.entries: list[TensorEntry] = list(entries)
         for e in self.entries:
             # Formats make entries before their store exists; attaching here avoids copying 100,000 of them.
@@ -141,7 +141,12 @@ class Store:
 
     @property
     def file_size(self) -> int:
-        return sum(f.stat().st_size for f in self.files)
+        return sum((f.size or 0) if isinstance(f, RemoteLocation) else f.stat().st_size for f in self.files)
+
+    @property
+    def remote(self) -> bool:
+        """True when the files are read over the network (nothing on disk to watch or copy in the kernel)."""
+        return any(isinstance(f, RemoteLocation) for f in self.files)
 
     @property
     def description(self) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine import Store, open_store
+from engine import RemoteLocation, Store, open_store
 from engine.tree import TreeNode, build_tree, first_levels
 
 SMALL_STORE = 64  # a store this small opens fully expanded: everything in it at a glance
@@ -31,9 +31,12 @@ class LoadedStore:
     file_size: int
 
 
-def load_store(path: Path, cancelled: Callable[[], bool]) -> LoadedStore:
-    """Open and index a file; runs in a worker so a large header never freezes the window."""
+def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool]) -> LoadedStore:
+    """Open and index a file (or a URL); runs in a worker so a large header or a slow server never freezes the window."""
     store = open_store(path)
+    if cancelled():  # nobody wants it any more: close it here rather than leave it open
+        store.close()
+        raise InterruptedError("cancelled")
     tree = build_tree(store.entries, order="file", compact=True)
     opened = first_levels(tree) if tree.tensors > SMALL_STORE else []
     by_dtype: Counter = Counter()

@@ -11,6 +11,7 @@ import argparse
 import difflib
 import os
 import sys
+import warnings
 from typing import Sequence
 
 from .. import __version__
@@ -44,7 +45,9 @@ def suggest_command(word: str) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
-        return int(args.run(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = show_warning  # e.g. a server that ignores byte ranges: one line, no source
+            return int(args.run(args) or 0)
     except UsageError as exc:
         return fail(f"store-studio {args.command}: {exc}", exits.USAGE)
     except StoreStudioError as exc:
@@ -62,6 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return fail(f"store-studio: unexpected error ({type(exc).__name__}: {exc}); please report it with the "
                     f"command you ran ({TRACEBACK_VARIABLE}=1 shows the details)", exits.FILE_PROBLEM)
+
+
+def show_warning(message: Warning | str, *args: object, **kwargs: object) -> None:
+    print(f"store-studio: warning: {message}", file=sys.stderr)
 
 
 def fail(message: str, code: int) -> int:

@@ -17,8 +17,9 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import FormatError, nesting, shown
-from ..store import TensorEntry, TensorSource
-from .mapped import MappedFile, RangeStore, build_entries
+from ..store import Store, TensorEntry, TensorSource
+from .mapped import RangeStore, build_entries
+from .source import ByteSource, open_source
 
 NAME = "safetensors"
 EXTENSIONS = (".safetensors",)
@@ -41,33 +42,20 @@ class SafeTensorsStore(RangeStore):
     format = NAME
 
 
-def open(path: str | os.PathLike, **options: Any) -> SafeTensorsStore:
-    mapped = MappedFile(path)
+def open(where: "str | os.PathLike | ByteSource", **options: Any) -> Store:
+    """A SafeTensors file, or a sharded index (SafeTensors or PyTorch shards) as one store."""
+    mapped = open_source(where)
     try:
         if mapped.pread(0, min(mapped.size, 9), "the header")[8:9] != b"{":
-            mapped.close()
-            return _open_index(Path(path))
+            return _open_index(mapped)
         entries, metadata = _parse(mapped)
     except BaseException:
         mapped.close()
         raise
-    return SafeTensorsStore(path, entries, mapped, metadata=metadata)
+    return SafeTensorsStore(mapped.path, entries, mapped, metadata=metadata)
 
 
-class _opened:
-    """A file open only for the length of a ``with`` block (index files are read once, whole)."""
-
-    def __init__(self, path: str | os.PathLike):
-        self.mapped = MappedFile(path)
-
-    def __enter__(self) -> MappedFile:
-        return self.mapped
-
-    def __exit__(self, *exc: object) -> None:
-        self.mapped.close()
-
-
-def _parse(mapped: MappedFile) -> tuple[list[TensorEntry], dict[str, str]]:
+def _parse(mapped: ByteSource) -> tuple[list[TensorEntry], dict[str, str]]:
     path = mapped.path
     (size,) = struct.unpack("<Q", mapped.pread(0, 8, "the 8-byte header length"))
     if size > MAX_HEADER:
@@ -161,12 +149,20 @@ def _bracket_depth(raw: bytes) -> int:
     return int(np.cumsum(steps).max(initial=0))
 
 
-def _open_index(path: Path) -> SafeTensorsStore:
-    """Open a sharded checkpoint's index as one store over all its shard files."""
-    with _opened(path) as mapped:
-        if mapped.size > MAX_HEADER:
+def _open_index(index_file: ByteSource) -> Store:
+    """Open a sharded checkpoint's index as one store over all its shard files (read once, then closed).
+
+    Shards sit next to the index, on the same disk or server (``sibling``); only their headers are
+    read now. SafeTensors shards become one ``SafeTensorsStore``; PyTorch shards
+    (``pytorch_model.bin.index.json``) each open as a checkpoint under one ``ShardedStore``.
+    """
+    path = index_file.path
+    try:
+        if index_file.size > MAX_HEADER:
             raise FormatError(path, "index file is larger than 100 MB")
-        index = _json(path, mapped.pread(0, mapped.size, "the index"), "index")
+        index = _json(path, index_file.pread(0, index_file.size, "the index"), "index")
+    finally:
+        index_file.close()
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise FormatError(path, "index has no 'weight_map' of tensor names to shard files")
@@ -180,13 +176,15 @@ def _open_index(path: Path) -> SafeTensorsStore:
         if shard_name not in spellings:
             spellings[shard_name] = _shard_path(path, shard_name)
         wanted.setdefault(spellings[shard_name], {})[name] = shard_name
-    shards: list[MappedFile] = []
+    shards: list[ByteSource] = []
     entries: list[TensorEntry] = []
-    locations: dict[str, MappedFile] = {}
+    locations: dict[str, ByteSource] = {}
     try:
         for shard_path, names in wanted.items():
-            mapped = MappedFile(path.parent / shard_path)
+            mapped = index_file.sibling(shard_path)
             shards.append(mapped)
+            if not sniff(mapped.pread(0, min(mapped.size, 9), "the shard's header")) and not entries:
+                return _open_other_shards(index_file, shards.pop(), wanted, metadata)
             shard_entries, shard_meta = _parse(mapped)
             for key, value in shard_meta.items():
                 metadata.setdefault(key, value)
@@ -202,6 +200,28 @@ def _open_index(path: Path) -> SafeTensorsStore:
             mapped.close()
         raise
     return SafeTensorsStore(path, entries, locations, metadata=metadata, version="sharded")
+
+
+def _open_other_shards(index_file: ByteSource, first: ByteSource, wanted: dict[str, dict[str, str]],
+                       metadata: dict[str, str]) -> Store:
+    """An index whose shards are not SafeTensors (PyTorch's ``.bin`` shards): each opens by its own bytes."""
+    from . import open_store  # the formats package imports this module
+    from .sharded import ShardedStore
+    path = index_file.path
+    stores: list[Store] = []
+    try:
+        for i, (shard_path, names) in enumerate(wanted.items()):
+            shard = open_store(first if i == 0 else index_file.sibling(shard_path))
+            stores.append(shard)
+            missing = next((n for n in names if n not in shard), None)
+            if missing is not None:
+                raise FormatError(path, f"shard {names[missing]} lacks tensor {missing!r} that the index maps to it")
+    except BaseException:
+        first.close()
+        for store in stores:
+            store.close()
+        raise
+    return ShardedStore(path, stores, [set(names) for names in wanted.values()], metadata=metadata)
 
 
 def _shard_path(index: Path, shard_name: str) -> str:

@@ -355,8 +355,8 @@ def load_recipe(path: Path) -> tuple[Recipe, list[Store], Path, Store | None]:
     opened: list[Store] = []
     try:
         for spec in recipe.sources[1:]:  # Recipe.load resolved relative paths from the recipe's folder
-            opened.append(open_store(Path(spec.path)))
-        template = open_store(Path(recipe.template)) if recipe.template else None
+            opened.append(open_store(spec.path))  # a path or a URL, as the recipe spells it
+        template = open_store(recipe.template) if recipe.template else None
     except BaseException:
         for store in opened:
             store.close()

@@ -261,7 +261,7 @@ def bench_gui(rows: list[Row], many: Path) -> None:
 
 
 def _fmt(value: float, unit: str) -> str:
-    return {"s": f"{value:.3f} s", "MiB": f"{value:.0f} MiB"}.get(unit, f"{value:.2f} {unit}")
+    return {"s": f"{value:.3f} s", "MiB": f"{value:.0f} MiB", "B": f"{value:,.0f} B"}.get(unit, f"{value:.2f} {unit}")
 
 
 def table(rows: list[Row]) -> str:
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small models: checks the suite works, times mean little")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--workdir", type=Path, help="where to generate models (default: a temporary folder)")
-    parser.add_argument("--only", choices=["burn-records"], help="run only these rows (the machine is shared)")
+    parser.add_argument("--only", choices=["burn-records", "remote"], help="run only these rows (the machine is shared)")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="store-studio-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -292,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.only == "burn-records":
             rows = []
             note = bench_burn_record(rows, work, args.quick)
+            return _report(rows, note, args.json)
+        if args.only == "remote":
+            rows = []
+            note = run_remote(rows, work, None if args.quick else "1GB")
             return _report(rows, note, args.json)
         files = {size: models.write_all(work, models.arrays(spec), f"transformer_{size}") for size, spec in specs.items()}
         many = models.write_all(work, models.many_arrays(models.MANY_QUICK if args.quick else models.MANY_FULL),
@@ -310,6 +314,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     return _report(rows, note, args.json)
+
+
+def run_remote(rows: list[Row], work: Path, size: str | None) -> str:
+    """The remote rows (``--only remote``): a 1 GB model (``--quick``: a small one) served over loopback."""
+    import remote
+    spec = remote.ONE_GB if size else models.QUICK["large"]
+    files = models.write_all(work, models.arrays(spec), "remote_model")
+    with output_folder(work, 3 * files["bpk"].stat().st_size) as out:
+        remote.bench_remote(rows, Row, measure, files, out, OURS_CONVERT)
+    return "Remote rows: a real HTTP server on 127.0.0.1 serving from disk; conversions wrote to " + \
+        ("a tmpfs." if out != work else "disk.")
 
 
 def _report(rows: list[Row], note: str, json_path: Path | None) -> int:

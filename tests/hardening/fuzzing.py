@@ -11,11 +11,13 @@ allocation (stopped by RLIMIT_AS) is reported as a finding instead of taking the
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import hashlib
 import io
 import json
 import os
+import pathlib
 import random
 import resource
 import select
@@ -572,9 +574,15 @@ def pt_zip_seeds(folder: Path) -> list[bytes]:
     import torch
     helpers = pytorch_helpers()
     torch.save(helpers.checkpoints(), folder / "nested.pt")
+    # whole modules, placeholders and TorchScript: the paths that read objects of classes nothing imports
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
+    torch.save({"model": model, "hp": argparse.Namespace(lr=0.1, path=pathlib.PurePosixPath("/x"))},
+               folder / "objects.pt")
+    torch.jit.trace(model.eval(), torch.randn(2, 2)).save(str(folder / "traced.pt"))
     fixtures = sorted((REPO / "tests/fixtures/burn-pytorch-tests").rglob("*.pt"))
     hostile = sorted((REPO / "tests/fixtures/hostile").glob("*.pt"))
-    files = [REPO / "resources/samples/sample_cnn.pt", folder / "nested.pt", *fixtures]
+    files = [REPO / "resources/samples/sample_cnn.pt", folder / "nested.pt", folder / "objects.pt",
+             folder / "traced.pt", *fixtures]
     return [f.read_bytes() for f in files] + [_zip({"ckpt/data.pkl": f.read_bytes(), "ckpt/byteorder": b"little"})
                                               for f in hostile]
 
@@ -751,12 +759,17 @@ def _pickle_with(rng: random.Random) -> tuple[str, bytes]:
     h = _hostile()
     kind = rng.choice(("nesting", "nesting", "memo-sharing", "hash-flooding", "traceback", "broadcast"))
     if kind == "nesting":
-        make = rng.choice((h.deep_tuple_key, h.deep_list, h.deep_dict))
+        if rng.random() < 0.1:
+            return kind, h.cyclic_modules()
+        make = rng.choice((h.deep_tuple_key, h.deep_list, h.deep_dict, h.deep_placeholders))
         return kind, make(rng.choice((99, 100, 101, 102, 1_000, 20_000)))  # the biggest: test_hostile_classes
     if kind == "memo-sharing":
+        if rng.random() < 0.3:
+            return kind, h.placeholder_fan(rng.randrange(2, 7), rng.randrange(2, 100))
         return kind, _shared_lists(rng.randrange(2, 200), rng.randrange(2, 5))
     if kind == "hash-flooding":
-        return kind, h.colliding_int_keys(rng.choice((63, 64, 65, 66, 1_000, 5_000)))
+        make = rng.choice((h.colliding_int_keys, h.colliding_placeholder_items))
+        return kind, make(rng.choice((63, 64, 65, 66, 1_000, 5_000)))
     if kind == "broadcast":
         return kind, _broadcast_pickle(rng.randrange(1, 2_000), rng.choice((1, 2, 1 << 20, 1 << 26, 1 << 40)))
     return kind, h.big_int(rng.choice((2_400, 2_470, 4_300, 4_301, 20_000)), rng.choice(("key", "value")))

@@ -53,12 +53,17 @@ def _files(folder: Path) -> dict[str, Path]:
     base = torch.arange(128 * 96, dtype=torch.float32).reshape(128, 96)
     torch.save({"t": base.t(), "tail": base[5:, 7:], "step": base[::3, ::2]}, folder / "strided.pt")
     torch.save({"t": base.t(), "tail": base[5:, 7:]}, folder / "strided-legacy.pt", _use_new_zipfile_serialization=False)
+    # the paths that read objects of classes nothing imports: a whole model, a TorchScript archive
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.BatchNorm1d(256))
+    torch.save({"model": model, "epoch": 1}, folder / "model.pt")
+    torch.jit.trace(model.eval(), torch.randn(2, 64)).save(str(folder / "traced.pt"))
     return {p.name: p for p in (folder / "m.bpk", folder / "m.safetensors", folder / "m.pt", folder / "strided.pt",
-                                folder / "strided-legacy.pt")}
+                                folder / "strided-legacy.pt", folder / "model.pt", folder / "traced.pt")}
 
 
 @pytest.mark.parametrize("how", ["truncate", "rewrite-longer"])
-@pytest.mark.parametrize("name", ["m.bpk", "m.safetensors", "m.pt", "strided.pt", "strided-legacy.pt"])
+@pytest.mark.parametrize("name", ["m.bpk", "m.safetensors", "m.pt", "strided.pt", "strided-legacy.pt", "model.pt",
+                                  "traced.pt"])
 def test_every_read_after_an_in_place_change_is_a_format_error_not_sigbus(name: str, how: str, tmp_path: Path) -> None:
     path = _files(tmp_path)[name]
     with open_store(path) as store:
@@ -80,7 +85,7 @@ def test_a_strided_tensor_reads_its_own_values_before_any_change(tmp_path: Path)
         assert not store.read("t").flags.writeable
 
 
-@pytest.mark.parametrize("name", ["m.bpk", "m.safetensors", "m.pt", "strided.pt"])
+@pytest.mark.parametrize("name", ["m.bpk", "m.safetensors", "m.pt", "strided.pt", "model.pt", "traced.pt"])
 def test_an_export_from_a_file_changed_midway_stops_with_that_error_and_leaves_nothing(name: str,
                                                                                         tmp_path: Path) -> None:
     path = _files(tmp_path)[name]

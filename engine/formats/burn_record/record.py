@@ -22,7 +22,9 @@ from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
 from ...store import CHUNK, TensorEntry
-from ..mapped import MappedFile, RangeStore, build_entries
+from ...locations import Location, location
+from ..mapped import RangeStore, build_entries
+from ..source import ByteSource
 
 NAME = "burn-record"
 METADATA_FIELDS = ("float", "int", "format", "version", "settings")
@@ -172,10 +174,10 @@ class BurnRecordStore(RangeStore):
 
     format = NAME
 
-    def __init__(self, path: str | os.PathLike, tensors: list[Tensor], mapped: MappedFile, *, kind: str,
+    def __init__(self, path: Location, tensors: list[Tensor], mapped: "ByteSource", *, kind: str,
                  meta: Metadata, values: Any = None, scalars: dict[str, Any] | None = None,
                  extra_metadata: dict[str, str] | None = None, temporary: Path | None = None):
-        path = Path(path)
+        path = location(path)
         # the decompressed copy of a .gz record goes on close, or at exit for a store never closed
         self._remove_copy = weakref.finalize(self, temporary.unlink, missing_ok=True) if temporary else None
         if len(tensors) > MAX_TENSORS:

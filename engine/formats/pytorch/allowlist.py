@@ -136,6 +136,14 @@ def _rebuild_parameter(path: str | os.PathLike, args: tuple) -> TensorRef:
     return data
 
 
+def _parameter(path: str | os.PathLike, args: tuple) -> TensorRef:
+    """``Parameter(data, requires_grad)``: how torch 0.3 pickled a parameter (a REDUCE on the class itself)."""
+    data = _args(args, 1, 2, "Parameter")[0]
+    if not isinstance(data, TensorRef):
+        raise ValueError(f"a parameter's data is {type(data).__name__}, not a tensor")
+    return data
+
+
 def _rebuild_from_type(path: str | os.PathLike, args: tuple) -> Any:
     """``_rebuild_from_type_v2(func, new_type, args, state)``: a tensor subclass (Parameter, or the user's own
     class, read as the plain tensor it wraps)."""
@@ -281,7 +289,14 @@ def _reconstructor(path: str | os.PathLike, args: tuple) -> Placeholder:
         raise ValueError(f"copyreg._reconstructor of {cls!r:.80}, which is not a class")
     if not isinstance(base, Global) or base.module not in ("builtins", "__builtin__"):
         raise ValueError(f"copyreg._reconstructor from base {base!r:.80}, which is not a builtin type")
-    return Placeholder(cls.qualname, () if state is None else (state,))
+    made = Placeholder(cls.qualname, ())
+    if base.name == "dict" and isinstance(state, dict):  # a dict subclass: its items, as SETITEMS would give
+        made.items = state
+    elif base.name == "list" and isinstance(state, list):
+        made.listitems = state
+    elif state is not None:
+        made.args = (state,)
+    return made
 
 
 # torch.load(weights_only=True) accepts these by default besides storages, tensor types, canonical
@@ -323,7 +338,7 @@ def _table() -> dict[tuple[str, str], Global]:
     add("torch._tensor", "_rebuild_from_type", "function", _rebuild_from_type)
     for module in ("torch", "torch._tensor"):
         add(module, "Tensor", "tensor_type")
-    add("torch.nn.parameter", "Parameter", "tensor_type")
+    add("torch.nn.parameter", "Parameter", "tensor_type", _parameter)
     for name, dtype in STORAGE_CLASSES.items():
         add("torch", name, "storage", dtype=dtype)
         add("torch.cuda", name, "storage", dtype=dtype)  # GPU checkpoints name CUDA storages

@@ -32,6 +32,7 @@ def node_budget(file_size: int) -> int:
 ROOT_NAME = "tensor"  # the name of a checkpoint that is one bare tensor
 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
+_WALKED = (*_CONTAINERS, Placeholder)  # what the walk descends into
 _TENSORS_ONLY = object()  # a branch that held tensors and nothing else: no place in `values`
 
 
@@ -40,7 +41,8 @@ class Checkpoint:
     tensors: list[tuple[str, TensorRef]] = field(default_factory=list)
     values: Any = None
     # Keys that are neither text nor whole numbers (tuples, floats, booleans) that name tensors: burn-store
-    # refuses them (crates/burn-store/src/pytorch/pickle_reader.rs, get_dict_key); here they read as str(key).
+    # refuses them (Burn main 2c06be35, crates/burn-store/src/pytorch/pickle_reader.rs:1259-1267, get_dict_key,
+    # which names int keys in decimal as here); here they read as str(key) and the store's note says so.
     guessed_keys: list[str] = field(default_factory=list)
 
 
@@ -91,7 +93,7 @@ class _Walker:
                 return f"<tensor {'.'.join(parts)}, not in the module's state_dict>"
             self.checkpoint.tensors.append((".".join(parts) or ROOT_NAME, found))
             return _TENSORS_ONLY
-        if isinstance(node, (*_CONTAINERS, Placeholder)):
+        if isinstance(node, _WALKED):
             if id(node) in self.active:
                 raise FormatError(self.path, f"the checkpoint contains itself at {'.'.join(parts) or 'its root'}")
             self.active.add(id(node))
@@ -205,7 +207,7 @@ def _children(node: Any) -> Any:
 
 def _expanded_size(node: Any, sizes: dict[int, int], depth: int) -> int:
     """How many nodes walking ``node`` visits, counted in time linear in the distinct objects."""
-    if not isinstance(node, (*_CONTAINERS, Placeholder)) or depth > MAX_DEPTH:
+    if not isinstance(node, _WALKED) or depth > MAX_DEPTH:
         return 1
     if id(node) in sizes:
         return sizes[id(node)]

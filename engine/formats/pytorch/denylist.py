@@ -17,6 +17,7 @@ from __future__ import annotations
 INERT_BUILTINS = frozenset({
     "int", "float", "complex", "str", "bytes", "bytearray", "bool", "list", "tuple", "dict", "set", "frozenset",
     "slice", "range", "object", "NoneType", "Ellipsis", "NotImplemented", "type",
+    "long", "unicode", "xrange",  # Python 2 names: pickle's fix_imports writes int as __builtin__.long below protocol 3
 })
 
 DENIED: tuple[tuple[str, str, str], ...] = (
@@ -58,8 +59,10 @@ DENIED: tuple[tuple[str, str, str], ...] = (
     ("profile", "*", "picklescan: profile.run"),
     ("cProfile", "*", "picklescan: cProfile.run"),
     ("trace", "*", "fickling: runs code"),
-    ("types", "*", "fickling: CodeType, FunctionType build functions"),
-    ("functools", "*", "fickling: partial chains calls"),
+    # types: only the constructors of code (types.SimpleNamespace is a common config object)
+    *[("types", name, "fickling: builds code objects and functions") for name in
+      ("CodeType", "FunctionType", "LambdaType", "MethodType", "ModuleType", "new_class", "GeneratorType")],
+    ("functools", "*", "fickling: partial chains calls (this project's hostile corpus, tests/fixtures/hostile)"),
     ("operator", "*", "picklescan/fickling: attrgetter, methodcaller reach any attribute"),
     ("copyreg", "*", "fickling: registers reducers (copyreg._reconstructor is handled before this list)"),
     ("copy_reg", "*", "fickling: Python 2 copyreg"),
@@ -97,7 +100,10 @@ DENIED: tuple[tuple[str, str, str], ...] = (
     ("torch.jit", "*", "torch.jit.load runs TorchScript; torch.jit.unsupported_tensor_ops.execWrapper runs code"),
     ("torch.hub", "*", "picklescan: downloads and runs code"),
     ("torch.package", "*", "torch.package imports code from archives"),
-    ("torch._C", "*", "native entry points (torch._C._load_for_lite_interpreter, ...)"),
+    # torch._C: its loaders only (a module's activation may be pickled as torch._C._nn.gelu, an inert reference)
+    *[("torch._C", name, "torch's native loaders of TorchScript and mobile modules") for name in
+      ("_load_for_lite_interpreter", "_load_for_lite_interpreter_from_buffer", "import_ir_module",
+       "import_ir_module_from_buffer", "_import_ir_module_from_package", "_jit_script_compile", "CompilationUnit")],
     ("torch._dynamo", "*", "compiles and runs code"),
     ("torch._inductor", "*", "compiles and runs code"),
     ("torch.utils.cpp_extension", "*", "compiles and loads native code"),

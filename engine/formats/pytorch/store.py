@@ -6,14 +6,14 @@ little-endian storage is also a plain byte range of the file, which export copie
 
 from __future__ import annotations
 
-import os
 from typing import Any, Iterator
 
 import numpy as np
 
 from ...errors import FormatError
 from ...store import CHUNK, Store, TensorEntry
-from ..mapped import MappedFile
+from ...locations import Location
+from ..source import ByteSource
 from .tensors import StorageRef, TensorRef, check_total
 
 NAME = "pytorch"
@@ -26,7 +26,7 @@ class PyTorchStore(Store):
     # Names made from keys burn-store refuses (tuples, floats, booleans): str(key), as the note says
     guessed_keys: tuple[str, ...] = ()
 
-    def __init__(self, path: str | os.PathLike, mapped: MappedFile, tensors: list[tuple[str, TensorRef]],
+    def __init__(self, path: Location, mapped: ByteSource, tensors: list[tuple[str, TensorRef]],
                  **kwargs: Any):
         self._mapped = mapped
         self._tensors = dict(tensors)
@@ -55,10 +55,11 @@ class PyTorchStore(Store):
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
         self._check_open()
         where = self._file_range(self._tensors[self.entry(name).name])
-        if where is None:
+        fd = self._mapped.fileno()
+        if where is None or fd is None:  # no plain range, or a remote file: export streams ``iter_bytes``
             return None
         self._mapped.verify()
-        return self._mapped.fd, *where
+        return fd, *where
 
     def verify(self, name: str) -> None:
         self._check_open()

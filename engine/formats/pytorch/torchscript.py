@@ -58,11 +58,11 @@ class _Converter:
             return self.done[id(node)]
         if depth > MAX_DEPTH:
             raise FormatError(self.path, f"the TorchScript module tree is nested deeper than {MAX_DEPTH} levels")
-        tables = self.tables(node.qualname)
-        if tables is None:  # a TorchScript class that is not a module: shown as it is
+        attributes = node.attributes()
+        tables = self.tables(node.qualname, "training" in attributes)
+        if tables is None:  # a TorchScript class that is not a module (or a native one without source): as it is
             return node
         parameters, buffers = tables
-        attributes = node.attributes()
         module = Placeholder(node.qualname, ())
         self.done[id(node)] = module
         children = {}
@@ -80,8 +80,11 @@ class _Converter:
                         "_modules": children}
         return module
 
-    def tables(self, qualname: str) -> tuple[list[str], list[str]] | None:
-        """The class's ``(__parameters__, __buffers__)``, or None when it is not a module class."""
+    def tables(self, qualname: str, module_like: bool) -> tuple[list[str], list[str]] | None:
+        """The class's ``(__parameters__, __buffers__)``, or None when it is not a module class.
+
+        A class without source (a native ``torch.classes`` object) is only an error for a module
+        (``module_like``: it has ``training``), whose tensors could not be sorted without it."""
         module, _, name = qualname.rpartition(".")
         file = module.replace(".", "/") + ".py"
         if file not in self.files:
@@ -89,17 +92,17 @@ class _Converter:
                 raise FormatError(self.path, f"the TorchScript archive names classes from more than {MAX_CODE_FILES} "
                                              "source files")
             raw = self.read_code(file)
-            if raw is None:
-                raise FormatError(self.path, f"the TorchScript archive has no code/{file} for class {qualname}: its "
-                                             "parameters cannot be told from its buffers")
-            self.code_bytes += len(raw)
+            self.code_bytes += len(raw or b"")
             if self.code_bytes > MAX_CODE_BYTES:
                 raise FormatError(self.path, f"the TorchScript archive's class sources exceed {MAX_CODE_BYTES} bytes")
-            self.files[file] = _class_tables(raw.decode("utf-8", "replace"))
+            self.files[file] = {} if raw is None else _class_tables(raw.decode("utf-8", "replace"))
         classes = self.files[file]
-        if name not in classes:
-            raise FormatError(self.path, f"the TorchScript archive's code/{file} does not define class {name}")
-        return classes[name]
+        if name in classes:
+            return classes[name]
+        if module_like:
+            raise FormatError(self.path, f"the TorchScript archive has no source for class {qualname} "
+                                         f"(in code/{file}): its parameters cannot be told from its buffers")
+        return None
 
 
 def _class_tables(source: str) -> dict[str, tuple[list[str], list[str]] | None]:

@@ -20,7 +20,8 @@ REFUSED = [("os", "system"), ("posix", "system"), ("nt", "system"), ("subprocess
            ("runpy", "run_path"), ("shutil", "rmtree"), ("socket", "create_connection"), ("pickle", "loads"),
            ("_pickle", "load"), ("marshal", "loads"), ("dill", "loads"), ("torch", "load"),
            ("torch.serialization", "load"), ("torch.jit", "load"), ("torch.hub", "load"), ("numpy", "load"),
-           ("operator", "attrgetter"), ("functools", "partial"), ("types", "CodeType"), ("sys", "modules")]
+           ("operator", "attrgetter"), ("functools", "partial"), ("types", "CodeType"), ("sys", "modules"),
+           ("torch._C", "import_ir_module")]
 
 
 def pickle_naming(module: str, name: str, where: str) -> bytes:
@@ -56,6 +57,8 @@ def test_every_entry_says_where_it_comes_from_and_none_is_allowed_too() -> None:
 
 
 @pytest.mark.parametrize(("module", "name"), [("argparse", "Namespace"), ("pathlib", "PosixPath"),
+                                              ("types", "SimpleNamespace"),
+                                              ("torch._C._nn", "gelu"),
                                               ("enum", "Enum"), ("builtins", "int"), ("userproj.config", "Cfg"),
                                               ("osmodule", "thing"), ("torch.nn.modules.linear", "Linear")])
 def test_other_classes_become_placeholders(module: str, name: str) -> None:

@@ -87,6 +87,7 @@ def assert_reads_as_torch(path: Path) -> None:
     with open_store(path) as store:
         assert store.names == list(expected)
         for name, tensor in expected.items():
+            tensor = tensor.detach()
             assert store.entry(name).dtype.numpy == tensor.numpy().dtype
             assert store.entry(name).shape == tuple(tensor.shape)
             assert store.read(name).tobytes() == tensor.contiguous().numpy().tobytes()
@@ -141,3 +142,11 @@ def test_python2_cuda_storage_class_and_long_binstring_read_as_data(tmp_path: Pa
     with open_store(path) as store:
         assert store.names == [long_key]
         assert store.read(long_key).tobytes() == WEIGHT.tobytes()
+
+
+def test_python2_parameter_built_by_calling_its_class_reads_as_torch_does(tmp_path: Path) -> None:
+    """torch 0.3 pickled a Parameter as ``REDUCE(torch.nn.parameter.Parameter, (tensor, requires_grad))``."""
+    parameter = glob("torch.nn.parameter", "Parameter") + tup(tensor_v1(storage_pid("5", "cuda:0", 6), 0, (6,), (1,)),
+                                                              b"\x88") + b"R"
+    path = legacy_file(tmp_path / "py2_parameter.pth", ordered_dict([(s("p"), parameter)]), {"5": WEIGHT})
+    assert_reads_as_torch(path)

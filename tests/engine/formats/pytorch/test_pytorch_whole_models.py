@@ -233,3 +233,20 @@ def test_a_tensor_subclass_of_an_unimportable_class_reads_as_its_tensor(tmp_path
     with open_store(path) as store:
         assert store.names == ["t"] and store.read("t").tolist() == [0.0, 1.0, 2.0, 3.0]
         assert any(name.endswith("Tagged") for name in store.foreign_classes)
+
+
+def _without_entry(source: Path, target: Path, dropped: str) -> Path:
+    with zipfile.ZipFile(source) as archive, zipfile.ZipFile(target, "w") as out:
+        for info in archive.infolist():
+            if not info.filename.endswith(dropped):
+                out.writestr(info, archive.read(info))
+    return target
+
+
+def test_a_torchscript_module_without_its_class_source_is_refused_saying_why(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.pt"
+    torch.jit.script(Scripted()).save(str(plain))
+    path = _without_entry(plain, tmp_path / "no_source.pt", "code/__torch__/torch/nn/modules/batchnorm.py")
+    with pytest.raises(FormatError, match=r"^no_source\.pt: the TorchScript archive has no source for class "
+                                          r"__torch__\.torch\.nn\.modules\.batchnorm\.BatchNorm1d .*cannot be told"):
+        open_store(path)
