@@ -94,7 +94,9 @@ class SidePanel(QTabWidget):
         self.values = ValuesPanel(runner)
         self.file_info = FileInfoPanel(loaded)
         self.selection_split = ValuesFirstSplitter(self.values)
-        self.selection_split.addWidget(scrolling(self.details, "detailsScroll"))
+        details = scrolling(self.details, "detailsScroll")
+        details.setMinimumHeight(DETAILS_MINIMUM)  # a short window gives the value table its rows first
+        self.selection_split.addWidget(details)
         self.selection_split.addWidget(self.values)
         self.selection_split.setStretchFactor(0, 1)  # both scroll, so neither imposes its height
         self.selection_split.setStretchFactor(1, 1)

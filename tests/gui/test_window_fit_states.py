@@ -20,7 +20,7 @@ REPO = Path(__file__).parents[2]
 PROBE = Path(__file__).with_name("window_fit_probe.py")
 SCREEN = [1024, 640]
 VALUE_ROWS = 5  # the selection's value table keeps at least this many rows in view...
-DIFF_FIRST = ("alone-diff", "tabified-diff", "side-by-side")  # ...except where the diff's six rows come first
+DIFF_FIRST = ("alone-diff", "tabified-diff")  # ...except while the diff, in front, keeps its six rows
 RIGHT = ("filters", "remap", "adapters", "sources")
 
 
