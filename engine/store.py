@@ -55,21 +55,22 @@ class TensorEntry:
     def numel(self) -> int:
         return math.prod(self.shape)
 
+    # Each call goes to the store with the entry itself: no lookup by name (export asks three times a tensor).
     def read(self) -> np.ndarray:
-        return self._store().read(self.name)
+        return self._store().read_entry(self)
 
     def byte_range(self) -> tuple[int, int, int] | None:
-        return self._store().byte_range(self.name)
+        return self._store().entry_byte_range(self)
 
     def iter_bytes(self, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
-        return self._store().iter_bytes(self.name, chunk_size)
+        return self._store().entry_iter_bytes(self, chunk_size)
 
     def release(self) -> None:
         """Give back the memory pages reading this tensor touched (they count as resident)."""
-        self._store().release(self.name)
+        self._store().entry_release(self)
 
     def verify(self) -> None:
-        self._store().verify(self.name)
+        self._store().entry_verify(self)
 
     def _store(self) -> "Store":
         if self.store is None:
@@ -158,10 +159,14 @@ class Store:
     def read(self, name: str) -> np.ndarray:
         """The tensor as a numpy array (zero-copy from a memory map where alignment allows)."""
         self._check_open()
-        entry = self.entry(name)
+        return self.read_entry(self.entry(name))
+
+    def read_entry(self, entry: TensorEntry) -> np.ndarray:
+        """``read`` for one of this store's own entries (no lookup by name)."""
+        self._check_open()
         if entry.dtype.numpy is None:
-            raise FormatError(self.path, f"tensor {name!r} has dtype {entry.dtype}, whose values cannot be decoded "
-                                         "(its bytes are kept as they are on copies)")
+            raise FormatError(self.path, f"tensor {entry.name!r} has dtype {entry.dtype}, whose values cannot be "
+                                         "decoded (its bytes are kept as they are on copies)")
         return self._read(entry)
 
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
@@ -179,6 +184,20 @@ class Store:
 
     def verify(self, name: str) -> None:
         """Raise ``FormatError`` if the file holding ``name`` changed on disk since it was opened."""
+
+    # The same for one of this store's own entries: what TensorEntry calls. These default to the by-name
+    # methods; a format whose by-name methods look the entry up overrides these to skip that lookup.
+    def entry_byte_range(self, entry: TensorEntry) -> tuple[int, int, int] | None:
+        return self.byte_range(entry.name)
+
+    def entry_iter_bytes(self, entry: TensorEntry, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        return self.iter_bytes(entry.name, chunk_size)
+
+    def entry_release(self, entry: TensorEntry) -> None:
+        self.release(entry.name)
+
+    def entry_verify(self, entry: TensorEntry) -> None:
+        self.verify(entry.name)
 
     def _read(self, entry: TensorEntry) -> np.ndarray:
         raise NotImplementedError

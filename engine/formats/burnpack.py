@@ -47,11 +47,10 @@ class BurnpackStore(RangeStore):
     format = NAME
     burn: Compatibility | None = None  # which Burn releases load this file, from its dtype spellings
 
-    def read(self, name: str) -> np.ndarray:
-        entry = self.entry(name)
+    def read_entry(self, entry: TensorEntry) -> np.ndarray:
         if entry.dtype.kind != "quantized":
-            return super().read(name)
-        return quantized.dequantize(self.read_quantized(name), entry.dtype.quant_scheme)
+            return super().read_entry(entry)
+        return quantized.dequantize(self.read_quantized(entry.name), entry.dtype.quant_scheme)
 
     def read_quantized(self, name: str) -> quantized.QuantizedValues:
         """A quantized tensor's integers and scales as stored (FormatError when they cannot be decoded)."""

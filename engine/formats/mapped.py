@@ -185,13 +185,7 @@ class RangeStore(Store):
 
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
         self._check_open()
-        entry = self.entry(name)
-        mapped = self._file(name)
-        fd = mapped.fileno()
-        if fd is None:  # a remote source: export streams its chunks instead
-            return None
-        mapped.verify()
-        return fd, entry.offset or 0, entry.nbytes
+        return self.entry_byte_range(self.entry(name))
 
     def verify(self, name: str) -> None:
         self._check_open()
@@ -199,12 +193,30 @@ class RangeStore(Store):
 
     def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
         self._check_open()
-        entry = self.entry(name)
-        return self._file(name).chunks(entry.offset or 0, entry.nbytes, chunk_size)
+        return self.entry_iter_bytes(self.entry(name), chunk_size)
 
     def release(self, name: str) -> None:
-        entry = self.entry(name)
-        self._file(name).release(entry.offset or 0, entry.nbytes)
+        self.entry_release(self.entry(name))
+
+    def entry_byte_range(self, entry: TensorEntry) -> tuple[int, int, int] | None:
+        self._check_open()
+        mapped = self._file(entry.name)
+        fd = mapped.fileno()
+        if fd is None:  # a remote source: export streams its chunks instead
+            return None
+        mapped.verify()
+        return fd, entry.offset or 0, entry.nbytes
+
+    def entry_verify(self, entry: TensorEntry) -> None:
+        self._check_open()
+        self._file(entry.name).verify()
+
+    def entry_iter_bytes(self, entry: TensorEntry, chunk_size: int = CHUNK) -> Iterator[bytes]:
+        self._check_open()
+        return self._file(entry.name).chunks(entry.offset or 0, entry.nbytes, chunk_size)
+
+    def entry_release(self, entry: TensorEntry) -> None:
+        self._file(entry.name).release(entry.offset or 0, entry.nbytes)
 
     def close(self) -> None:
         if not self.closed:

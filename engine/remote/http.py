@@ -54,6 +54,7 @@ from . import hub
 READ_AHEAD = 64 << 10  # the smallest request: a header read is one round trip
 PIECE = 4 << 20  # a streamed tensor's request: small enough to overlap fetching with writing
 LOOKBACK = 8  # cached ranges before a read's start that may still hold it (read-ahead windows overlap a little)
+COALESCE = 16 << 10  # prefetched ranges closer than this are fetched as one
 PREFETCH_REQUESTS = 8  # at once, as many as the connection pool keeps per host
 STREAM_AHEAD = 1 << 20  # a small streamed tensor reads this far ahead: its small neighbours, not the next big one
 CACHE_BYTES = 32 << 20  # ranges kept per open file
@@ -197,9 +198,16 @@ class RemoteFile:
     def prefetch(self, ranges: list[tuple[int, int]]) -> None:
         """Fetch the small ranges a reader is about to ask for, ``PREFETCH_REQUESTS`` at a time, into the cache."""
         with self._lock:
-            wanted = sorted({(o, n) for o, n in ranges if n > 0 and self._lookup(o, n) is None})
-        if len(wanted) < 2:
+            missing = sorted({(o, n) for o, n in ranges if n > 0 and self._lookup(o, n) is None})
+        if len(missing) < 2:
             return
+        wanted: list[tuple[int, int]] = []
+        for offset, length in missing:  # neighbours a few KiB apart (small tensors' headers) come in one request
+            if wanted and offset - sum(wanted[-1]) < COALESCE:
+                start = wanted[-1][0]
+                wanted[-1] = (start, max(sum(wanted[-1]), offset + length) - start)
+            else:
+                wanted.append((offset, length))
         with ThreadPoolExecutor(PREFETCH_REQUESTS, thread_name_prefix="store-studio-prefetch") as pool:
             for (offset, length), data in zip(wanted, pool.map(lambda r: self._fetch_piece(*r), wanted)):
                 with self._lock:

@@ -12,11 +12,12 @@ from functools import lru_cache
 
 from engine import Store
 from engine.surgery import AlignmentReport, Plan, PlannedTensor
-from engine.surgery.ops import Cast, FuseWeightNorm, Rename, Transpose
+from engine.surgery.ops import Cast, FuseSplit, FuseWeightNorm, Rename, SplitFused, Transpose
 
 TRANSFORMED, DROPPED, CONFLICT = "transformed", "dropped", "conflict"
 MISMATCH, UNUSED = "mismatch", "unused"  # against the template: the shape differs / the template has no such name
-_OP_WORDS = ((Rename, "renamed"), (Transpose, "transposed"), (Cast, "cast"), (FuseWeightNorm, "fused"))
+_OP_WORDS = ((SplitFused, "split"), (Rename, "renamed"), (Transpose, "transposed"), (Cast, "cast"),
+             (FuseWeightNorm, "fused"), (FuseSplit, "fused"))
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ def plan_marks(result: Plan, store: Store, prefix: str = "", report: AlignmentRe
         if source == label:
             marks[prefix + name] = Mark(DROPPED, "replaced", f"replaced by {override.kept}")
     conflicted = {c.name for c in result.conflicts}
+    made: dict[str, list[str]] = {}  # entry -> the tensors made from it (several for a split fused module)
     for tensor in result.tensors:
         if tensor.source != label or not (tensor.ops or tensor.name in conflicted):
             continue
@@ -91,6 +93,10 @@ def plan_marks(result: Plan, store: Store, prefix: str = "", report: AlignmentRe
         else:
             mark = Mark(TRANSFORMED, op_words(tensor), "", tensor)
         for entry in tensor.inputs:
+            made.setdefault(entry.name, []).append(tensor.name)
+            if len(made[entry.name]) > 1 and mark.state != CONFLICT:
+                mark = Mark(TRANSFORMED, mark.word, f"split into {len(made[entry.name])}: "
+                                                    + ", ".join(made[entry.name]))
             marks[prefix + entry.name] = mark
     if report is not None:
         _mark_fit(marks, result, label, prefix, template_fit(report))

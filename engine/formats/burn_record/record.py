@@ -210,19 +210,19 @@ class BurnRecordStore(RangeStore):
         array = self._arrays.get(entry.name)
         return array if array is not None else super()._read(entry)
 
-    def byte_range(self, name: str) -> tuple[int, int, int] | None:
-        return None if name in self._arrays else super().byte_range(name)
+    def entry_byte_range(self, entry: TensorEntry) -> tuple[int, int, int] | None:
+        return None if entry.name in self._arrays else super().entry_byte_range(entry)
 
-    def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
-        if name in self._arrays:
+    def entry_iter_bytes(self, entry: TensorEntry, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        if entry.name in self._arrays:
             self._check_open()
-            data = memoryview(np.ascontiguousarray(self._arrays[name]).reshape(-1).view(np.uint8))
+            data = memoryview(np.ascontiguousarray(self._arrays[entry.name]).reshape(-1).view(np.uint8))
             return (data[i:i + chunk_size] for i in range(0, len(data), chunk_size))
-        return super().iter_bytes(name, chunk_size)
+        return super().entry_iter_bytes(entry, chunk_size)
 
-    def release(self, name: str) -> None:
-        if name not in self._arrays:
-            super().release(name)
+    def entry_release(self, entry: TensorEntry) -> None:
+        if entry.name not in self._arrays:
+            super().entry_release(entry)
 
     def close(self) -> None:
         super().close()

@@ -54,12 +54,7 @@ class PyTorchStore(Store):
 
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
         self._check_open()
-        where = self._file_range(self._tensors[self.entry(name).name])
-        fd = self._mapped.fileno()
-        if where is None or fd is None:  # no plain range, or a remote file: export streams ``iter_bytes``
-            return None
-        self._mapped.verify()
-        return fd, *where
+        return self.entry_byte_range(self.entry(name))
 
     def verify(self, name: str) -> None:
         self._check_open()
@@ -68,14 +63,30 @@ class PyTorchStore(Store):
     def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
         """Plain ranges stream from the file; other views a block of rows at a time."""
         self._check_open()
-        ref = self._tensors[self.entry(name).name]
+        return self.entry_iter_bytes(self.entry(name), chunk_size)
+
+    def release(self, name: str) -> None:
+        self.entry_release(self.entry(name))
+
+    def entry_byte_range(self, entry: TensorEntry) -> tuple[int, int, int] | None:
+        self._check_open()
+        where = self._file_range(self._tensors[entry.name])
+        fd = self._mapped.fileno()
+        if where is None or fd is None:  # no plain range, or a remote file: export streams ``iter_bytes``
+            return None
+        self._mapped.verify()
+        return fd, *where
+
+    def entry_iter_bytes(self, entry: TensorEntry, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        self._check_open()
+        ref = self._tensors[entry.name]
         where = self._file_range(ref)
         if where:
             return self._mapped.chunks(*where, chunk_size)
-        return _row_blocks(self.read(name), chunk_size)
+        return _row_blocks(self.read(entry.name), chunk_size)
 
-    def release(self, name: str) -> None:
-        ref = self._tensors[self.entry(name).name]
+    def entry_release(self, entry: TensorEntry) -> None:
+        ref = self._tensors[entry.name]
         if ref.storage.file_offset is not None and ref.numel:
             self._mapped.release(ref.storage.file_offset + ref.offset * ref.itemsize, ref.span * ref.itemsize)
 

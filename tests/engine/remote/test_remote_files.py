@@ -330,3 +330,11 @@ def test_a_pt_with_many_storages_opens_by_their_zip_headers_only(site):
         fetched = traffic.bytes - before
         assert len(store) == 200 and float(store.read("layers.123.weight")[5, 7]) == 123.0
     assert fetched < 1 << 20  # the directory, data.pkl and 30 bytes per storage, not a block each
+
+
+def test_the_zip_headers_of_small_neighbouring_storages_come_in_few_requests(site):
+    small = {f"norm.{i}.bias": np.full(256, i, np.float32) for i in range(400)}  # 1 KiB each, 400 KiB
+    site.site.files["/small.pt"] = pt_bytes(small)
+    with open_store(site.url("/small.pt")) as store:
+        assert float(store.read("norm.242.bias")[0]) == 242.0
+    assert len(site.site.log) < 20  # not one request per storage in the middle of the file
