@@ -92,7 +92,7 @@ class MainWindow(QMainWindow):
         self._filter_timer = QTimer(self)
         self._filter_timer.setSingleShot(True)
         self._filter_timer.setInterval(FILTER_DELAY_MS)
-        self._filter_timer.timeout.connect(self.apply_filter)
+        self._filter_timer.timeout.connect(self._filter_typed)
         self._refresh_recent()
         self._restore_geometry()
         self._tab_changed()
@@ -327,6 +327,15 @@ class MainWindow(QMainWindow):
         if view is not None:
             view.apply_filter(self.search.text(), self.regex.isChecked())
         self._show_filter_result(view)
+
+    def _filter_typed(self) -> None:
+        """The filter as typed, built in the background: a keystroke never waits for 100,000 names."""
+        view = self.current_view()
+        if view is None:
+            self._show_filter_result(None)
+            return
+        view.filter_in_background(self.search.text(), self.regex.isChecked(),
+                                  lambda _: self._show_filter_result(view) if view is self.current_view() else None)
 
     def _show_filter_result(self, view: StoreView | None) -> None:
         result = view.filter_result if view is not None else None

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..collector import collector_paused
 from ..errors import FormatError
 from ..locations import RemoteLocation
 from ..store import Store
@@ -41,7 +42,8 @@ def open_store(where: "str | os.PathLike | RemoteLocation | ByteSource", **optio
         for fmt in READERS:
             if fmt.sniff(head):
                 try:
-                    store = fmt.open(source, **options)
+                    with collector_paused():  # a large header makes many objects, none garbage
+                        store = fmt.open(source, **options)
                 except RecursionError:  # the last line of defence: every reader caps nesting before this
                     raise FormatError(source.path, "is nested too deeply to read") from None
                 store.note = store.note or getattr(source, "note", None)  # e.g. a remote file downloaded whole

@@ -26,7 +26,7 @@ import numpy as np
 from .. import humanize
 from ..errors import FormatError, shown
 from ..locations import Location
-from ..store import CHUNK, Store, TensorEntry
+from ..store import CHUNK, Store, TensorEntry, make_entries
 
 if TYPE_CHECKING:
     from .source import ByteSource
@@ -268,8 +268,7 @@ def build_entries(path: str | os.PathLike, rows: list[Row], data_start: int, buf
         name, kind, shape, need, size = next(t for t in zip(names, kinds, shapes, needed, sizes)
                                              if t[4] > max_tensor_bytes)
         _explain_size(path, name, kind, shape, size * 8 if need is None else need, size, max_tensor_bytes)
-    entries = list(map(TensorEntry, names, kinds, shapes, sizes, [r[5] for r in rows],
-                       [data_start + start for start in starts]))
+    entries = make_entries(names, kinds, shapes, sizes, [r[5] for r in rows], [data_start + start for start in starts])
     order = validate_ranges(path, names, starts, ends, buffer_size, contiguous=contiguous)
     return [entries[i] for i in order]
 
