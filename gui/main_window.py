@@ -12,8 +12,8 @@ from typing import Iterable
 
 from PySide6.QtCore import QByteArray, QTimer, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QUndoGroup
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
-                               QPushButton, QSizePolicy, QStackedWidget, QTabWidget, QToolBar, QWidget)
+from PySide6.QtWidgets import (QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar, QPushButton,
+                               QSizePolicy, QStackedWidget, QTabWidget, QToolBar)
 
 import engine
 from engine import FormatError, Location, RemoteLocation, StoreStudioError, humanize, is_url, location
@@ -23,19 +23,13 @@ from gui.actions import install
 from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
 from gui.resources import icon
 from gui.stale_watch import StaleWatch
-from gui.widgets import scrolling
 from gui.loaded_store import LoadedStore, load_store
 from gui.open_url import OpenUrlDialog
 from gui.store_view import StoreView
 from gui.workbench.diff_panel import DiffPanel
+from gui.workbench.docks import WorkbenchDocks
 from gui.workbench.document import RecipeDocument, load_recipe
 from gui.workbench.export_dialog import run_export
-from gui.workbench.panels.adapters import AdaptersPanel
-from gui.workbench.panels.base import DocumentPanel
-from gui.workbench.panels.filters import FiltersPanel
-from gui.workbench.panels.preview import PreviewPanel
-from gui.workbench.panels.remap import RemapPanel
-from gui.workbench.panels.sources import SourcesPanel
 from gui.workbench.recipe_fit import misfit
 from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, TaskRunner
@@ -43,9 +37,6 @@ from gui.workers import Failure, TaskRunner
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
 REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dwsb.]|^\^|\$$|\[.+\]|\(.*\||[^\\]\|")  # .* \d ^ $ [..] (a|b)
 DEFAULT_SIZE = (1280, 800)
-RULES_SHARE = 0.3  # of the window's width, for the rule docks on the right
-PREVIEW_SHARE, PREVIEW_HEIGHT = 0.36, 310  # the preview/diff docks: a share of the height, at least 6 table rows
-TABLE_DOCKS = ("preview", "diff")  # docks that are a table, which scrolls by itself; the others get a scroll area
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
 
 
@@ -74,7 +65,6 @@ class MainWindow(QMainWindow):
         self.work = TaskRunner(self)  # statistics, previews, module inference
         self._opening: set[Location] = set()
         self.undo_group = QUndoGroup(self)  # Edit > Undo follows the current tab's recipe
-        self._workbench_shown = False
         self._diff_panels: dict[RecipeDocument, DiffPanel] = {}
 
         self.tabs = QTabWidget()
@@ -161,30 +151,10 @@ class MainWindow(QMainWindow):
         self._set_busy()
 
     def _build_workbench(self) -> None:
-        """The recipe docks, hidden until surgery starts: the rules tabbed on the right, the preview below."""
-        self.panels: dict[str, DocumentPanel] = {
-            "filters": FiltersPanel(), "remap": RemapPanel(), "adapters": AdaptersPanel(),
-            "sources": SourcesPanel(self.work), "preview": PreviewPanel()}
-        titles = {"filters": "Filters", "remap": "Remap", "adapters": "Adapters", "sources": "Sources",
-                  "preview": "Preview"}
-        self.docks: dict[str, QDockWidget] = {}
-        for name, panel in self.panels.items():
-            area = Qt.DockWidgetArea.BottomDockWidgetArea if name == "preview" else Qt.DockWidgetArea.RightDockWidgetArea
-            self.docks[name] = self._dock(name, titles[name], panel, area)
-        for name in ("remap", "adapters", "sources"):
-            self.tabifyDockWidget(self.docks["filters"], self.docks[name])
+        """The recipe docks (gui/workbench/docks.py), hidden until surgery starts."""
+        self.workbench = WorkbenchDocks(self, self.work, self.actions.workbench)
+        self.panels, self.docks, self.diff_dock = self.workbench.panels, self.workbench.docks, self.workbench.diff_dock
         self.panels["preview"].settle_requested.connect(self._settle_guess)  # type: ignore[attr-defined]
-        self.diff_dock = self._dock("diff", "Diff", QLabel(), Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.tabifyDockWidget(self.docks["preview"], self.diff_dock)
-
-    def _dock(self, name: str, title: str, panel: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
-        dock = QDockWidget(title, self)
-        dock.setObjectName(f"{name}Dock")
-        dock.setWidget(panel if name in TABLE_DOCKS else scrolling(panel, f"{name}Scroll"))
-        self.addDockWidget(area, dock)
-        dock.hide()
-        self.actions.workbench.addAction(dock.toggleViewAction())
-        return dock
 
     # --- opening ----------------------------------------------------------------------------------------
     def open_dialog(self) -> None:
@@ -403,15 +373,7 @@ class MainWindow(QMainWindow):
             self.undo_group.addStack(document.undo_stack)
             document.modifiedChanged.connect(lambda _: self._update_title())
             document.recipeChanged.connect(self._update_template_action)  # a template set or undone
-        if not self._workbench_shown:
-            self._workbench_shown = True
-            for dock in self.docks.values():
-                dock.show()
-            self.docks["filters"].raise_()
-            self.docks["preview"].raise_()
-            self.resizeDocks([self.docks["filters"]], [int(self.width() * RULES_SHARE)], Qt.Orientation.Horizontal)
-            preview = min(max(int(self.height() * PREVIEW_SHARE), PREVIEW_HEIGHT), int(self.height() * 0.55))
-            self.resizeDocks([self.docks["preview"]], [preview], Qt.Orientation.Vertical)
+        if self.workbench.show_first_time():
             for other in self.views():
                 other.favour_tree()
         self._follow_document()
@@ -420,12 +382,8 @@ class MainWindow(QMainWindow):
     def _follow_document(self) -> None:
         """Point the panels, Undo/Redo and the diff dock at the current tab's recipe (or at none)."""
         document = self.document()
-        for panel in self.panels.values():
-            panel.set_document(document)
+        self.workbench.follow(document, self._diff_panels.get(document) if document is not None else None)
         self.undo_group.setActiveStack(document.undo_stack if document is not None else None)
-        diff = self._diff_panels.get(document) if document is not None else None
-        if diff is not None and self.diff_dock.widget() is not diff:
-            self.diff_dock.setWidget(diff)
         for action in (self.actions.start_surgery, self.actions.rerun, self.actions.diff, self.actions.copy_cli,
                        self.actions.copy_rust, self.actions.export, self.actions.open_recipe,
                        self.actions.save_recipe, self.actions.save_recipe_as, self.actions.set_template):
@@ -435,9 +393,7 @@ class MainWindow(QMainWindow):
 
     def _settle_guess(self, module: str) -> None:
         """A guessed row was double-clicked in the preview: its module's type, ready to choose, in Adapters."""
-        self.docks["adapters"].show()
-        self.docks["adapters"].raise_()
-        self.panels["adapters"].settle(module)  # type: ignore[attr-defined]
+        self.workbench.show_panel("adapters").settle(module)  # type: ignore[attr-defined]
 
     def _update_template_action(self) -> None:
         document = self.document()
@@ -482,9 +438,7 @@ class MainWindow(QMainWindow):
             return
         if document not in self._diff_panels:
             self._diff_panels[document] = DiffPanel(document)
-        self.diff_dock.setWidget(self._diff_panels[document])
-        self.diff_dock.show()
-        self.diff_dock.raise_()
+        self.workbench.show_diff(self._diff_panels[document])
 
     def choose_template(self) -> None:
         """Surgery › Set Template…: the file the result must fit (the diff view's Template button does the same)."""

@@ -81,6 +81,7 @@ class StaleWatch(QObject):
         button.clicked.connect(lambda: self._reload(view))
         row.addWidget(button)
         view.layout().insertWidget(0, bar)
+        bar.show()  # a layout shows a new child of a shown widget only later, by a queued call: the mark is now
         index = self._tabs.indexOf(view)
         if index >= 0 and not self._tabs.tabText(index).endswith(STALE_SUFFIX):
             self._tabs.setTabText(index, self._tabs.tabText(index) + STALE_SUFFIX)

@@ -9,30 +9,27 @@ from typing import Callable
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QSplitter, QTabWidget,
-                               QToolButton, QTreeView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QHeaderView, QSplitter, QVBoxLayout, QWidget
 
 from engine.collector import collector_paused
 from engine.surgery.modules import ModuleGuess, infer_modules, logical_leaf
 from engine.tree import TreeNode, build_tree, filter_entries, first_levels, name_matcher
 from gui.loaded_store import SMALL_STORE, LoadedStore
 from gui.models.tree_model import Column, TreeModel
-from gui.panels.details import DetailsPanel
-from gui.panels.file_info import FileInfoPanel
-from gui.panels.values import ValuesPanel
 from gui.resources import monospace
-from gui.widgets import scrolling
+from gui.store_sections import BASE_ORDERS, SidePanel, TreePane
 from gui.workbench.document import RecipeDocument
+from gui.workbench.plan_result import PlanResult
 from gui.workers import TaskRunner
 
 BACKGROUND_FILTER_FROM = 5_000  # tensors from which a typed filter is built in a worker (a few ms below)
 EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this many tensors
 NAME_SHARE = 0.42  # the Name column keeps at least this share of the tree's width; the others shrink first
 COLUMN_SAMPLES = {Column.DTYPE: "BF16", Column.SHAPE: "[128, 64, 3, 3]", Column.PARAMS: "99,999,999",
-                  Column.SIZE: "999 MiB", Column.RECIPE: "renamed, transposed"}  # usual content; longer text elides
-HIDE_FIRST = (Column.SIZE, Column.DTYPE, Column.SHAPE, Column.PARAMS)  # what a narrow tree gives up, in order
+                  Column.SIZE: "999 MiB", Column.RECIPE: "transposed"}  # usual content; longer text elides (tooltip)
+HIDE_FIRST = (Column.SIZE, Column.PARAMS, Column.DTYPE, Column.SHAPE)  # what a narrow tree gives up, in order
 COLUMN_MINIMUM = 36
-BASE_ORDERS = {"File order": "file", "Name order": "natural"}  # the tree's order when no header sorts it
+COLLAPSE_INTO_NAME = (Column.DTYPE, Column.SHAPE)  # hidden, these are drawn at the end of the Name cell
 INFER_DELAY_MS = 150  # module inference starts once the tree has painted
 
 
@@ -62,60 +59,19 @@ class StoreView(QWidget):
         self._filter_generation = 0  # which filter request is the newest
 
         self.model = TreeModel(loaded.tree, self)
-        self.tree_view = QTreeView()
-        self.tree_view.setObjectName("storeTree")
-        self.tree_view.setModel(self.model)
-        self.tree_view.setUniformRowHeights(True)  # what keeps 100,000 rows smooth
-        self.tree_view.setAlternatingRowColors(True)
-        self.tree_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.tree_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.tree_view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
-        self.tree_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # keeps a row's end: its recipe word
-        header = self.tree_view.header()
-        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # the file's order until a header is clicked
-        header.setSortIndicatorClearable(True)  # a third click goes back to it
-        self.tree_view.setSortingEnabled(True)
+        tree_pane = TreePane(self.model)
+        self.tree_view, self.name_delegate = tree_pane.tree_view, tree_pane.name_delegate
+        self.order, self.flat = tree_pane.order, tree_pane.flat
         self.tree_view.viewport().installEventFilter(self)
         self._size_columns()
         self._expand_first_levels(loaded.tree, loaded.opened)
         self.tree_view.selectionModel().currentChanged.connect(self._current_changed)
-
-        self.order = QComboBox()
-        self.order.setObjectName("treeOrder")
-        self.order.addItems(list(BASE_ORDERS))
-        self.order.setToolTip("File order is the order the model saved its tensors (its module order); "
-                              "name order sorts layer.2 before layer.10. Click a column header to sort by it.")
         self.order.currentTextChanged.connect(self._base_order_changed)
-        self.flat = QToolButton()
-        self.flat.setObjectName("flatList")
-        self.flat.setText("Flat list")
-        self.flat.setCheckable(True)
-        self.flat.setToolTip("List every tensor by its full name instead of grouping by dotted prefix")
         self.flat.toggled.connect(lambda _: self._rebuild())
-        tree_bar = QHBoxLayout()
-        tree_bar.setContentsMargins(4, 2, 4, 2)
-        tree_bar.addWidget(self.order)
-        tree_bar.addWidget(self.flat)
-        tree_bar.addStretch(1)
-        tree_pane = QWidget()
-        tree_layout = QVBoxLayout(tree_pane)
-        tree_layout.setContentsMargins(0, 0, 0, 0)
-        tree_layout.setSpacing(0)
-        tree_layout.addLayout(tree_bar)
-        tree_layout.addWidget(self.tree_view, 1)
 
-        self.details = DetailsPanel(runner)
-        self.values = ValuesPanel(runner)
-        self.file_info = FileInfoPanel(loaded)
-        self.selection_split = QSplitter(Qt.Orientation.Vertical)
-        self.selection_split.addWidget(scrolling(self.details, "detailsScroll"))
-        self.selection_split.addWidget(self.values)
-        self.selection_split.setStretchFactor(0, 1)  # both scroll, so neither imposes its height
-        self.selection_split.setStretchFactor(1, 1)
-        self.side = QTabWidget()
-        self.side.addTab(self.selection_split, "Selection")
-        self.side.addTab(self.file_info, "File")
-        self.side.setCurrentWidget(self.file_info)
+        self.side = SidePanel(loaded, runner)
+        self.details, self.values, self.file_info = self.side.details, self.side.values, self.side.file_info
+        self.selection_split = self.side.selection_split
 
         self.main_split = QSplitter(Qt.Orientation.Horizontal)
         self.main_split.addWidget(tree_pane)
@@ -157,6 +113,10 @@ class StoreView(QWidget):
         for column, width in wanted.items():
             self.tree_view.setColumnHidden(column, column not in shown)
             header.resizeSection(column, width)
+        collapsed = tuple(c for c in COLLAPSE_INTO_NAME if c not in shown)
+        if collapsed != self.name_delegate.collapsed:
+            self.name_delegate.collapsed = collapsed
+            self.tree_view.viewport().update()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Resize:
@@ -183,7 +143,7 @@ class StoreView(QWidget):
         """This tab's recipe document (made on first use); its plans mark the tree."""
         if self.document is None:
             self.document = RecipeDocument(self.store, parent=self)
-            self.document.planReady.connect(self._plan_ready)
+            self.document.resultReady.connect(self._show_result)
         return self.document
 
     def favour_tree(self) -> None:
@@ -198,10 +158,9 @@ class StoreView(QWidget):
             width = sum(sizes)
             self.main_split.setSizes([width * 3 // 5, width - width * 3 // 5])
 
-    def _plan_ready(self, _plan: object) -> None:
-        if self.document is not None:
-            self.model.set_marks(self.document.marks)
-            self._fit_columns()  # the Recipe column shows while there are marks
+    def _show_result(self, result: PlanResult) -> None:
+        self.model.set_marks(dict(result.marks))
+        self._fit_columns()  # the Recipe column shows while there are marks
 
     def close_store(self) -> None:
         if self.document is not None:

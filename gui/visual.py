@@ -10,7 +10,7 @@ from __future__ import annotations
 from PySide6.QtGui import QBrush, QFont, QGuiApplication
 
 from gui.visual_palette import TONES, is_dark, tone
-from gui.workbench.document import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, UNUSED
+from gui.workbench.marks import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, UNUSED
 
 _app = QGuiApplication.instance()
 DARK = _app is not None and is_dark(_app.palette())  # type: ignore[attr-defined]

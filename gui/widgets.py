@@ -6,9 +6,9 @@ for almost nothing, so docks and splitters can shrink it and a 1024x640 screen s
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QLayout, QLayoutItem, QScrollArea, QSizePolicy, QWidget
 
 MIN_PANEL = QSize(120, 60)  # the most a wrapped panel asks for: a scroll bar's worth
 
@@ -65,3 +65,68 @@ class ElidedLabel(QLabel):
         shown = self.fontMetrics().elidedText(self.full_text, Qt.TextElideMode.ElideMiddle, room)
         if shown != super().text():
             super().setText(shown)
+
+
+class FlowLayout(QLayout):
+    """Buttons in a row that wraps onto the next line when the panel is narrow (Qt's flow layout example).
+
+    A row of four buttons asks for its whole width as a minimum; this one asks for its widest button, so a
+    dock at its default width needs no horizontal scroll bar.
+    """
+
+    def __init__(self, parent: QWidget | None = None, spacing: int = 6) -> None:
+        super().__init__(parent)
+        self._items: list[QLayoutItem] = []
+        self.setContentsMargins(0, 0, 0, 0)
+        self.setSpacing(spacing)
+
+    def addItem(self, item: QLayoutItem) -> None:  # noqa: N802 - Qt's name
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, index: int) -> QLayoutItem | None:  # noqa: N802 - Qt's name
+        return self._items[index] if 0 <= index < len(self._items) else None
+
+    def takeAt(self, index: int) -> QLayoutItem | None:  # noqa: N802 - Qt's name
+        return self._items.pop(index) if 0 <= index < len(self._items) else None
+
+    def expandingDirections(self) -> Qt.Orientation:  # noqa: N802 - Qt's name
+        return Qt.Orientation(0)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt's name
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt's name
+        return self._arrange(QRect(0, 0, width, 0), move=False)
+
+    def setGeometry(self, rect: QRect) -> None:  # noqa: N802 - Qt's name
+        super().setGeometry(rect)
+        self._arrange(rect, move=True)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        width = sum(item.sizeHint().width() for item in self._items) + self.spacing() * max(0, len(self._items) - 1)
+        height = max((item.sizeHint().height() for item in self._items), default=0)
+        return QSize(width, height).grownBy(self.contentsMargins())
+
+    def minimumSize(self) -> QSize:  # noqa: N802 - Qt's name
+        size = QSize()
+        for item in self._items:
+            size = size.expandedTo(item.minimumSize())
+        return size.grownBy(self.contentsMargins())
+
+    def _arrange(self, rect: QRect, move: bool) -> int:
+        """Place the items left to right, wrapping; the height they take at ``rect``'s width."""
+        margins = self.contentsMargins()
+        area = rect.marginsRemoved(margins)
+        x, y, line = area.x(), area.y(), 0
+        for item in self._items:
+            hint = item.sizeHint()
+            if x + hint.width() > area.right() + 1 and line > 0:
+                x, y, line = area.x(), y + line + self.spacing(), 0
+            if move:
+                item.setGeometry(QRect(QPoint(x, y), hint))
+            x += hint.width() + self.spacing()
+            line = max(line, hint.height())
+        return y + line - rect.y() + margins.bottom()

@@ -23,7 +23,7 @@ from engine import humanize
 from engine.tree import ORDERS, TreeNode, is_buffer
 from gui.resources import icon, monospace
 from gui.visual import brush, struck
-from gui.workbench.document import DROPPED, Mark
+from gui.workbench.marks import DROPPED, Mark
 
 Index = QModelIndex | QPersistentModelIndex
 NODE_ROLE = Qt.ItemDataRole.UserRole  # data(index, NODE_ROLE) is the TreeNode behind a row

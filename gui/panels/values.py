@@ -317,6 +317,15 @@ class ValuesPanel(QWidget):
         layout.addWidget(self.message, 1)
         self.show_entry(None)
 
+    def height_for_rows(self, rows: int) -> int:
+        """The panel's height with ``rows`` rows of the value table in view (a short window keeps these first)."""
+        margins = self.layout().contentsMargins()
+        table = self.table
+        chrome = (margins.top() + margins.bottom() + self.layout().spacing() + self.caption.sizeHint().height()
+                  + self.tabs.tabBar().sizeHint().height() + 2 * table.frameWidth() + 4
+                  + table.horizontalHeader().sizeHint().height() + table.horizontalScrollBar().sizeHint().height())
+        return chrome + rows * table.verticalHeader().defaultSectionSize()
+
     def show_entry(self, entry: TensorEntry | None) -> None:
         if self._task is not None:
             self._task.cancel()

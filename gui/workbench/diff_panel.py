@@ -8,34 +8,40 @@ name into a remap rule on the document (an undoable edit).
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QItemSelection, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDockWidget, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QMainWindow, QProgressBar, QPushButton, QSizePolicy, QSplitter,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QPushButton, QSplitter, QVBoxLayout,
+                               QWidget)
 
 from engine import Store, open_store
 from engine.surgery import Plan, align, diff
 from engine.surgery.diff import ValueDifference, value_difference
 from engine.surgery.ops import Rename
 from engine.surgery.plan import PlannedTensor
+from engine.surgery.suggest import Suggestion, suggest
 from gui.dialogs import MODEL_FILES, show_error
-from gui.models.bulk_rename import BulkRename, suggest_bulk_rename
 from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
-                                   dropped_tensors, status_icon)
+                                   dropped_tensors)
 from gui.numbers import format_number
-from gui.panels.histogram import HistogramWidget
-from gui.resources import icon, monospace
-from gui.workbench.diff_bars import DeltaBarDelegate, SummaryBar
+from gui.resources import monospace
+from gui.workbench.diff_bars import SummaryBar
+from gui.workbench.diff_sections import DiffHeader, PairDetails, PairTable, StatusFilters
 from gui.workbench.document import RecipeDocument
+from gui.workbench.plan_result import PlanResult
+from gui.workbench.suggestion_list import SuggestionList
 from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, ProgressRelay, Task, TaskRunner
 
 DIFF_DOCK = "diffDock"
+SUGGESTIONS = 2  # recipe changes offered above the rows, best first (one line each)
+
+
+def reopen_at_key(store: Store, key: str) -> Store:
+    """A PyTorch source opened again at a top-level key, for a suggestion to prove itself on."""
+    return open_store(store.path, top_level_key=key)
 
 
 def remap_input_name(tensor: PlannedTensor) -> str:
@@ -68,8 +74,9 @@ class DiffPanel(QWidget):
         self._runner = TaskRunner(self)
         self._relay = ProgressRelay(self)
         self._relay.changed.connect(self._progress)
+        self._result: PlanResult | None = document.result  # the latest plan's outcome this panel received
         self._build()
-        document.planReady.connect(self._plan_ready)
+        document.resultReady.connect(self._show_result)
         document.planFailed.connect(self._plan_failed)
         if document.template is not None:
             self.use_template()
@@ -78,136 +85,40 @@ class DiffPanel(QWidget):
 
     # --- building -------------------------------------------------------------------------------------
     def _build(self) -> None:
-        self.against = QLabel("Nothing to compare with yet")
-        self.against.setObjectName("diffAgainst")
-        self.against.setProperty("role", "heading")
-        self.template_button = QPushButton("Template")
-        self.template_button.setObjectName("diffTemplate")
+        """The sections (gui/workbench/diff_sections.py), wired here; their widgets keep their names on the panel."""
+        self.header = DiffHeader()
+        self.against, self.message, self.progress = self.header.against, self.header.message, self.header.progress
+        self.values_box, self.cancel_button = self.header.values_box, self.header.cancel_button
+        self.template_button, self.open_button = self.header.template_button, self.header.open_button
         self.template_button.clicked.connect(self._template_clicked)
-        self.open_button = QPushButton(icon("open"), "Compare with…")
-        self.open_button.setToolTip("Open another model file and compare the recipe's result with it")
         self.open_button.clicked.connect(self._choose_file)
-        self.values_box = QCheckBox("Compare values")
-        self.values_box.setToolTip("Also compare every pair's values (reads both files; a template's values "
-                                   "are usually untrained, so this is off for templates)")
         self.values_box.toggled.connect(lambda _: self.refresh())
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(160)
-        self.progress.setMaximumHeight(16)
-        self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.cancel)
-        self.message = QLabel()
-        self.message.setObjectName("diffMessage")
-        self.message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # clips, never widens
-        top = QHBoxLayout()
-        top.addWidget(self.against)
-        top.addWidget(self.message, 1)
-        top.addWidget(self.progress)
-        top.addWidget(self.cancel_button)
-        top.addWidget(self.values_box)
-        top.addWidget(self.template_button)
-        top.addWidget(self.open_button)
-
-        self.status_boxes: dict[str, QCheckBox] = {}
-        filters = QHBoxLayout()
-        filters.setSpacing(10)
-        for key, status in STATUSES.items():
-            box = QCheckBox(status.word)
-            box.setObjectName(f"status-{key}")
-            box.setIcon(status_icon(key))
-            box.setChecked(True)
-            box.setToolTip(f"Show {status.word} rows: {status.meaning}")
-            box.toggled.connect(lambda on, k=key: self.proxy.set_status_visible(k, on))
-            self.status_boxes[key] = box
-            filters.addWidget(box)
-        filters.addStretch(1)
-        self.filter_edit = QLineEdit()
-        self.filter_edit.setObjectName("diffFilter")
-        self.filter_edit.setPlaceholderText("Filter by name")
-        self.filter_edit.setClearButtonEnabled(True)
-        self.filter_edit.addAction(icon("search"), QLineEdit.ActionPosition.LeadingPosition)
-        self.filter_edit.setMinimumWidth(200)
-        self.filter_edit.textChanged.connect(lambda text: self.proxy.set_text(text))
-        filters.addWidget(self.filter_edit)
-
-        self.summary_bar = SummaryBar()
-        self.bulk_label = QLabel()
-        self.bulk_label.setObjectName("bulkRename")
-        self.bulk_label.setWordWrap(True)
-        self.bulk_button = QPushButton("Add Rule")
-        self.bulk_button.setObjectName("bulkRenameButton")
-        self.bulk_button.clicked.connect(self.add_bulk_rule)
-        self.bulk: BulkRename | None = None
-        bulk_row = QHBoxLayout()
-        bulk_row.addWidget(self.bulk_label, 1)
-        bulk_row.addWidget(self.bulk_button)
-        self.bulk_box = QWidget()
-        self.bulk_box.setLayout(bulk_row)
-        bulk_row.setContentsMargins(0, 0, 0, 0)
-
         self.model = DiffModel(self)
         self.proxy = DiffFilterModel(self)
         self.proxy.setSourceModel(self.model)
-        self.table = QTableView()
-        self.table.setObjectName("diffTable")
-        self.table.setModel(self.proxy)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setAlternatingRowColors(True)
-        self.table.setWordWrap(False)
-        self.table.verticalHeader().hide()
-        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        for column in (Column.SOURCE_NAME, Column.OTHER_NAME):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
-        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # rows come in natural order until a click
-        self.table.setSortingEnabled(True)
+        self.filters = StatusFilters()
+        self.status_boxes, self.filter_edit = self.filters.boxes, self.filters.edit
+        self.filters.statusToggled.connect(self.proxy.set_status_visible)
+        self.filters.textChanged.connect(self.proxy.set_text)
+        self.summary_bar = SummaryBar()
+        self.bulk_box = SuggestionList()  # recipe changes proven by engine suggest, with the pairs they make
+        self.bulk_box.applyRequested.connect(self.apply_suggestion)
+        self.table = PairTable(self.proxy)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
-        self.table.setItemDelegateForColumn(Column.DELTA, DeltaBarDelegate(self.table))
-        header.setSectionResizeMode(Column.DELTA, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(Column.DELTA, self.table.fontMetrics().horizontalAdvance("max |Δ| 0.000e-00") + 12)
-
-        self.pair_title = QLabel()
-        self.pair_title.setObjectName("pairTitle")
-        self.pair_title.setFont(monospace())
-        self.pair_title.setWordWrap(True)
-        self.pair_title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.pair_note = QLabel("Select a row to see how the pair differs.")
-        self.pair_note.setWordWrap(True)
-        self.pair_note.setProperty("role", "hint")
-        self.suggestions = QWidget()
-        self.suggestions.setLayout(QVBoxLayout())
-        self.suggestions.layout().setContentsMargins(0, 0, 0, 0)
-        self.values_label = QLabel()
-        self.values_label.setObjectName("pairValues")
-        self.values_label.setWordWrap(True)
-        self.histogram = HistogramWidget()
-        self.histogram.setObjectName("differenceHistogram")
-        self.histogram_caption = QLabel("Histogram of source − other")
-        self.histogram_caption.setProperty("role", "hint")
-        details = QWidget()
-        details.setObjectName("pairDetails")
-        column = QVBoxLayout(details)
-        column.setContentsMargins(8, 0, 0, 0)
-        for widget in (self.pair_title, self.pair_note, self.suggestions, self.values_label, self.histogram,
-                       self.histogram_caption):
-            column.addWidget(widget)
-        column.addStretch(1)
-        details.setMinimumWidth(200)
-
+        self.details = PairDetails()
+        self.pair_title, self.pair_note, self.suggestions = self.details.title, self.details.note, self.details.suggestions
+        self.values_label, self.histogram = self.details.values_label, self.details.histogram
+        self.histogram_caption = self.details.histogram_caption
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.table)
-        self.splitter.addWidget(details)
+        self.splitter.addWidget(self.details)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
-
         layout = QVBoxLayout(self)
         layout.setSpacing(4)
-        layout.addLayout(top)
-        layout.addWidget(self.summary_bar)
-        layout.addLayout(filters)
-        layout.addWidget(self.bulk_box)
+        for widget in (self.header, self.summary_bar, self.filters, self.bulk_box):
+            layout.addWidget(widget)
         layout.addWidget(self.splitter, 1)
         self._show_pair(None)
         self._set_busy(False)
@@ -267,7 +178,7 @@ class DiffPanel(QWidget):
         self.values_box.setChecked(values)
         self.values_box.blockSignals(False)
         self.against.setText(f"Recipe result  ⟷  {store.path.name} ({role})")
-        self.against.setToolTip(str(store.path))
+        self.against.setToolTip(f"{self.against.text()}\n{store.path}")
         self._update_controls()
         self.refresh()
 
@@ -276,8 +187,7 @@ class DiffPanel(QWidget):
         """Compare the document's latest plan with the other file again, in a worker."""
         if self.other is None:
             return
-        plan = self.document.plan
-        if plan is None:
+        if self._result is None:
             self._waiting_for_plan = True
             self._show_message("Waiting for the recipe's plan…")
             return
@@ -286,16 +196,19 @@ class DiffPanel(QWidget):
             self._compare_task.cancel()
         self._generation += 1
         generation, other, values, reporter = self._generation, self.other, self.values_box.isChecked(), self._relay
-        sources = self.document.planned_stores()
+        plan, sources, template = self._result.plan, list(self._result.planned_stores), self._result.template
 
-        def work(cancelled: Callable[[], bool]) -> list[DiffRow]:
+        def work(cancelled: Callable[[], bool]) -> tuple[list[DiffRow], list[Suggestion]]:
             report = align(plan, other)
             compared = diff(plan, other, values=True, progress=reporter.reporter(cancelled)) if values else None
-            return build_rows(plan, other, report, compared, dropped_tensors(plan, sources))
+            rows = build_rows(plan, other, report, compared, dropped_tensors(plan, sources))
+            found = suggest(sources, plan.recipe, other, template=template, reopen=reopen_at_key, limit=SUGGESTIONS,
+                            cancelled=cancelled)
+            return rows, found
 
         self._show_message(f"Comparing with {other.path.name}…")
         self._set_busy(True, determinate=values)
-        self._compare_task = self._runner.run(work, lambda rows: self._compared(generation, plan, rows),
+        self._compare_task = self._runner.run(work, lambda result: self._compared(generation, plan, *result),
                                               lambda failure: self._compare_failed(generation, failure),
                                               lambda: self._compare_cancelled(generation))
 
@@ -306,13 +219,14 @@ class DiffPanel(QWidget):
     def is_idle(self) -> bool:
         return self._runner.active == 0 and not self._waiting_for_plan
 
-    def _compared(self, generation: int, plan: Plan, rows: list[DiffRow]) -> None:
+    def _compared(self, generation: int, plan: Plan, rows: list[DiffRow], found: list[Suggestion]) -> None:
         if generation != self._generation:
             return
         self._compare_task = None
         self._set_busy(False)
         selected = self.selected_row()
         self.model.set_rows(rows)
+        self.bulk_box.show_suggestions(found)
         self._update_counts()
         self._show_message(self._summary(rows, plan))
         self._reselect(selected)
@@ -332,8 +246,9 @@ class DiffPanel(QWidget):
             self._set_busy(False)
             self._show_message("Comparison cancelled; the rows shown are from the last comparison.")
 
-    def _plan_ready(self, _plan: Plan) -> None:
-        template = self.document.template
+    def _show_result(self, result: PlanResult) -> None:
+        self._result = result
+        template = result.template
         if template is not None and template is not self.other and (self._follow_template or self.other is None):
             self.use_template()  # a new template, or the first thing to compare with
             return
@@ -373,24 +288,10 @@ class DiffPanel(QWidget):
         self.summary_bar.set_groups(self.model.summary())
         self.summary_bar.setVisible(bool(self.model.rows))
         self.table.setColumnHidden(Column.DELTA, all(row.max_abs is None for row in self.model.rows))
-        self._offer_bulk_rename()
 
-    def _offer_bulk_rename(self) -> None:
-        """Before row-by-row suggestions: one remap rule that explains many missing names, with its hit count."""
-        rows = self.model.rows
-        self.bulk = suggest_bulk_rename((r.source.name for r in rows if r.status == "unused"),
-                                        (r.other.name for r in rows if r.status == "missing"))
-        self.bulk_box.setVisible(self.bulk is not None)
-        if self.bulk is not None:
-            rule = self.bulk.rule
-            self.bulk_label.setText(f"<b>{html.escape(self.bulk.label)}</b> with the remap rule "
-                                    f"<code>{html.escape(rule.pattern)}</code> → "
-                                    f"<code>{html.escape(rule.replacement) or '(nothing)'}</code>")
-            self.bulk_button.setToolTip("Add this rule at the end of the remap rules (undo with Ctrl+Z)")
-
-    def add_bulk_rule(self) -> None:
-        if self.bulk is not None:
-            self.document.add_remap(self.bulk.rule.pattern, self.bulk.rule.replacement)
+    def apply_suggestion(self, suggestion: Suggestion) -> None:
+        """Make a suggested change to the recipe, as one undoable step."""
+        self.document.push(suggestion.apply(self.document.recipe), f"Apply suggestion: {suggestion.description}")
 
     @staticmethod
     def _summary(rows: list[DiffRow], plan: Plan) -> str:
@@ -461,7 +362,7 @@ class DiffPanel(QWidget):
         assert row.other is not None
         target = row.other.name
         layout = self.suggestions.layout()
-        plan = self.document.plan
+        plan = self._result.plan if self._result is not None else None
         by_name = {t.name: t for t in plan.tensors} if plan is not None else {}
         if not row.suggestions:
             none = QLabel("No source tensor has a close name; add a remap rule by hand.")

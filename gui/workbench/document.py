@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Sequence
+from types import MappingProxyType
+from typing import Callable, Mapping, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from engine import Store, open_store
 from engine.formats.pytorch import NAME as PYTORCH
-from engine.surgery import AlignmentReport, Plan, PlannedTensor, Recipe, RemapRule, SourceSpec, align, plan
-from engine.surgery.ops import Cast, FuseSplit, FuseWeightNorm, Rename, SplitFused, Transpose
+from engine.surgery import AlignmentReport, Plan, Recipe, RemapRule, SourceSpec, align, plan
+from gui.workbench.marks import Mark, plan_marks, template_fit
+from gui.workbench.plan_result import PlanResult
 from gui.workers import Failure, Task, TaskRunner
 
 PLAN_DELAY_MS = 60  # edits pause this long before the plan is recomputed
@@ -61,111 +62,6 @@ class _Edit(QUndoCommand):
 
     def undo(self) -> None:
         self._document._apply(self.before)
-
-
-TRANSFORMED, DROPPED, CONFLICT = "transformed", "dropped", "conflict"
-MISMATCH, UNUSED = "mismatch", "unused"  # against the template: the shape differs / the template has no such name
-_OP_WORDS = ((SplitFused, "split"), (Rename, "renamed"), (Transpose, "transposed"), (Cast, "cast"),
-             (FuseWeightNorm, "fused"), (FuseSplit, "fused"))
-
-
-@dataclass(frozen=True)
-class Mark:
-    """What the recipe does to one tensor of the tab's file: a state of the visual language and its word."""
-
-    state: str  # TRANSFORMED, DROPPED, CONFLICT, MISMATCH, UNUSED, or "" (kept as it is, applied to the template)
-    word: str  # "renamed, transposed", "dropped", "replaced", "conflict", "applied": never colour alone
-    reason: str = ""  # why it is dropped or in conflict; how it fits the template, when there is one
-    tensor: PlannedTensor | None = None  # what it becomes, when it is kept
-
-    @property
-    def detail(self) -> str:
-        """A sentence for tooltips, made on demand (10,000 of them on every plan would be slow)."""
-        if self.tensor is None or self.state == CONFLICT:
-            return self.reason
-        text = f"→ {self.tensor.name}: " + ("; ".join(self.tensor.operations) or "as it is")
-        return f"{text}\n{self.reason}" if self.reason else text
-
-
-@lru_cache(maxsize=64)
-def _words(kinds: tuple[type, ...]) -> str:
-    return ", ".join(word for kind, word in _OP_WORDS if kind in kinds)
-
-
-def op_words(tensor: PlannedTensor) -> str:
-    """``renamed, transposed``: the kinds of operation a planned tensor goes through, in a word each."""
-    return _words(tuple(type(op) for op in tensor.ops))
-
-
-def template_fit(report: AlignmentReport) -> dict[str, tuple[str, str, str]]:
-    """Planned name -> (state, word, sentence): how each tensor of the result fits the template (engine ``align``)."""
-    fit: dict[str, tuple[str, str, str]] = {}
-    variants = report.through_variants
-    for name in report.applied:
-        source = variants.get(name, name)
-        how = f"the template wants it as {name} (enum variant)" if source != name else "the template wants it as it is"
-        fit[source] = ("", "applied", how)
-    for mismatch in report.shape_mismatches:
-        hint = " (matches if transposed)" if mismatch.matches_if_transposed else ""
-        fit[variants.get(mismatch.name, mismatch.name)] = (
-            MISMATCH, "shape mismatch", f"shape mismatch: here {list(mismatch.source_shape)}, template "
-                                        f"{list(mismatch.template_shape)}{hint}")
-    for name in report.unused:
-        fit[name] = (UNUSED, "unused", f"the template has no tensor named {name}")
-    return fit
-
-
-def plan_marks(result: Plan, store: Store, prefix: str = "", report: AlignmentReport | None = None) -> dict[str, Mark]:
-    """Marks for ``store``'s tensors by their names in the file (``prefix``: the top-level key's, when one is set).
-
-    With a template ``report``, every kept tensor also says how it fits the template (applied, unused, mismatch).
-    """
-    label = str(store.path)
-    marks: dict[str, Mark] = {}
-    if prefix:
-        outside = Mark(DROPPED, "dropped", f"outside the top-level key {prefix[:-1]!r}")
-        marks = {e.name: outside for e in store.entries if not e.name.startswith(prefix)}
-    for dropped in result.dropped:
-        if dropped.source == label:
-            marks[prefix + dropped.name] = Mark(DROPPED, "dropped", dropped.reason)
-    for override in result.overrides:
-        source, _, name = override.replaced.rpartition(":")
-        if source == label:
-            marks[prefix + name] = Mark(DROPPED, "replaced", f"replaced by {override.kept}")
-    conflicted = {c.name for c in result.conflicts}
-    made: dict[str, list[str]] = {}  # entry -> the tensors made from it (several for a split fused module)
-    for tensor in result.tensors:
-        if tensor.source != label or not (tensor.ops or tensor.name in conflicted):
-            continue
-        if tensor.name in conflicted:
-            mark = Mark(CONFLICT, "conflict", f"another tensor would also be named {tensor.name}", tensor)
-        else:
-            mark = Mark(TRANSFORMED, op_words(tensor), "", tensor)
-        for entry in tensor.inputs:
-            made.setdefault(entry.name, []).append(tensor.name)
-            if len(made[entry.name]) > 1 and mark.state != CONFLICT:
-                mark = Mark(TRANSFORMED, mark.word, f"split into {len(made[entry.name])}: "
-                                                    + ", ".join(made[entry.name]))
-            marks[prefix + entry.name] = mark
-    if report is not None:
-        _mark_fit(marks, result, label, prefix, template_fit(report))
-    return marks
-
-
-def _mark_fit(marks: dict[str, Mark], result: Plan, label: str, prefix: str,
-              fit: dict[str, tuple[str, str, str]]) -> None:
-    """Add the template's verdict to each kept tensor's mark: a mismatch or an unused name outranks a transform."""
-    for tensor in result.tensors:
-        found = fit.get(tensor.name)
-        if tensor.source != label or found is None:
-            continue
-        state, word, sentence = found
-        for entry in tensor.inputs:
-            old = marks.get(prefix + entry.name)
-            if old is not None and old.state == CONFLICT:
-                continue
-            words = f"{old.word} · {word}" if old is not None else word
-            marks[prefix + entry.name] = Mark(state or (old.state if old is not None else ""), words, sentence, tensor)
 
 
 def synced(recipe: Recipe, stores: Sequence[Store]) -> Recipe:
@@ -215,12 +111,14 @@ class _KeyedStores:
 class RecipeDocument(QObject):
     """The recipe being built over ``stores``; ``stores[0]`` is the tab's own file, later ones override it.
 
-    ``recipeChanged`` after every edit, undo or redo; ``planReady(Plan)`` / ``planFailed(str)`` once the
-    debounced plan for the newest recipe is done (results for older recipes are dropped).
+    ``recipeChanged`` after every edit, undo or redo; ``resultReady(PlanResult)`` (then ``planReady(Plan)``)
+    / ``planFailed(str)`` once the debounced plan for the newest recipe is done (results for older recipes
+    are dropped). Panels render from the PlanResult they receive.
     """
 
     recipeChanged = Signal()
     modifiedChanged = Signal(bool)
+    resultReady = Signal(object)
     planReady = Signal(object)
     planFailed = Signal(str)
     busyChanged = Signal(bool)
@@ -231,9 +129,7 @@ class RecipeDocument(QObject):
         self._state = _State((store,), synced(Recipe(), (store,)))
         self._owned: set[Store] = set()  # sources this document opened (the tab owns stores[0])
         self._keyed = _KeyedStores()
-        self.plan: Plan | None = None
-        self.alignment: AlignmentReport | None = None  # the latest plan against the template, when there is one
-        self.marks: dict[str, Mark] = {}  # the tab's tensors (by name in the file) the latest plan touches
+        self.result: PlanResult | None = None  # the latest plan's whole outcome, as every panel received it
         self.error: str | None = None
         self.path: Path | None = None  # where the recipe was last saved or opened from
         self.undo_stack = QUndoStack(self)
@@ -248,6 +144,20 @@ class RecipeDocument(QObject):
         self.replan()
 
     # --- state ----------------------------------------------------------------------------------------
+    @property
+    def plan(self) -> Plan | None:
+        return self.result.plan if self.result is not None else None
+
+    @property
+    def alignment(self) -> AlignmentReport | None:
+        """The latest plan against the template, when there is one."""
+        return self.result.alignment if self.result is not None else None
+
+    @property
+    def marks(self) -> Mapping[str, Mark]:
+        """The tab's tensors (by name in the file) the latest plan touches."""
+        return self.result.marks if self.result is not None else {}
+
     @property
     def stores(self) -> list[Store]:
         return list(self._state.stores)
@@ -387,11 +297,14 @@ class RecipeDocument(QObject):
         generation = self._generation
         stores, recipe, template, keyed, home = self._state.stores, self.recipe, self.template, self._keyed, self._home
 
-        def work(cancelled: Callable[[], bool]) -> tuple[Plan, dict[str, Mark], AlignmentReport | None]:
-            result = plan(keyed.resolve(stores, recipe), recipe, template=template)
+        def work(cancelled: Callable[[], bool]) -> PlanResult:
+            planned = tuple(keyed.resolve(stores, recipe))
+            result = plan(planned, recipe, template=template)
             report = align(result, template) if template is not None else None
             key = keys(stores, recipe)[stores.index(home)]
-            return result, plan_marks(result, home, f"{key}." if key else "", report), report
+            marks = plan_marks(result, home, f"{key}." if key else "", report)
+            return PlanResult(result, recipe, planned, MappingProxyType(marks), template, report,
+                              MappingProxyType(template_fit(report) if report is not None else {}))
 
         self._task = self._runner.run(work, lambda result: self._planned(generation, result),
                                       lambda failure: self._plan_failed(generation, failure),
@@ -399,12 +312,13 @@ class RecipeDocument(QObject):
         if not was_busy:
             self.busyChanged.emit(True)
 
-    def _planned(self, generation: int, outcome: tuple[Plan, dict[str, Mark], AlignmentReport | None]) -> None:
+    def _planned(self, generation: int, result: PlanResult) -> None:
         if generation != self._generation:
             return
         self._task = None
-        (self.plan, self.marks, self.alignment), self.error = outcome, None
-        self.planReady.emit(self.plan)
+        self.result, self.error = result, None
+        self.resultReady.emit(result)
+        self.planReady.emit(result.plan)
         self._settle()
 
     def _plan_failed(self, generation: int, failure: Failure) -> None:

@@ -29,7 +29,7 @@ def window(qapp, qtbot) -> MainWindow:
     yield main
     main.opener.cancel_all()
     main.work.cancel_all()
-    QThreadPool.globalInstance().waitForDone(10_000)
+    QThreadPool.globalInstance().waitForDone(60_000)
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def open_view(window: MainWindow, qtbot):
 
     def opener(path: Path) -> StoreView:
         window.open_file(path)
-        qtbot.waitUntil(lambda: window.view_for(Path(path).absolute()) is not None, timeout=10_000)
+        qtbot.waitUntil(lambda: window.view_for(Path(path).absolute()) is not None, timeout=30_000)
         view = window.view_for(Path(path).absolute())
         assert view is not None
         return view

@@ -44,7 +44,7 @@ def test_each_format_opens_expands_and_shows_statistics(window: MainWindow, open
 
     weight = model.index(children.index("weight"), 0, conv1)
     view.tree_view.setCurrentIndex(weight)
-    qtbot.waitUntil(lambda: view.details.stats is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: view.details.stats is not None, timeout=30_000)
     with open_store(_sample(ext)) as store:
         expected = store.read("conv1.weight").astype(np.float64)
     stats = view.details.stats
@@ -74,7 +74,7 @@ def test_search_filters_live_and_counts_matches(window: MainWindow, open_view, q
     total = len(view.store.entries)
     assert window.match_label.text() == f"{total} tensors"
     qtbot.keyClicks(window.search, "running")
-    qtbot.waitUntil(lambda: window.match_label.text() == f"4 of {total} match", timeout=5_000)
+    qtbot.waitUntil(lambda: window.match_label.text() == f"4 of {total} match", timeout=30_000)
     shown = [view.model.index(r, 0).data() for r in range(view.model.rowCount())]
     assert shown == ["norm1", "norm2"]
     norm1 = view.model.index(0, 0)
@@ -82,7 +82,7 @@ def test_search_filters_live_and_counts_matches(window: MainWindow, open_view, q
     assert view.model.index(0, 0, norm1).data(NODE_ROLE).path == "norm1.running_mean"
 
     window.search.clear()
-    qtbot.waitUntil(lambda: window.match_label.text() == f"{total} tensors", timeout=5_000)
+    qtbot.waitUntil(lambda: window.match_label.text() == f"{total} tensors", timeout=30_000)
     assert view.model.rowCount() == 6
 
 
@@ -91,14 +91,14 @@ def test_regex_search_and_an_invalid_regex_is_marked_not_fatal(window: MainWindo
     total = len(view.store.entries)
     window.regex.setChecked(True)
     qtbot.keyClicks(window.search, r"^fc\d\.bias$")
-    qtbot.waitUntil(lambda: window.match_label.text() == f"2 of {total} match", timeout=5_000)
+    qtbot.waitUntil(lambda: window.match_label.text() == f"2 of {total} match", timeout=30_000)
     window.search.setText("conv[")
-    qtbot.waitUntil(lambda: "Invalid regex" in window.match_label.text(), timeout=5_000)
+    qtbot.waitUntil(lambda: "Invalid regex" in window.match_label.text(), timeout=30_000)
     assert window.search.property("invalid") is True
     assert "unterminated" in window.search.toolTip()
     assert view.model.rowCount() == 2  # the last good filter stays on show
     window.search.setText("conv[12]")
-    qtbot.waitUntil(lambda: window.match_label.text() == f"4 of {total} match", timeout=5_000)
+    qtbot.waitUntil(lambda: window.match_label.text() == f"4 of {total} match", timeout=30_000)
     assert window.search.property("invalid") is False
 
 
@@ -107,7 +107,7 @@ def test_ctrl_f_focuses_the_search_box(window: MainWindow, open_view, qtbot):
     window.activateWindow()
     window.actions.find.trigger()
     assert window.actions.find.shortcut().matches(Qt.Modifier.CTRL | Qt.Key.Key_F).name == "ExactMatch"
-    qtbot.waitUntil(window.search.hasFocus, timeout=2_000)
+    qtbot.waitUntil(window.search.hasFocus, timeout=30_000)
 
 
 def _error_dialog(window: MainWindow) -> QMessageBox | None:
@@ -119,7 +119,7 @@ def test_a_broken_file_shows_an_error_dialog_and_the_window_lives_on(window: Mai
     broken = tmp_path / "broken.bpk"
     broken.write_bytes(_sample("bpk").read_bytes()[:40])
     window.open_file(broken)
-    qtbot.waitUntil(lambda: _error_dialog(window) is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: _error_dialog(window) is not None, timeout=30_000)
     box = _error_dialog(window)
     assert box.text() == "Store Studio could not open broken.bpk."
     assert "truncated" in box.informativeText().lower()
@@ -149,7 +149,7 @@ def test_drop_opens_files(window: MainWindow, qtbot):
     event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, data, Qt.MouseButton.LeftButton,
                        Qt.KeyboardModifier.NoModifier)
     window.dropEvent(event)
-    qtbot.waitUntil(lambda: window.tabs.count() == 1, timeout=10_000)
+    qtbot.waitUntil(lambda: window.tabs.count() == 1, timeout=30_000)
     assert window.current_view().path == _sample("safetensors")
 
 
@@ -166,7 +166,7 @@ def test_recent_files_and_geometry_are_remembered(qapp, qtbot, open_view, window
     assert (again.width(), again.height()) == (640, 480)
     assert again.actions.recent.actions()[0].text() == "sample_cnn.bpk"
     again.actions.recent.actions()[0].trigger()
-    qtbot.waitUntil(lambda: again.tabs.count() == 1, timeout=10_000)
+    qtbot.waitUntil(lambda: again.tabs.count() == 1, timeout=30_000)
     sizes = again.current_view().main_split.sizes()
     assert sizes[0] < sizes[1]
 
@@ -175,25 +175,25 @@ def test_values_preview_shows_a_slice_and_a_heat_map(window: MainWindow, open_vi
     view = open_view(_sample("bpk"))
     assert view.select("conv2.weight")
     values = view.values
-    qtbot.waitUntil(lambda: values.current is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: values.current is not None, timeout=30_000)
     assert len(values.spins) == 2  # [32, 16, 3, 3]: pick the first two, show the last two
     assert (values.model.rowCount(), values.model.columnCount()) == (3, 3)
     expected = view.store.read("conv2.weight")
     assert values.model.index(1, 2).data() == f"{expected[0, 0, 1, 2]:.6g}"
     values.spins[0].setValue(5)
-    qtbot.waitUntil(lambda: values.current is not None and values.current.leading == (5, 0), timeout=10_000)
+    qtbot.waitUntil(lambda: values.current is not None and values.current.leading == (5, 0), timeout=30_000)
     assert values.model.index(0, 0).data() == f"{expected[5, 0, 0, 0]:.6g}"
     assert values.caption.text().startswith("[5, 0, :, :]")
 
     assert view.select("fc1.weight")
-    qtbot.waitUntil(lambda: values.current is not None and values.current.cells.shape == (800, 128), timeout=10_000)
+    qtbot.waitUntil(lambda: values.current is not None and values.current.cells.shape == (800, 128), timeout=30_000)
     assert not values.spins
     assert values.current.rgb is not None and values.current.rgb.shape == (400, 128, 3)  # every 2nd row of 800
 
 
 def test_selecting_a_group_shows_its_totals_and_module(window: MainWindow, open_view, qtbot):
     view = open_view(_sample("bpk"))
-    qtbot.waitUntil(lambda: view.modules is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: view.modules is not None, timeout=30_000)
     assert view.select("norm1")
     details = view.details
     assert details.summary.text().startswith("group · 4 tensors · 32 parameters + 32 buffer values")  # running stats
@@ -210,14 +210,14 @@ def test_statistics_that_arrive_after_the_selection_changed_are_ignored(window: 
     real = details_module.stats_for
 
     def controlled(entry, cancel):
-        assert release[entry.name].wait(10), "the test never released this worker"
+        assert release[entry.name].wait(60), "the test never released this worker"
         return real(entry, cancel=cancel)
 
     monkeypatch.setattr(details_module, "stats_for", controlled)
     view = open_view(_sample("bpk"))
     details = view.details
     view.select("fc1.weight")
-    assert QThreadPool.globalInstance().waitForDone(10_000)  # fc1.weight's answer is queued, not yet delivered
+    assert QThreadPool.globalInstance().waitForDone(60_000)  # fc1.weight's answer is queued, not yet delivered
     view.select("conv1.bias")
     QCoreApplication.processEvents()  # delivers the late answer for fc1.weight
     QCoreApplication.processEvents()
@@ -225,7 +225,7 @@ def test_statistics_that_arrive_after_the_selection_changed_are_ignored(window: 
     assert details.stats_status.text() == "Computing statistics of 16 values…"
     assert details.progress.isVisibleTo(details)
     release["conv1.bias"].set()
-    qtbot.waitUntil(lambda: details.stats is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: details.stats is not None, timeout=30_000)
     with open_store(_sample("bpk")) as store:
         bias = store.read("conv1.bias").astype(np.float64)
     assert (details.stats.count, details.stats.min, details.stats.max) == (16, bias.min(), bias.max())

@@ -40,7 +40,7 @@ def test_each_hostile_class_gets_a_dialog_and_the_window_stays_usable(window: Ma
         assert re.search(refuses, box.informativeText()), f"{kind} {label}: {box.informativeText()}"
         assert "Traceback" not in box.informativeText()
         box.close()
-        qtbot.waitUntil(lambda: visible_error(window) is None, timeout=5_000)
+        qtbot.waitUntil(lambda: visible_error(window) is None, timeout=30_000)
         assert window.isVisible() and window.tabs.count() == 0 and window.is_idle()
     view = open_view(SAMPLES / "sample_cnn.bpk")
     assert view.model.rowCount() > 0

@@ -108,7 +108,7 @@ def test_search_results_are_compacted_and_a_regex_searched_as_text_says_so(windo
                                                                             tmp_path: Path):
     view = open_view(_t5(tmp_path))
     qtbot.keyClicks(window.search, "layer_norm")
-    qtbot.waitUntil(lambda: view.filter_result.matches == 2, timeout=5_000)
+    qtbot.waitUntil(lambda: view.filter_result.matches == 2, timeout=30_000)
     assert _top(view.model) == ["encoder.block.0.layer"]
     window.search.setText("^encoder")
     window.apply_filter()

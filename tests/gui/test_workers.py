@@ -17,14 +17,14 @@ def test_a_task_cancelled_while_running_reports_cancelled_and_never_its_result(q
 
     def work(cancelled):
         started.set()
-        assert release.wait(10)
+        assert release.wait(60)
         return "stale result"  # this work never looks at cancelled(): the runner must
 
     task = runner.run(work, outcomes.append, cancelled=lambda: outcomes.append("cancelled"))
-    assert started.wait(10) and runner.active == 1
+    assert started.wait(60) and runner.active == 1
     task.cancel()
     release.set()
-    qtbot.waitUntil(lambda: runner.active == 0, timeout=10_000)
+    qtbot.waitUntil(lambda: runner.active == 0, timeout=30_000)
     assert outcomes == ["cancelled"]
 
 
@@ -37,8 +37,8 @@ def test_a_failing_task_reports_the_engine_message_and_the_busy_state_follows(qa
         raise FormatError("x.pt", "the pickle is truncated")
 
     runner.run(work, lambda result: failures.append(("done", result)), failures.append)
-    qtbot.waitUntil(lambda: runner.active == 0, timeout=10_000)
-    QThreadPool.globalInstance().waitForDone(10_000)
+    qtbot.waitUntil(lambda: runner.active == 0, timeout=30_000)
+    QThreadPool.globalInstance().waitForDone(60_000)
     [failure] = failures
     assert failure.message == "x.pt: the pickle is truncated"
     assert isinstance(failure.error, FormatError) and "Traceback" in failure.details
@@ -63,8 +63,8 @@ def test_a_threading_trace_hook_reaches_the_work_on_pool_threads(qapp, qtbot):
     threading.settrace(hook)
     try:
         runner.run(traced_work, results.append)
-        qtbot.waitUntil(lambda: bool(results), timeout=10_000)
+        qtbot.waitUntil(lambda: bool(results), timeout=30_000)
     finally:
         threading.settrace(previous)
-        pool.waitForDone(10_000)
+        pool.waitForDone(60_000)
     assert results[0] != threading.get_ident() and seen == results

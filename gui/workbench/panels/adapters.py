@@ -29,14 +29,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import Store
-from engine.formats.pytorch import NAME as PYTORCH
 from engine.surgery import ENUM_VARIANT, KINDS, CastRule, ModuleGuess, Plan
 from engine.surgery import adapters as ad
 from engine.tree import natural_key
 from gui.models.tree_model import Index
 from gui.resources import monospace
 from gui.visual import AMBER
+from gui.workbench.checkpoint_keys import WHOLE_FILE, top_level_keys
 from gui.workbench.panels.base import DocumentPanel
 
 ADAPTER_LABELS = {
@@ -46,19 +45,9 @@ ADAPTER_LABELS = {
     ad.SKIP_ENUM_VARIANTS: ("Skip enum variants", "Drop Burn's CamelCase enum segments (feature.BaseConv.weight)"),
     ad.FUSE_WEIGHT_NORM: ("Fuse weight norm", "Replace weight_g/weight_v by the weight they stand for"),
 }
-WHOLE_FILE = "(whole file)"
 NO_CAST = "no cast"
 CASTS = (NO_CAST, "F16", "BF16", "F32")
 PATH, KIND, REASON = 0, 1, 2
-
-
-def top_level_keys(store: Store) -> list[str]:
-    """Branches a PyTorch checkpoint could be narrowed to: first name segments, and dict-valued entries."""
-    if store.format != PYTORCH:
-        return []
-    found = {name.split(".", 1)[0] for name in store.names if "." in name}
-    found |= {key for key, value in store.values.items() if isinstance(value, dict)}
-    return sorted(found, key=natural_key)
 
 
 class ModulesModel(QAbstractTableModel):
@@ -159,13 +148,12 @@ class AdaptersPanel(DocumentPanel):
             check.setObjectName(f"adapter-{name}")
             check.setToolTip(tip)
             check.toggled.connect(lambda on, n=name: self._toggled(n, on))
-            row = QHBoxLayout()
-            row.addWidget(check)
-            hint = QLabel(tip)
+            hint = QLabel(tip)  # under its box, not beside it: both keep the dock's width
             hint.setProperty("role", "hint")
             hint.setWordWrap(True)
-            row.addWidget(hint, 1)
-            grid.addLayout(row)
+            hint.setContentsMargins(22, 0, 0, 4)
+            grid.addWidget(check)
+            grid.addWidget(hint)
             self.checks[name] = check
 
         self.key = QComboBox()
@@ -194,6 +182,7 @@ class AdaptersPanel(DocumentPanel):
         cast_row.addWidget(QLabel("for"))
         cast_row.addWidget(self.scope, 1)
         form = QFormLayout()
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow("Top-level key", self.key)
         form.addRow("Cast floats to", cast_row)
 
@@ -214,6 +203,7 @@ class AdaptersPanel(DocumentPanel):
         header.setSectionResizeMode(REASON, QHeaderView.ResizeMode.Stretch)
         self.modules_title = QLabel("Module types")
         self.modules_title.setProperty("role", "heading")
+        self.modules_title.setWordWrap(True)
 
         layout = QVBoxLayout(self)
         layout.addWidget(adapters)

@@ -30,6 +30,7 @@ from engine.surgery import Filter, Plan, Predicate, PredicateGroup
 from engine.surgery.filters import EXCLUDE, FIELDS, INCLUDE, OPERATORS, PATH, WHERE, Rule, compile_pattern
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
+from gui.widgets import FlowLayout
 from gui.workbench.panels.base import DocumentPanel
 
 KIND_ORDER = (INCLUDE, PATH, WHERE, EXCLUDE)  # the order Filter.rule_hits counts them in
@@ -174,7 +175,7 @@ class FiltersPanel(DocumentPanel):
         self.message.setWordWrap(True)
         self.message.setStyleSheet(ERROR_TEXT_STYLE)
         self.message.hide()
-        buttons = QHBoxLayout()
+        buttons = FlowLayout()  # wraps in a narrow dock
         self.add_buttons: dict[str, QPushButton] = {}
         for kind, text, tip in ((INCLUDE, "+ Include", "Keep tensors whose name matches a regex"),
                                 (EXCLUDE, "+ Exclude", "Drop tensors whose name matches a regex"),
@@ -185,7 +186,6 @@ class FiltersPanel(DocumentPanel):
             button.clicked.connect(lambda _=False, k=kind: self.add_row(k))
             buttons.addWidget(button)
             self.add_buttons[kind] = button
-        buttons.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addWidget(hint)
         layout.addLayout(buttons)

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QSizePolicy,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -37,8 +38,9 @@ from engine.tree import natural_key
 from gui.models.tree_model import Index
 from gui.resources import icon, monospace
 from gui.visual import ERROR_TEXT_STYLE, brush, struck
-from gui.workbench.document import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, op_words, template_fit
+from gui.workbench.marks import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, op_words, template_fit
 from gui.workbench.panels.base import DocumentPanel
+from gui.workbench.plan_result import PlanResult
 from gui.workbench.recipe_fit import misfit
 
 STATUS, NAME, SHAPE, DTYPE, SOURCE, OPERATIONS, TEMPLATE = range(7)
@@ -227,6 +229,7 @@ class PreviewPanel(DocumentPanel):
         self.counts = QLabel("Planning…")
         self.counts.setObjectName("previewCounts")
         self.counts.setProperty("role", "heading")
+        self.counts.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the dock
         self.rerun = QPushButton("Re-run (F5)")
         self.rerun.setToolTip("Plan the recipe again now")
         self.rerun.clicked.connect(lambda: self.document.replan() if self.document is not None else None)
@@ -236,7 +239,7 @@ class PreviewPanel(DocumentPanel):
         self.name_filter.setToolTip("Show only rows whose name contains this text (case-insensitive)")
         self.name_filter.setClearButtonEnabled(True)
         self.name_filter.addAction(icon("search"), QLineEdit.ActionPosition.LeadingPosition)
-        self.name_filter.setMinimumWidth(180)
+        self.name_filter.setMinimumWidth(120)
         self.name_filter.textChanged.connect(self._filter_names)
         self.shown = QLabel()
         self.shown.setObjectName("previewShown")
@@ -266,7 +269,7 @@ class PreviewPanel(DocumentPanel):
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
         self.table.doubleClicked.connect(self._double_clicked)
         header = self.table.horizontalHeader()
-        for column, width in ((STATUS, 190), (NAME, 240), (SHAPE, 120), (DTYPE, 60), (SOURCE, 260), (TEMPLATE, 110)):
+        for column, width in ((STATUS, 150), (NAME, 220), (SHAPE, 120), (DTYPE, 60), (SOURCE, 230), (TEMPLATE, 110)):
             header.resizeSection(column, width)
         header.setSectionResizeMode(OPERATIONS, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
@@ -299,10 +302,9 @@ class PreviewPanel(DocumentPanel):
             self.model.show(None, [])
             self.counts.setText("")
 
-    def plan_ready(self, plan: Plan) -> None:
-        document = self.document
-        report, template = (document.alignment, document.template) if document is not None else (None, None)
-        self.model.show(plan, document.planned_stores() if document is not None else [], report, template)
+    def show_result(self, result: PlanResult) -> None:
+        plan, report, template = result.plan, result.alignment, result.template
+        self.model.show(plan, list(result.planned_stores), report, template)
         self.counts.setText(count_line(plan))
         self.counts.setStyleSheet(ERROR_TEXT_STYLE if plan.conflicts else "")
         self.table.setColumnHidden(TEMPLATE, report is None)

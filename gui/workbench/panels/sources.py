@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -31,7 +30,8 @@ from engine.surgery.filters import compile_pattern
 from gui.dialogs import MODEL_FILES, show_error
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
-from gui.workbench.panels.adapters import WHOLE_FILE, top_level_keys
+from gui.widgets import FlowLayout
+from gui.workbench.checkpoint_keys import WHOLE_FILE, top_level_keys
 from gui.workbench.panels.base import DocumentPanel
 from gui.workers import Failure, TaskRunner
 
@@ -59,10 +59,9 @@ class SourcesPanel(DocumentPanel):
         self.remove.clicked.connect(self._remove)
         self.up.clicked.connect(lambda: self._move(-1))
         self.down.clicked.connect(lambda: self._move(1))
-        buttons = QHBoxLayout()
+        buttons = FlowLayout()  # wraps in a narrow dock
         for button in (self.add, self.remove, self.up, self.down):
             buttons.addWidget(button)
-        buttons.addStretch(1)
 
         self.include = QLineEdit()
         self.include.setObjectName("sourceInclude")
@@ -78,8 +77,14 @@ class SourcesPanel(DocumentPanel):
         self.key.setToolTip("Read only this branch of the selected PyTorch checkpoint (e.g. its state_dict), "
                             "without its prefix; this source's own key wins over the recipe's (Adapters)")
         self.key.activated.connect(lambda _: self._key_chosen())
-        self.filter_box = QGroupBox("The selected source: key and filter on this file's own names, before the recipe")
+        self.filter_box = QGroupBox("Selected source")  # a group box is at least as wide as its title
+        self.filter_box.setToolTip("The selected source's key and filter, on this file's own names, before the recipe")
         form = QFormLayout(self.filter_box)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        box_hint = QLabel("Key and filter on this file's own names, before the recipe.")
+        box_hint.setWordWrap(True)
+        box_hint.setProperty("role", "hint")
+        form.addRow(box_hint)
         form.addRow("Top-level key", self.key)
         form.addRow("Include", self.include)
         form.addRow("Exclude", self.exclude)

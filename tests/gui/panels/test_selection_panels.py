@@ -31,7 +31,7 @@ def _show(panel: DetailsPanel, qtbot, array: np.ndarray) -> dict[str, str]:
     """Select a one-tensor store's tensor in the panel; the statistics shown, by key."""
     store = ArrayStore({"t": array})
     panel.show_node(build_tree(store.entries).find("t"), None)
-    qtbot.waitUntil(lambda: panel.stats is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.stats is not None, timeout=30_000)
     return {label.objectName()[5:]: label.text() for label in panel.findChildren(QLabel)
             if label.objectName().startswith("stat_")}
 
@@ -98,7 +98,7 @@ def test_hovering_the_heat_map_shows_the_cells_index_and_value(qtbot):
     panel.resize(400, 400)
     panel.show()
     panel.show_entry(ArrayStore({"w": array}).entries[0])
-    qtbot.waitUntil(lambda: panel.current is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.current is not None, timeout=30_000)
     panel.tabs.setCurrentWidget(panel.heat_map)
     QApplication.processEvents()
     heat = panel.heat_map

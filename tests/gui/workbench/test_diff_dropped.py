@@ -30,7 +30,7 @@ def test_dropped_tensors_are_rows_with_their_reason(window: MainWindow, surgery,
     with open_store(path) as other:
         panel = show_diff_dock(window, document)
         panel.compare_with(other, role="file", values=False)
-        qtbot.waitUntil(lambda: panel.is_idle() and panel.model.rowCount() > 0, timeout=10_000)
+        qtbot.waitUntil(lambda: panel.is_idle() and panel.model.rowCount() > 0, timeout=30_000)
         rows = {row.source.name: row for row in panel.model.rows if row.status == "dropped"}
         assert sorted(rows) == ["1.num_batches_tracked", "1.running_mean", "1.running_var"]
         assert rows["1.running_mean"].note == next(d.reason for d in document.plan.dropped

@@ -36,7 +36,7 @@ def document(window: MainWindow, qtbot):
     document.push(document.recipe.with_changes(adapters=("pytorch-to-burn",)), "Add adapter")
     qtbot.waitUntil(lambda: not document.busy and document.plan is not None
                     and document.plan.recipe == document.recipe,
-                    timeout=10_000)
+                    timeout=30_000)
     yield document
     document.close()
     store.close()
@@ -60,8 +60,8 @@ def template(document: RecipeDocument, tmp_path: Path):
 
 
 def _compared(panel: DiffPanel, qtbot) -> None:
-    qtbot.waitUntil(panel.is_idle, timeout=10_000)
-    qtbot.waitUntil(lambda: panel.model.rowCount() > 0, timeout=10_000)
+    qtbot.waitUntil(panel.is_idle, timeout=30_000)
+    qtbot.waitUntil(lambda: panel.model.rowCount() > 0, timeout=30_000)
 
 
 def _visible_rows(panel: DiffPanel) -> list:
@@ -131,14 +131,14 @@ def test_a_suggestion_becomes_a_remap_rule_and_undo_removes_it(window, document,
     panel.table.setCurrentIndex(_row_index(panel, "fc3.weight"))
     buttons = [b for b in panel.suggestions.findChildren(QPushButton) if b.objectName() == "suggestion"]
     assert [b.text() for b in buttons] == ["fc2.weight  →  fc3.weight"]
-    with qtbot.waitSignal(panel.compared, timeout=10_000):
+    with qtbot.waitSignal(panel.compared, timeout=30_000):
         qtbot.mouseClick(buttons[0], Qt.MouseButton.LeftButton)
     assert document.recipe.remaps == (RemapRule(r"^fc2\.weight$", "fc3.weight"),)
     _compared(panel, qtbot)
     statuses = {row.name: row.status for row in panel.model.rows}
     assert statuses["fc3.weight"] == "renamed" and "fc2.weight" not in statuses
 
-    with qtbot.waitSignal(panel.compared, timeout=10_000):
+    with qtbot.waitSignal(panel.compared, timeout=30_000):
         document.undo_stack.undo()
     assert document.recipe.remaps == ()
     statuses = {row.name: row.status for row in panel.model.rows}
@@ -147,14 +147,14 @@ def test_a_suggestion_becomes_a_remap_rule_and_undo_removes_it(window, document,
 
 def test_selecting_a_pair_shows_its_value_difference_and_histogram(window, document, template, qtbot):
     panel = _panel(window, document, template, qtbot)
-    with qtbot.waitSignal(panel.valuesShown, timeout=10_000) as shown:
+    with qtbot.waitSignal(panel.valuesShown, timeout=30_000) as shown:
         panel.table.setCurrentIndex(_row_index(panel, "conv1.weight"))
     result = shown.args[0]
     assert result.max_abs == pytest.approx(0.125) and result.mean_abs == pytest.approx(0.125)
     assert "max |Δ| 0.125" in panel.values_label.text() and "allclose no" in panel.values_label.text()
     assert panel.histogram.isVisible() and sum(result.histogram) == 16 * 9
 
-    with qtbot.waitSignal(panel.valuesShown, timeout=10_000) as shown:
+    with qtbot.waitSignal(panel.valuesShown, timeout=30_000) as shown:
         panel.table.setCurrentIndex(_row_index(panel, "fc1.weight"))
     result = shown.args[0]
     assert result.transposed and result.max_abs == pytest.approx(0.25)
@@ -167,7 +167,7 @@ def test_selecting_a_pair_shows_its_value_difference_and_histogram(window, docum
 
 def test_the_document_template_is_compared_and_followed(window, document, template, qtbot):
     document.set_template(template)
-    qtbot.waitUntil(lambda: not document.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: not document.busy, timeout=30_000)
     panel = DiffPanel(document)
     qtbot.addWidget(panel)
     _compared(panel, qtbot)
@@ -191,27 +191,30 @@ def test_surgery_diff_shows_the_panel_for_the_current_tab(window, open_view, qtb
     panel = window.diff_dock.widget()
     assert isinstance(panel, DiffPanel) and window.diff_dock.isVisible()
     assert panel.document is window.current_view().document
-    qtbot.waitUntil(lambda: panel.document.plan is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.document.plan is not None, timeout=30_000)
     panel.compare_with_file(SAMPLES / "sample_cnn.safetensors")  # the PyTorch layout of the same weights
     _compared(panel, qtbot)
     statuses = {row.name: row.status for row in panel.model.rows}
     assert statuses["fc1.weight"] == "transposed" and statuses["conv1.weight"] == "identical"
 
 
-def test_a_common_prefix_is_offered_as_one_remap_rule_with_its_hit_count(window, document, qtbot, tmp_path):
+def test_a_common_prefix_is_offered_as_one_remap_rule_with_the_pairs_it_makes(window, document, qtbot, tmp_path):
     values = {"model." + t.name: np.asarray(t.read()) for t in document.plan.tensors}
     path = export(ArrayStore(values).entries, tmp_path / "prefixed.safetensors")
     panel = show_diff_dock(window, document)
     panel.compare_with_file(path)
     _compared(panel, qtbot)
     count = len(document.plan.tensors)
-    assert panel.bulk_box.isVisible() and panel.bulk is not None
-    assert panel.bulk.rule == RemapRule("^", "model.") and panel.bulk.hits == count
-    assert f"add the prefix model.: fixes {count} of {count} missing" in panel.bulk_label.text()
-    panel.bulk_button.click()
+    assert panel.bulk_box.isVisible()
+    (row,) = panel.bulk_box.rows()
+    assert row.suggestion.remap == RemapRule("^", "model.") and row.suggestion.fixes == count
+    assert f"add the prefix model.: fixes {count} of {count} missing or mismatched" in row.title.full_text
+    assert "conv1.weight → model.conv1.weight [" in row.title.full_text  # what it pairs, before it is applied
+    assert all(f"{t.source_name} → model.{t.name} [" in row.title.toolTip() for t in document.plan.tensors)
+    row.apply_button.click()
     assert document.recipe.remaps[-1] == RemapRule("^", "model.")
     qtbot.waitUntil(lambda: panel.is_idle() and not document.busy and panel.model.rows
-                    and all(row.status == "identical" for row in panel.model.rows), timeout=10_000)
+                    and all(row.status == "identical" for row in panel.model.rows), timeout=30_000)
     assert not panel.bulk_box.isVisible()
 
 

@@ -23,7 +23,7 @@ from gui.workbench.export_dialog import EXPORT_PROGRESS, OVERWRITE_QUESTION, Exp
 
 def _planned(document: RecipeDocument, qtbot) -> RecipeDocument:
     qtbot.waitUntil(lambda: not document.busy and document.plan is not None
-                    and document.plan.recipe == document.recipe, timeout=10_000)
+                    and document.plan.recipe == document.recipe, timeout=30_000)
     return document
 
 
@@ -49,7 +49,7 @@ def _dialog(window: MainWindow, document: RecipeDocument, dest: Path) -> ExportD
 
 
 def _answer_overwrite(qtbot, button: QMessageBox.StandardButton) -> None:
-    qtbot.waitUntil(lambda: bool(_top_level(OVERWRITE_QUESTION)), timeout=5_000)
+    qtbot.waitUntil(lambda: bool(_top_level(OVERWRITE_QUESTION)), timeout=30_000)
     box = _top_level(OVERWRITE_QUESTION)[0]
     qtbot.mouseClick(box.button(button), Qt.MouseButton.LeftButton)
 
@@ -70,7 +70,7 @@ def test_exports_the_plan_to_burnpack_with_edited_metadata(window, sample_docume
     qtbot.mouseClick(dialog.remove_button, Qt.MouseButton.LeftButton)
 
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=30_000)
     assert "Exported 18 tensors" in dialog.result.text()
     assert dialog.diff_button.isEnabled()
     with open_store(dest) as written:
@@ -105,13 +105,13 @@ def test_no_to_the_overwrite_question_leaves_the_file_untouched(window, sample_d
     dialog = _dialog(window, sample_document, dest)
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
     _answer_overwrite(qtbot, QMessageBox.StandardButton.No)
-    qtbot.waitUntil(lambda: "left as it was" in dialog.result.text(), timeout=5_000)
+    qtbot.waitUntil(lambda: "left as it was" in dialog.result.text(), timeout=30_000)
     assert not dialog.is_exporting() and dialog.exported_path is None
     assert dest.read_bytes() == b"precious"
 
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
     _answer_overwrite(qtbot, QMessageBox.StandardButton.Yes)
-    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=30_000)
     with open_store(dest) as written:
         assert len(written.entries) == 18
 
@@ -138,7 +138,7 @@ def test_cancel_during_a_large_export_leaves_the_old_file_and_no_partial(window,
         qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
         _answer_overwrite(qtbot, QMessageBox.StandardButton.Yes)
         qtbot.waitUntil(lambda: first.is_set() and dialog.progress_dialog is not None
-                        and dialog.progress_dialog.value() > 0, timeout=10_000)
+                        and dialog.progress_dialog.value() > 0, timeout=30_000)
         progress = dialog.progress_dialog
         assert progress.objectName() == EXPORT_PROGRESS and progress.isVisible()
         assert " of 192 MiB" in progress.labelText() and "/s" in progress.labelText() and "left" in progress.labelText()
@@ -162,7 +162,7 @@ def test_a_failing_export_shows_the_error_dialog_and_the_app_lives_on(window, sa
     dialog = _dialog(window, sample_document, dest)
     assert dialog.problem.isVisibleTo(dialog) and "conflict" in dialog.problem.text()
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: bool(_top_level(ERROR_DIALOG)), timeout=10_000)
+    qtbot.waitUntil(lambda: bool(_top_level(ERROR_DIALOG)), timeout=30_000)
     box = _top_level(ERROR_DIALOG)[0]
     assert "could not export model.bpk" in box.text()
     assert "conv1.weight" in box.informativeText()
@@ -171,20 +171,20 @@ def test_a_failing_export_shows_the_error_dialog_and_the_app_lives_on(window, sa
 
     sample_document.undo_stack.undo()  # fix the recipe; the same dialog exports
     _planned(sample_document, qtbot)
-    qtbot.waitUntil(lambda: not dialog.problem.isVisibleTo(dialog), timeout=5_000)
+    qtbot.waitUntil(lambda: not dialog.problem.isVisibleTo(dialog), timeout=30_000)
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=30_000)
     assert dest.exists() and window.isVisible()
 
 
 def test_diff_result_against_source_shows_every_tensor_identical(window, sample_document, qtbot, tmp_path):
     dialog = _dialog(window, sample_document, tmp_path / "model.bpk")
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dialog.diff_button.isEnabled(), timeout=10_000)
+    qtbot.waitUntil(lambda: dialog.diff_button.isEnabled(), timeout=30_000)
     qtbot.mouseClick(dialog.diff_button, Qt.MouseButton.LeftButton)
     panel = window.findChild(DiffPanel)
     assert panel is not None and panel.isVisible()
-    qtbot.waitUntil(lambda: panel.is_idle() and panel.model.rowCount() == 18, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.is_idle() and panel.model.rowCount() == 18, timeout=30_000)
     assert {row.status for row in panel.model.rows} == {"identical"}
     assert "everything matches" in panel.message.text()
     renamed = next(row for row in panel.model.rows if row.name == "norm1.gamma")
@@ -202,11 +202,11 @@ def test_file_export_opens_the_dialog_for_the_current_tab_and_the_diff_lands_in_
     assert dialog is not None and dialog.isVisible() and dialog.document is document
     dialog.path_edit.setText(str(tmp_path / "model.safetensors"))
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dialog.diff_button.isEnabled(), timeout=10_000)
+    qtbot.waitUntil(lambda: dialog.diff_button.isEnabled(), timeout=30_000)
     qtbot.mouseClick(dialog.diff_button, Qt.MouseButton.LeftButton)
     panel = window.diff_dock.widget()
     assert isinstance(panel, DiffPanel) and panel.document is document and window.diff_dock.isVisible()
-    qtbot.waitUntil(lambda: panel.is_idle() and panel.model.rowCount() == 18, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.is_idle() and panel.model.rowCount() == 18, timeout=30_000)
     assert {row.status for row in panel.model.rows} == {"identical"}
 
 

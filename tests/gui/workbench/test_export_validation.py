@@ -20,7 +20,7 @@ from workbench_helpers import model_and_template, settle
 def _question(qtbot) -> QMessageBox:
     def shown() -> list:
         return [w for w in QApplication.topLevelWidgets() if w.objectName() == MISMATCH_QUESTION and w.isVisible()]
-    qtbot.waitUntil(lambda: bool(shown()), timeout=5_000)
+    qtbot.waitUntil(lambda: bool(shown()), timeout=30_000)
     return shown()[0]
 
 
@@ -45,7 +45,7 @@ def test_a_shape_mismatch_blocks_the_export_until_confirmed_and_cancel_writes_no
     assert "2.weight: here [2, 4], template [5, 4]" in box.informativeText()
     assert box.defaultButton() is box.button(QMessageBox.StandardButton.Cancel)
     qtbot.mouseClick(box.button(QMessageBox.StandardButton.Cancel), Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: "Nothing exported" in dialog.result.text(), timeout=5_000)
+    qtbot.waitUntil(lambda: "Nothing exported" in dialog.result.text(), timeout=30_000)
     assert not dest.exists() and dialog.exported_path is None
 
 
@@ -57,7 +57,7 @@ def test_export_anyway_writes_the_result_and_says_so(window, mismatched, qtbot, 
     box = _question(qtbot)
     anyway = next(b for b in box.buttons() if b.text() == "Export Anyway")
     qtbot.mouseClick(anyway, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=30_000)
     assert "anyway with 1 shape mismatch" in dialog.result.text()
     with open_store(dest) as written:
         expected = {t.name: t.read() for t in mismatched.plan.tensors}
@@ -78,7 +78,7 @@ def test_without_mismatches_export_asks_nothing(window, surgery, qtbot, tmp_path
     dialog.path_edit.setText(str(tmp_path / "ok.safetensors"))
     assert not dialog.problem.isVisible()
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=30_000)
 
 
 def test_burnpack_scalars_survive_a_gui_export_burnpack_to_burnpack(window, surgery, qtbot, tmp_path: Path):
@@ -90,7 +90,7 @@ def test_burnpack_scalars_survive_a_gui_export_burnpack_to_burnpack(window, surg
         dialog = run_export(window, document)
         dialog.path_edit.setText(str(dest))
         qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=10_000)
+        qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=30_000)
         with open_store(dest) as written:
             assert written.scalars == kept
             np.testing.assert_array_equal(written.read("fc.weight"), np.arange(6, dtype=np.float32).reshape(2, 3))
@@ -106,7 +106,7 @@ def test_the_sources_metadata_is_offered_for_export_unless_the_recipe_clears_it(
     assert dialog.metadata()["license"] == "MIT" and dialog.metadata()["producer"] == "store-studio"
     dialog.path_edit.setText(str(tmp_path / "out.bpk"))
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=30_000)
     with open_store(tmp_path / "out.bpk") as written:
         assert written.metadata["license"] == "MIT" and written.metadata["format"] == "burnpack"
     dialog.close()

@@ -60,7 +60,7 @@ def run_window(argv: list[str], inspect, monkeypatch) -> int:
 
     QTimer.singleShot(0, poll)
     code = main(argv)
-    QThreadPool.globalInstance().waitForDone(10_000)
+    QThreadPool.globalInstance().waitForDone(60_000)
     return code
 
 

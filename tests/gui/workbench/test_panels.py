@@ -15,7 +15,7 @@ from engine.surgery.printers import as_cli, as_rust
 from gui.main_window import MainWindow
 from gui.models.tree_model import MARK_ROLE, Column
 from gui.visual import RED
-from gui.workbench.document import DROPPED, TRANSFORMED
+from gui.workbench.marks import DROPPED, TRANSFORMED
 from gui.workbench.panels.adapters import KIND
 from gui.workbench.panels.filters import EXCLUDE, INCLUDE, WHERE
 from gui.workbench.panels.preview import NAME, STATUS
@@ -186,7 +186,7 @@ def test_a_second_source_overrides_and_reorders(window: MainWindow, surgery, qtb
     export(ArrayStore({"fc2.bias": np.ones(10, np.float32)}).entries, other)
     panel = window.panels["sources"]
     panel.add_file(other)
-    qtbot.waitUntil(lambda: len(document.stores) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: len(document.stores) == 2, timeout=30_000)
     settle(qtbot, document)
     assert panel.list.count() == 2 and "other.safetensors" in panel.list.item(1).text()
     assert [o.name for o in document.plan.overrides] == ["fc2.bias"]
@@ -232,7 +232,7 @@ def test_save_and_open_recipe_round_trip(window: MainWindow, surgery, qtbot, tmp
     document.add_remap("conv", "c")
     monkeypatch.setattr(window, "ask_save", lambda view: QMessageBox.StandardButton.Discard)
     window.open_recipe(target)
-    qtbot.waitUntil(lambda: document.recipe == saved and not document.is_modified, timeout=10_000)
+    qtbot.waitUntil(lambda: document.recipe == saved and not document.is_modified, timeout=30_000)
     assert Recipe.load(target).remaps == saved.remaps
 
 
@@ -361,7 +361,7 @@ def test_a_source_filter_is_checked_as_typed_and_the_source_removed(window: Main
     export(ArrayStore({"fc2.bias": np.full(10, 7, np.float32), "extra.weight": np.ones(3, np.float32)}).entries, other)
     panel = window.panels["sources"]
     panel.add_file(other)
-    qtbot.waitUntil(lambda: len(document.stores) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: len(document.stores) == 2, timeout=30_000)
     settle(qtbot, document)
     panel.list.setCurrentRow(0)
     assert not panel.remove.isEnabled()  # the tab's own file stays
@@ -400,7 +400,7 @@ def test_a_source_that_cannot_be_opened_says_why_and_changes_nothing(window: Mai
     def shown() -> list[QMessageBox]:  # this window's own: other tests' windows may linger until deleted
         return [box for box in window.findChildren(QMessageBox, ERROR_DIALOG) if box.isVisible()]
 
-    qtbot.waitUntil(lambda: bool(shown()), timeout=10_000)
+    qtbot.waitUntil(lambda: bool(shown()), timeout=30_000)
     [box] = shown()
     assert box.text() == "Store Studio could not add broken.safetensors."
     assert box.informativeText().startswith("Broken.safetensors: ")

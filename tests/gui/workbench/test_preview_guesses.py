@@ -39,7 +39,7 @@ def _open_editor(window: MainWindow) -> QComboBox | None:
 
 
 def _choose_in_editor(window: MainWindow, qtbot, kind: str) -> list[str]:
-    qtbot.waitUntil(lambda: _open_editor(window) is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: _open_editor(window) is not None, timeout=30_000)
     editor = _open_editor(window)
     offered = [editor.itemText(i) for i in range(editor.count())]
     editor.setCurrentText(kind)

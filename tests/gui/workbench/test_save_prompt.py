@@ -64,7 +64,7 @@ def test_a_failed_save_says_why_and_keeps_the_tab_and_its_edits(window: MainWind
     monkeypatch.setattr("gui.main_window.QFileDialog.getSaveFileName", lambda *a, **k: (str(target), ""))
     answer_when_asked(Button.Save, [])
     window.close_current()
-    qtbot.waitUntil(lambda: error_box(window) is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: error_box(window) is not None, timeout=30_000)
     box = error_box(window)
     assert box.text() == "Store Studio could not save the recipe as r.recipe.json."
     assert "No such file or directory" in box.informativeText()
@@ -82,7 +82,7 @@ def test_save_recipe_over_a_folder_is_an_error_not_a_crash(window: MainWindow, s
     folder.mkdir()
     monkeypatch.setattr("gui.main_window.QFileDialog.getSaveFileName", lambda *a, **k: (str(folder), ""))
     assert window.save_recipe() is False
-    qtbot.waitUntil(lambda: error_box(window) is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: error_box(window) is not None, timeout=30_000)
     assert error_box(window).text() == "Store Studio could not save the recipe as taken.recipe.json."
     assert document.is_modified and folder.is_dir()
     error_box(window).close()

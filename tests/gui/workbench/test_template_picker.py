@@ -8,7 +8,7 @@ from engine import open_store
 from engine.surgery import align
 from gui.main_window import MainWindow
 from gui.models.tree_model import MARK_ROLE, NODE_ROLE
-from gui.workbench.document import MISMATCH, UNUSED
+from gui.workbench.marks import MISMATCH, UNUSED
 from gui.workbench.panels.preview import NAME, STATUS, TEMPLATE
 
 from workbench_helpers import model_and_template, settle
@@ -43,7 +43,7 @@ def test_set_template_shows_applied_missing_unused_and_mismatch_like_the_cli(win
     assert panel.table.isColumnHidden(TEMPLATE) and not window.actions.clear_template.isEnabled()
     pick(monkeypatch, template)
     window.actions.set_template.trigger()
-    qtbot.waitUntil(lambda: document.template is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: document.template is not None, timeout=30_000)
     settle(qtbot, document)
     with open_store(template) as again:
         cli = align(document.plan, again)  # what `convert --template` reports
@@ -82,7 +82,7 @@ def test_the_diff_views_template_button_chooses_a_template_when_there_is_none(wi
     pick(monkeypatch, template)
     panel.template_button.click()
     qtbot.waitUntil(lambda: panel.other is not None and panel.is_idle() and panel.model.rowCount() > 0,
-                    timeout=10_000)
+                    timeout=30_000)
     assert document.template is panel.other and "target.safetensors (template)" in panel.against.text()
     statuses = {row.name: row.status for row in panel.model.rows}
     assert statuses["2.weight"] == "shape_mismatch" and statuses["3.weight"] == "missing"
@@ -95,7 +95,7 @@ def test_the_template_is_saved_with_the_recipe_and_opened_with_it(window: MainWi
     document = surgery(source)
     pick(monkeypatch, template)
     window.actions.set_template.trigger()
-    qtbot.waitUntil(lambda: document.template is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: document.template is not None, timeout=30_000)
     settle(qtbot, document)
     assert document.recipe.template == str(template) and document.is_modified
     saved = document.save(tmp_path / "r.recipe.json")
@@ -105,7 +105,7 @@ def test_the_template_is_saved_with_the_recipe_and_opened_with_it(window: MainWi
     settle(qtbot, document)
     assert document.template is None and document.recipe.template is None
     window.open_recipe(saved)
-    qtbot.waitUntil(lambda: document.template is not None and not document.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: document.template is not None and not document.busy, timeout=30_000)
     settle(qtbot, document)
     assert document.template.path == template and not document.is_modified
     assert preview_rows(window)["3.weight"] == ("✕ missing", "missing")

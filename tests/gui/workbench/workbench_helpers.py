@@ -18,7 +18,7 @@ SAMPLE_BPK = SAMPLES / "sample_cnn.bpk"
 
 def settle(qtbot, document: RecipeDocument) -> None:
     """Wait until the plan for the newest recipe is in (debounce and worker both done)."""
-    qtbot.waitUntil(lambda: not document.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: not document.busy, timeout=30_000)
 
 
 def model_and_template(tmp_path: Path) -> tuple[Path, Path]:
