@@ -1,0 +1,61 @@
+"""Behaviours of engine/surgery that a mutation run (issue 25, `mutmut run "engine.surgery.*"`) showed no test checked.
+
+Promise -> test:
+- a fused weight norm is written in the source's dtype, with g * v / ||v|| by hand, also for a 1-D weight and a
+  gain stored flat (one value per output row) -> test_fused_weight_norm_*
+- the dry-run document (Plan.to_json) names each guess with every field the command line prints ->
+  test_the_dry_run_document_lists_every_field_of_each_guess
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from engine import ArrayStore
+from engine.surgery import Recipe, plan
+
+FUSE = Recipe(adapters=("fuse-weight-norm",))
+
+
+def fused(g: np.ndarray, v: np.ndarray) -> np.ndarray:
+    result = plan([ArrayStore({"fc.weight_g": g, "fc.weight_v": v, "fc.bias": np.zeros(len(v), v.dtype)})], FUSE)
+    (weight,) = [t for t in result.tensors if t.name == "fc.weight"]
+    return weight
+
+
+def test_fused_weight_norm_keeps_the_sources_float32_bytes(tmp_path):
+    rng = np.random.default_rng(5)
+    g, v = rng.standard_normal((3, 1), dtype=np.float32), rng.standard_normal((3, 2), dtype=np.float32)
+    weight = fused(g, v)
+    by_hand = (g.astype(np.float64) * v / np.linalg.norm(v.astype(np.float64), axis=1, keepdims=True)).astype(np.float32)
+    assert weight.read().dtype == np.float32 and weight.read().tobytes() == by_hand.tobytes()
+    result = plan([ArrayStore({"fc.weight_g": g, "fc.weight_v": v})], FUSE)
+    out = load_file(result.export(tmp_path / "o.safetensors"))
+    assert out["fc.weight"].dtype == np.float32 and out["fc.weight"].tobytes() == by_hand.tobytes()
+
+
+def test_fused_weight_norm_of_a_1d_weight_is_the_gain_times_the_sign():
+    g, v = np.array([2.0, 3.0, 0.5], np.float32), np.array([-4.0, 0.25, 1.0], np.float32)
+    np.testing.assert_array_equal(fused(g, v).read(), [-2.0, 3.0, 0.5])  # ||v|| of one value is |v|
+
+
+@pytest.mark.parametrize("rows, cols", [(3, 2), (2, 3)])
+def test_fused_weight_norm_takes_a_flat_gain_as_one_value_per_output_row(rows, cols):
+    g = np.arange(1, rows + 1, dtype=np.float32)  # stored flat, [rows], not torch's [rows, 1]
+    v = np.ones((rows, cols), np.float32)
+    expected = np.repeat(g[:, None] / np.sqrt(cols), cols, axis=1).astype(np.float32)
+    np.testing.assert_allclose(fused(g, v).read(), expected, rtol=1e-7)
+
+
+def test_the_dry_run_document_lists_every_field_of_each_guess():
+    rng = np.random.default_rng(0)
+    source = ArrayStore({"tokens.weight": rng.standard_normal((6, 4), dtype=np.float32)})
+    doc = json.loads(json.dumps(plan([source], Recipe(adapters=("pytorch-to-burn",))).to_json()))
+    assert doc["guesses"] == [{
+        "name": "tokens.weight", "source_name": "tokens.weight", "module": "tokens", "kind": "Linear",
+        "decision": "Linear: transposed", "reason": "2-D weight without bias, and the name 'tokens' says nothing",
+        "settle": "--module tokens=Linear or --module tokens=Embedding", "alternatives": ["Linear", "Embedding"]}]
