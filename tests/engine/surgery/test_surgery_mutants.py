@@ -5,6 +5,9 @@ Promise -> test:
   gain stored flat (one value per output row) -> test_fused_weight_norm_*
 - the dry-run document (Plan.to_json) names each guess with every field the command line prints ->
   test_the_dry_run_document_lists_every_field_of_each_guess
+- a guess's decision says what the adapter and the casts did to the tensor (not remaps or renumbering), with
+  the renamed leaf, and "not transposed" when another kind would have transposed it -> test_a_guess_*,
+  test_a_cast_embedding_guess_says_it_was_cast_and_not_transposed
 """
 
 from __future__ import annotations
@@ -59,3 +62,26 @@ def test_the_dry_run_document_lists_every_field_of_each_guess():
         "name": "tokens.weight", "source_name": "tokens.weight", "module": "tokens", "kind": "Linear",
         "decision": "Linear: transposed", "reason": "2-D weight without bias, and the name 'tokens' says nothing",
         "settle": "--module tokens=Linear or --module tokens=Embedding", "alternatives": ["Linear", "Embedding"]}]
+
+
+def decisions(arrays: dict[str, np.ndarray], recipe: Recipe) -> dict[str, str]:
+    return {g.name: g.decision for g in plan([ArrayStore(arrays)], recipe).guesses}
+
+
+def test_a_guess_says_what_the_adapter_did_not_what_remaps_and_renumbering_did():
+    from engine.surgery import RemapRule
+    w = np.random.default_rng(1).standard_normal((6, 4), dtype=np.float32)
+    recipe = Recipe(remaps=(RemapRule(r"^x\.", "y."),), adapters=("contiguous-indices", "pytorch-to-burn"))
+    assert decisions({"x.3.tokens.weight": w}, recipe) == {"y.0.tokens.weight": "Linear: transposed"}
+
+
+def test_a_guess_names_the_renamed_leaf_of_a_nested_module():
+    assert decisions({"enc.act.weight": np.ones(4, np.float32)}, Recipe(adapters=("pytorch-to-burn",))) == {
+        "enc.act.alpha": "PRelu: renamed weight -> alpha"}
+
+
+def test_a_cast_embedding_guess_says_it_was_cast_and_not_transposed():
+    from engine.surgery import CastRule
+    w = np.random.default_rng(2).standard_normal((10, 4), dtype=np.float32)
+    recipe = Recipe(adapters=("pytorch-to-burn",), casts=(CastRule("F16"),))
+    assert decisions({"embed_out.weight": w}, recipe) == {"embed_out.weight": "Embedding: cast F32 -> F16, not transposed"}
