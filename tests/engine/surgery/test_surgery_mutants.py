@@ -7,7 +7,9 @@ Promise -> test:
   test_the_dry_run_document_lists_every_field_of_each_guess
 - a guess's decision says what the adapter and the casts did to the tensor (not remaps or renumbering), with
   the renamed leaf, and "not transposed" when another kind would have transposed it -> test_a_guess_*,
-  test_a_cast_embedding_guess_says_it_was_cast_and_not_transposed
+  test_a_cast_embedding_guess_says_it_was_cast_and_not_transposed, test_a_linear_guess_lists_the_transpose_and_the_cast
+- a recipe's remaps are [pattern, replacement] pairs or {"pattern", "replacement"} objects; anything else is a
+  RecipeError naming the field -> test_a_recipe_file_takes_remaps_as_pairs_or_as_objects_and_names_what_is_wrong
 """
 
 from __future__ import annotations
@@ -85,3 +87,23 @@ def test_a_cast_embedding_guess_says_it_was_cast_and_not_transposed():
     w = np.random.default_rng(2).standard_normal((10, 4), dtype=np.float32)
     recipe = Recipe(adapters=("pytorch-to-burn",), casts=(CastRule("F16"),))
     assert decisions({"embed_out.weight": w}, recipe) == {"embed_out.weight": "Embedding: cast F32 -> F16, not transposed"}
+
+
+def test_a_linear_guess_lists_the_transpose_and_the_cast():
+    from engine.surgery import CastRule
+    w = np.random.default_rng(4).standard_normal((6, 4), dtype=np.float32)
+    recipe = Recipe(adapters=("pytorch-to-burn",), casts=(CastRule("F16"),))
+    assert decisions({"tokens.weight": w}, recipe) == {"tokens.weight": "Linear: transposed, cast F32 -> F16"}
+
+
+def test_a_recipe_file_takes_remaps_as_pairs_or_as_objects_and_names_what_is_wrong():
+    from engine import RecipeError
+    from engine.surgery import RemapRule
+    from engine.surgery.recipe import VERSION
+    doc = {"version": VERSION, "remaps": [{"pattern": "^a$", "replacement": "b"}, ["pattern", "replacement"]]}
+    assert Recipe.from_json(doc).remaps == (RemapRule("^a$", "b"), RemapRule("pattern", "replacement"))
+    for remaps, message in (("^a$", "remaps: must be a list of [pattern, replacement] pairs"),
+                            ([{"pattern": "a", "replacement": "b", "x": 1}], "remaps[0]: must be [pattern, replacement] (two strings)")):
+        with pytest.raises(RecipeError) as caught:
+            Recipe.from_json({"version": VERSION, "remaps": remaps})
+        assert str(caught.value) == message
