@@ -10,6 +10,8 @@ Promise -> test:
   test_a_cast_embedding_guess_says_it_was_cast_and_not_transposed, test_a_linear_guess_lists_the_transpose_and_the_cast
 - a recipe's remaps are [pattern, replacement] pairs or {"pattern", "replacement"} objects; anything else is a
   RecipeError naming the field -> test_a_recipe_file_takes_remaps_as_pairs_or_as_objects_and_names_what_is_wrong
+- `--skip-enum-variants` keeps a CamelCase segment without evidence and says which one, on which tensor ->
+  test_a_kept_camel_case_segment_is_named_in_its_guess
 """
 
 from __future__ import annotations
@@ -107,3 +109,10 @@ def test_a_recipe_file_takes_remaps_as_pairs_or_as_objects_and_names_what_is_wro
         with pytest.raises(RecipeError) as caught:
             Recipe.from_json({"version": VERSION, "remaps": remaps})
         assert str(caught.value) == message
+
+
+def test_a_kept_camel_case_segment_is_named_in_its_guess():
+    result = plan([ArrayStore({"model.enc.Block.scale": np.ones(3, np.float32)})], Recipe(adapters=("skip-enum-variants",)))
+    (guess,) = result.guesses
+    assert (guess.name, guess.module, guess.decision) == ("model.enc.Block.scale", "model.enc.Block", "kept segment 'Block'")
+    assert guess.settle.startswith("--module model.enc.Block=EnumVariant to drop it")
