@@ -112,7 +112,14 @@ def test_a_recipe_file_takes_remaps_as_pairs_or_as_objects_and_names_what_is_wro
 
 
 def test_a_kept_camel_case_segment_is_named_in_its_guess():
-    result = plan([ArrayStore({"model.enc.Block.scale": np.ones(3, np.float32)})], Recipe(adapters=("skip-enum-variants",)))
-    (guess,) = result.guesses
-    assert (guess.name, guess.module, guess.decision) == ("model.enc.Block.scale", "model.enc.Block", "kept segment 'Block'")
-    assert guess.settle.startswith("--module model.enc.Block=EnumVariant to drop it")
+    from engine.surgery.guesses import Guess
+    why = "CamelCase like a Burn enum variant, but no template or --module says it is one"
+    holds_a_linear = {"model.enc.Block.weight": np.ones((3, 2), np.float32), "model.enc.Block.bias": np.ones(3, np.float32)}
+    assert plan([ArrayStore(holds_a_linear)], Recipe(adapters=("skip-enum-variants",))).guesses[0] == Guess(
+        "model.enc.Block.weight", "model.enc.Block.weight", "model.enc.Block", "Linear", "kept segment 'Block'", why,
+        "--module model.enc.Block=EnumVariant to drop it, or --module model.enc.Block=Linear to keep it",
+        ("Linear", "EnumVariant"))
+    holds_no_tensor = {"model.Block.enc.w": np.ones(3, np.float32)}  # only a module below it does
+    assert plan([ArrayStore(holds_no_tensor)], Recipe(adapters=("skip-enum-variants",))).guesses == [Guess(
+        "model.Block.enc.w", "model.Block.enc.w", "model.Block", "module", "kept segment 'Block'", why,
+        "--module model.Block=EnumVariant to drop it, or --module model.Block=TYPE to keep it", ("module", "EnumVariant"))]
