@@ -105,7 +105,8 @@ def test_a_recipe_file_takes_remaps_as_pairs_or_as_objects_and_names_what_is_wro
     doc = {"version": VERSION, "remaps": [{"pattern": "^a$", "replacement": "b"}, ["pattern", "replacement"]]}
     assert Recipe.from_json(doc).remaps == (RemapRule("^a$", "b"), RemapRule("pattern", "replacement"))
     for remaps, message in (("^a$", "remaps: must be a list of [pattern, replacement] pairs"),
-                            ([{"pattern": "a", "replacement": "b", "x": 1}], "remaps[0]: must be [pattern, replacement] (two strings)")):
+                            ([{"pattern": "a", "replacement": "b", "x": 1}], "remaps[0]: must be [pattern, replacement] (two strings)"),
+                            ([["^a$", "b"], ["^a$", "b", "c"]], "remaps[1]: must be [pattern, replacement] (two strings)")):
         with pytest.raises(RecipeError) as caught:
             Recipe.from_json({"version": VERSION, "remaps": remaps})
         assert str(caught.value) == message
