@@ -6,12 +6,13 @@ PyTorch as storage classes or ``torch.<name>``. ``DType`` is the meeting point.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from . import quantized as q
@@ -67,6 +68,8 @@ class DType:
         """The numpy dtype an array of this type reads as (None when there is none)."""
         if self.name == "BOOL":
             return np.dtype("<u4") if self.storage == "U32" else np.dtype(np.bool_)
+        if self.name in ML_DTYPES:
+            return _ml_dtypes()[self.name]
         return _NUMPY.get(self.name)
 
     def nbytes(self, shape: tuple[int, ...]) -> int | None:
@@ -103,12 +106,22 @@ BY_NAME = {d.name: d for d in ALL}
 
 _NUMPY: dict[str, np.dtype] = {
     "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "FLEX32": np.dtype("<f4"), "F16": np.dtype("<f2"),
-    "BF16": np.dtype(ml_dtypes.bfloat16), "F8_E4M3": np.dtype(ml_dtypes.float8_e4m3fn),
-    "F8_E5M2": np.dtype(ml_dtypes.float8_e5m2), "F8_E8M0": np.dtype(ml_dtypes.float8_e8m0fnu),
     "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
     "U64": np.dtype("<u8"), "U32": np.dtype("<u4"), "U16": np.dtype("<u2"), "U8": np.dtype("u1"),
     "C64": np.dtype("<c8"), "C128": np.dtype("<c16"),
 }
+
+
+ML_DTYPES = frozenset({"BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0"})
+
+
+@functools.cache
+def _ml_dtypes() -> dict[str, np.dtype]:
+    """bfloat16 and the float8s, whose numpy types come from ml_dtypes: imported when a tensor needs one,
+    not at start-up (it is a fifth of a command's start-up time)."""
+    import ml_dtypes
+    return {"BF16": np.dtype(ml_dtypes.bfloat16), "F8_E4M3": np.dtype(ml_dtypes.float8_e4m3fn),
+            "F8_E5M2": np.dtype(ml_dtypes.float8_e5m2), "F8_E8M0": np.dtype(ml_dtypes.float8_e8m0fnu)}
 
 
 def from_numpy(dtype: np.dtype) -> DType:
@@ -116,9 +129,14 @@ def from_numpy(dtype: np.dtype) -> DType:
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return BOOL
+    little = dtype.newbyteorder("<")
     for name, candidate in _NUMPY.items():
-        if name != "FLEX32" and candidate == dtype.newbyteorder("<"):
+        if name != "FLEX32" and candidate == little:
             return BY_NAME[name]
+    if "ml_dtypes" in sys.modules:  # an array can only be of an ml_dtypes type once ml_dtypes is loaded
+        for name, candidate in _ml_dtypes().items():
+            if candidate == little:
+                return BY_NAME[name]
     raise ValueError(f"numpy dtype {dtype} has no Store Studio equivalent")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from .locations import RemoteLocation
+
 
 class StoreStudioError(Exception):
     """Base of every error the engine raises on purpose."""
@@ -18,7 +20,8 @@ class FormatError(StoreStudioError, ValueError):
     def __init__(self, path: str | os.PathLike | None, problem: str):
         self.path = os.fspath(path) if path is not None else None
         self.problem = problem
-        where = os.path.basename(self.path) if self.path else "<input>"
+        where = (getattr(path, "name", "") if isinstance(path, RemoteLocation) else os.path.basename(self.path or "")) \
+            or "<input>"
         super().__init__(f"{where}: {problem}")
 
 

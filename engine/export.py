@@ -214,28 +214,42 @@ def _copy(item: TensorSource, out: Any, cancel: Cancel | None, copier: _RangeCop
 
 
 class _RangeCopier:
-    """Moves byte ranges file to file: in the kernel where it can, else through one reused buffer.
+    """Moves byte ranges file to file without the bytes entering Python where the kernel can.
 
-    copy_file_range fails across filesystems (EXDEV) and on some of them; the first failure
-    switches this export to positioned reads into a 1 MiB buffer, small enough to stay in cache.
+    ``copy_file_range`` first (it can share extents: no copy at all on btrfs/XFS); it fails across
+    filesystems (EXDEV, as from a disk to a tmpfs) and on some of them, and the first failure
+    switches this export to ``sendfile``, which copies file to file on any Linux filesystem; where
+    that fails too, positioned reads into one reused 1 MiB buffer, small enough to stay in cache.
     """
 
-    FALLBACK = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
+    FALLBACK = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF, errno.ESPIPE}
 
     def __init__(self) -> None:
-        self.kernel = hasattr(os, "copy_file_range")
+        self.ways = [way for way, available in ((self._copy_file_range, hasattr(os, "copy_file_range")),
+                                                (self._sendfile, hasattr(os, "sendfile"))) if available]
         self.buffer: memoryview | None = None
 
     def copy(self, src: int, offset: int, dst: int, count: int) -> int:
-        if self.kernel:
+        while self.ways:
             try:
-                n = os.copy_file_range(src, dst, count, offset)
+                n = self.ways[0](src, offset, dst, count)
                 if n > 0:
                     return n
             except OSError as exc:
                 if exc.errno not in self.FALLBACK:
                     raise
-            self.kernel = False
+            self.ways.pop(0)  # 0 bytes or refused: this way cannot copy here; the next one takes over at once
+        return self._through_buffer(src, offset, dst, count)
+
+    @staticmethod
+    def _copy_file_range(src: int, offset: int, dst: int, count: int) -> int:
+        return os.copy_file_range(src, dst, count, offset)
+
+    @staticmethod
+    def _sendfile(src: int, offset: int, dst: int, count: int) -> int:
+        return os.sendfile(dst, src, offset, count)  # writes at dst's position and moves it, as write does
+
+    def _through_buffer(self, src: int, offset: int, dst: int, count: int) -> int:
         if self.buffer is None:
             self.buffer = memoryview(bytearray(BUFFER))
         view = self.buffer[:min(count, BUFFER)]

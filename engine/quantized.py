@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-import ml_dtypes
 import numpy as np
 
 from .burn_versions import BurnVersion
@@ -33,8 +32,7 @@ FLOAT_VALUES = {"E4M3": 8, "E5M2": 8, "E2M1": 4}
 # QuantParam (0.10.0 scheme.rs:236-247) / ScaleDtype (main scheme.rs:472-483), with their byte widths
 # (burn-std quantization.rs:409-415 at main).
 SCALE_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "UE8M0": 1, "UE4M3": 1}
-_SCALE_NUMPY = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype(ml_dtypes.bfloat16),
-                "UE4M3": np.dtype(ml_dtypes.float8_e4m3fn)}
+DECODED_SCALES = frozenset({"F32", "F16", "BF16", "UE4M3"})  # the scale dtypes decode_scales reads
 STORES = ("Native", "PackedU32", "PackedNative")
 MODES = ("Symmetric", "Lookup")
 MAX_BLOCK_DIMS = 5  # BlockSize holds at most 5 dimensions (0.10.0 scheme.rs:249-256)
@@ -283,7 +281,7 @@ def undecodable(scheme: QuantScheme) -> str | None:
     if scheme.mode != "Symmetric":
         return f"{scheme.mode} mode keeps its table outside the tensor (cubecl-common scheme.rs:459-468 at 48348968)"
     for dtype in {scheme.block_scale, scheme.tensor_scale} - {None}:
-        if dtype not in _SCALE_NUMPY:
+        if dtype not in DECODED_SCALES:
             return f"{dtype} scales are not decoded by Burn (burn-std quantization.rs:440 at main)"
     if scheme.generation == 1 and scheme.two_level:
         return "two-level scales in Burn 0.22.0-pre.2's scheme, which Burn cannot store (burn-std quantization.rs:111-113 there)"
@@ -391,7 +389,10 @@ def unpack_values(raw: memoryview, scheme: QuantScheme, numel: int) -> np.ndarra
 def decode_scales(raw: memoryview, dtype: str) -> np.ndarray:
     """Scales as f32 from their stored dtype (``decode_scales``, burn-std quantization.rs:418-441 at main;
     written with ``to_ne_bytes``, :445-462, little-endian on every platform Burn ships for)."""
-    return np.frombuffer(raw, _SCALE_NUMPY[dtype]).astype(np.float32)
+    import ml_dtypes  # here, not at start-up: most commands never decode a scale (issue 23)
+    numpy = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype(ml_dtypes.bfloat16),
+             "UE4M3": np.dtype(ml_dtypes.float8_e4m3fn)}[dtype]
+    return np.frombuffer(raw, numpy).astype(np.float32)
 
 
 def dequantize(parts: QuantizedValues, scheme: QuantScheme) -> np.ndarray:

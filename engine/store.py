@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 import numpy as np
 
 from .dtypes import DType
 from .errors import FormatError
+from .locations import Location, RemoteLocation, location
 
 CHUNK = 16 << 20  # bytes moved at a time when streaming a tensor
 
@@ -55,26 +55,41 @@ class TensorEntry:
     def numel(self) -> int:
         return math.prod(self.shape)
 
+    # Each call goes to the store with the entry itself: no lookup by name (export asks three times a tensor).
     def read(self) -> np.ndarray:
-        return self._store().read(self.name)
+        return self._store().read_entry(self)
 
     def byte_range(self) -> tuple[int, int, int] | None:
-        return self._store().byte_range(self.name)
+        return self._store().entry_byte_range(self)
 
     def iter_bytes(self, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
-        return self._store().iter_bytes(self.name, chunk_size)
+        return self._store().entry_iter_bytes(self, chunk_size)
 
     def release(self) -> None:
         """Give back the memory pages reading this tensor touched (they count as resident)."""
-        self._store().release(self.name)
+        self._store().entry_release(self)
 
     def verify(self) -> None:
-        self._store().verify(self.name)
+        self._store().entry_verify(self)
 
     def _store(self) -> "Store":
         if self.store is None:
             raise ValueError(f"tensor {self.name!r} is not attached to a store")
         return self.store
+
+
+def make_entries(names: list[str], dtypes: list[DType], shapes: list[tuple[int, ...]], nbytes: list[int],
+                 param_ids: list[int | None], offsets: list[int | None]) -> list[TensorEntry]:
+    """Entries from columns of fields, at a third less than the dataclass's ``__init__`` (a frozen one sets
+    each field through ``object.__setattr__``): what a header of 100,000 tensors spends most on."""
+    new, put = object.__new__, object.__setattr__
+    entries = []
+    for name, dtype, shape, size, param_id, offset in zip(names, dtypes, shapes, nbytes, param_ids, offsets):
+        entry = new(TensorEntry)
+        put(entry, "__dict__", {"name": name, "dtype": dtype, "shape": shape, "nbytes": size, "param_id": param_id,
+                                "offset": offset, "store": None})
+        entries.append(entry)
+    return entries
 
 
 class Store:
@@ -88,15 +103,15 @@ class Store:
     format: str = ""
     note: str | None = None  # a caveat a user must know about this file (shown beside its format)
 
-    def __init__(self, path: str | os.PathLike, entries: list[TensorEntry], *, metadata: dict[str, str] | None = None,
-                 version: str | None = None, scalars: dict[str, Any] | None = None, values: Any = None,
-                 files: list[Path] | None = None):
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike | RemoteLocation, entries: list[TensorEntry], *,
+                 metadata: dict[str, str] | None = None, version: str | None = None,
+                 scalars: dict[str, Any] | None = None, values: Any = None, files: list[Location] | None = None):
+        self.path: Location = location(path)
         self.version = version
         self.metadata: dict[str, str] = dict(metadata or {})
         self.scalars: dict[str, Any] = dict(scalars or {})
         self.values: Any = values if values is not None else {}
-        self.files: list[Path] = files or [self.path]
+        self.files: list[Location] = files or [self.path]
         self.entries: list[TensorEntry] = list(entries)
         for e in self.entries:
             # Formats make entries before their store exists; attaching here avoids copying 100,000 of them.
@@ -141,7 +156,12 @@ class Store:
 
     @property
     def file_size(self) -> int:
-        return sum(f.stat().st_size for f in self.files)
+        return sum((f.size or 0) if isinstance(f, RemoteLocation) else f.stat().st_size for f in self.files)
+
+    @property
+    def remote(self) -> bool:
+        """True when the files are read over the network (nothing on disk to watch or copy in the kernel)."""
+        return any(isinstance(f, RemoteLocation) for f in self.files)
 
     @property
     def description(self) -> str:
@@ -153,10 +173,14 @@ class Store:
     def read(self, name: str) -> np.ndarray:
         """The tensor as a numpy array (zero-copy from a memory map where alignment allows)."""
         self._check_open()
-        entry = self.entry(name)
+        return self.read_entry(self.entry(name))
+
+    def read_entry(self, entry: TensorEntry) -> np.ndarray:
+        """``read`` for one of this store's own entries (no lookup by name)."""
+        self._check_open()
         if entry.dtype.numpy is None:
-            raise FormatError(self.path, f"tensor {name!r} has dtype {entry.dtype}, whose values cannot be decoded "
-                                         "(its bytes are kept as they are on copies)")
+            raise FormatError(self.path, f"tensor {entry.name!r} has dtype {entry.dtype}, whose values cannot be "
+                                         "decoded (its bytes are kept as they are on copies)")
         return self._read(entry)
 
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
@@ -174,6 +198,20 @@ class Store:
 
     def verify(self, name: str) -> None:
         """Raise ``FormatError`` if the file holding ``name`` changed on disk since it was opened."""
+
+    # The same for one of this store's own entries: what TensorEntry calls. These default to the by-name
+    # methods; a format whose by-name methods look the entry up overrides these to skip that lookup.
+    def entry_byte_range(self, entry: TensorEntry) -> tuple[int, int, int] | None:
+        return self.byte_range(entry.name)
+
+    def entry_iter_bytes(self, entry: TensorEntry, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        return self.iter_bytes(entry.name, chunk_size)
+
+    def entry_release(self, entry: TensorEntry) -> None:
+        self.release(entry.name)
+
+    def entry_verify(self, entry: TensorEntry) -> None:
+        self.verify(entry.name)
 
     def _read(self, entry: TensorEntry) -> np.ndarray:
         raise NotImplementedError

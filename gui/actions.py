@@ -21,6 +21,7 @@ class ActionHost(Protocol):
 
     def menuBar(self) -> QMenuBar: ...
     def open_dialog(self) -> None: ...
+    def open_url_dialog(self) -> None: ...
     def close_current(self) -> None: ...
     def close(self) -> bool: ...
     def focus_search(self) -> None: ...
@@ -43,6 +44,7 @@ class ActionHost(Protocol):
 @dataclass
 class Actions:
     open: QAction
+    open_url: QAction
     close_tab: QAction
     quit: QAction
     find: QAction
@@ -88,6 +90,8 @@ def install(window: ActionHost) -> Actions:
     keys = QKeySequence.StandardKey
     actions = Actions(
         open=_action(window, "&Open…", window.open_dialog, keys.Open, "Open model files", "open"),
+        open_url=_action(window, "Open &URL…", window.open_url_dialog, "Ctrl+Shift+L",
+                         "Open a model on a web server or the Hugging Face Hub (only its index is downloaded)"),
         close_tab=_action(window, "&Close File", window.close_current, keys.Close, "Close the current file"),
         quit=_action(window, "&Quit", window.close, keys.Quit, "Quit Store Studio"),
         find=_action(window, "&Find Tensors…", window.focus_search, keys.Find, "Filter tensors by name", "search"),
@@ -131,7 +135,7 @@ def install(window: ActionHost) -> Actions:
     actions.about.setMenuRole(QAction.MenuRole.AboutRole)
     a = actions
     menus = {  # None is a separator; a QMenu is a submenu
-        "&File": (a.open, a.recent, None, a.open_recipe, a.save_recipe, a.save_recipe_as, a.export, None,
+        "&File": (a.open, a.open_url, a.recent, None, a.open_recipe, a.save_recipe, a.save_recipe_as, a.export, None,
                   a.close_tab, None, a.quit),
         "&Edit": (a.undo, a.redo, None, a.find, a.copy_path),
         "&View": (a.show_selection, a.show_file, None, a.collapse_all, None, a.workbench),

@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = create_app([sys.argv[0]], args.theme)
     from gui.main_window import MainWindow  # after the palette: the window's colours follow it
     window = MainWindow()
-    files = [Path(f) for f in args.files] or recipe_home(args.recipe) or [default_sample()]
+    files = [_file(f) for f in args.files] or recipe_home(args.recipe) or [default_sample()]
     if args.screenshot is not None:
         return screenshot(window, files, args.screenshot, args.select, args.panel, args.recipe, args.dock,
                           args.size, args.diff)
@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     window.open_files(files)
     if args.select or args.panel or args.recipe or args.dock or args.diff:
         def arrange(view: "StoreView") -> None:  # noqa: F821
-            if view.path != files[0].absolute():
+            if view.path != _absolute(files[0]):
                 return
             problem = _arrange(view, args.select, args.panel)
             if problem:
@@ -119,7 +119,17 @@ def recipe_home(recipe: Path | None) -> list[Path]:
         return []
     if not sources:
         return []
-    return [Path(sources[0].path)]  # Recipe.load resolved it from the recipe's folder
+    return [_file(sources[0].path)]  # Recipe.load resolved it from the recipe's folder
+
+
+def _file(text: str) -> "Path | RemoteLocation":  # noqa: F821
+    """A command-line file: a path, or an http(s):// or hf:// address (which a Path would mangle)."""
+    from engine import is_url, location
+    return location(text) if is_url(text) else Path(text)
+
+
+def _absolute(where: "Path | RemoteLocation") -> "Path | RemoteLocation":  # noqa: F821
+    return where.absolute() if isinstance(where, Path) else where
 
 
 def _forget_settings() -> None:

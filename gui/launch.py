@@ -11,32 +11,35 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from engine.cli import COMMANDS, SUBCOMMANDS, suggest_command
+from engine.cli import COMMANDS, suggest_command
 from engine.cli import main as cli_main
 from engine.cli import parser as cli_parser
 from engine.cli.exits import USAGE
-from gui.app import parser as window_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in COMMANDS:
-        return cli_main(args)
+    if (args and args[0] in COMMANDS) or args == ["--version"]:
+        return cli_main(args)  # before the window's modules are imported: a command needs none of them
     if args and args[0] in ("-h", "--help"):  # both halves: the commands, then the window's options
         cli_parser().print_help()
         print()
+        from gui.app import parser as window_parser
+
         window_parser().print_help()
         return 0
     typo = mistyped_command(args)
     if typo:
         print(typo, file=sys.stderr)
         return USAGE
+    from gui.app import parser as window_parser
+
     options = window_parser().parse_args(args)
     if options.install_desktop or options.uninstall_desktop:
         return desktop_files(install=options.install_desktop)
     from gui.platform_check import startup_problem
 
-    problem = startup_problem([m.NAME for m in SUBCOMMANDS], screenshot=options.screenshot is not None)
+    problem = startup_problem(list(COMMANDS), screenshot=options.screenshot is not None)
     if problem:
         print(problem, file=sys.stderr)
         return USAGE

@@ -5,13 +5,15 @@ Its own module so that the tab (store_view) and the file panel (file_info) both 
 
 from __future__ import annotations
 
+import gc
 import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine import Store, open_store
+from engine import RemoteLocation, Store, open_store
+from engine.collector import collector_paused
 from engine.tree import TreeNode, build_tree, first_levels
 
 SMALL_STORE = 64  # a store this small opens fully expanded: everything in it at a glance
@@ -31,12 +33,32 @@ class LoadedStore:
     file_size: int
 
 
-def load_store(path: Path, cancelled: Callable[[], bool]) -> LoadedStore:
-    """Open and index a file; runs in a worker so a large header never freezes the window."""
-    store = open_store(path)
-    tree = build_tree(store.entries, order="file", compact=True)
-    opened = first_levels(tree) if tree.tensors > SMALL_STORE else []
-    by_dtype: Counter = Counter()
-    for entry in store.entries:  # keyed by DType, named once at the end: str() per tensor adds up at 100,000
-        by_dtype[entry.dtype] += math.prod(entry.shape)
-    return LoadedStore(store, tree, opened, [(str(d), n) for d, n in by_dtype.most_common()], store.file_size)
+def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool]) -> LoadedStore:
+    """Open and index a file (or a URL); runs in a worker so a large header or a slow server never freezes the window."""
+    with collector_paused():
+        store = open_store(path)
+        if cancelled():  # nobody wants it any more: close it here rather than leave it open
+            store.close()
+            raise InterruptedError("cancelled")
+        tree = build_tree(store.entries, order="file", compact=True)
+        opened = first_levels(tree) if tree.tensors > SMALL_STORE else []
+        by_dtype = _params_by_dtype(store)
+        # A store lives as long as its tab: its objects leave the collector's scans (a full scan of a
+        # 100,000-tensor store holds the GIL for most of a second: the window would freeze at random).
+        gc.freeze()
+    return LoadedStore(store, tree, opened, by_dtype, store.file_size)
+
+
+def _params_by_dtype(store: Store) -> list[tuple[str, int]]:
+    """Parameters per dtype, most first. Keyed by the dtype object's identity (formats share one per dtype):
+    hashing a frozen dataclass per tensor, and naming it, add up at 100,000 tensors."""
+    counts: Counter = Counter()
+    kinds = {}
+    for entry in store.entries:
+        key = id(entry.dtype)
+        kinds[key] = entry.dtype
+        counts[key] += math.prod(entry.shape)
+    named: Counter = Counter()
+    for key, count in counts.items():  # equal dtypes that are distinct objects are summed under one name
+        named[str(kinds[key])] += count
+    return named.most_common()

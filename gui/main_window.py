@@ -13,10 +13,10 @@ from typing import Iterable
 from PySide6.QtCore import QByteArray, QTimer, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QUndoGroup
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
-                               QSizePolicy, QStackedWidget, QTabWidget, QToolBar, QWidget)
+                               QPushButton, QSizePolicy, QStackedWidget, QTabWidget, QToolBar, QWidget)
 
 import engine
-from engine import FormatError, StoreStudioError, humanize
+from engine import FormatError, Location, RemoteLocation, StoreStudioError, humanize, is_url, location
 from engine.surgery.printers import as_cli, as_rust
 from gui import settings
 from gui.actions import install
@@ -25,6 +25,7 @@ from gui.resources import icon
 from gui.stale_watch import StaleWatch
 from gui.widgets import scrolling
 from gui.loaded_store import LoadedStore, load_store
+from gui.open_url import OpenUrlDialog
 from gui.store_view import StoreView
 from gui.workbench.diff_panel import DiffPanel
 from gui.workbench.document import RecipeDocument, load_recipe
@@ -71,7 +72,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.opener = TaskRunner(self)  # opening files: drives the busy indicator
         self.work = TaskRunner(self)  # statistics, previews, module inference
-        self._opening: set[Path] = set()
+        self._opening: set[Location] = set()
         self.undo_group = QUndoGroup(self)  # Edit > Undo follows the current tab's recipe
         self._workbench_shown = False
         self._diff_panels: dict[RecipeDocument, DiffPanel] = {}
@@ -101,7 +102,7 @@ class MainWindow(QMainWindow):
         self._filter_timer = QTimer(self)
         self._filter_timer.setSingleShot(True)
         self._filter_timer.setInterval(FILTER_DELAY_MS)
-        self._filter_timer.timeout.connect(self.apply_filter)
+        self._filter_timer.timeout.connect(self._filter_typed)
         self._refresh_recent()
         self._restore_geometry()
         self._tab_changed()
@@ -150,8 +151,13 @@ class MainWindow(QMainWindow):
         self.busy.setMaximumWidth(120)
         self.busy.setMaximumHeight(14)
         bar.addWidget(self.summary, 1)
+        self.cancel_opening_button = QPushButton("Cancel")
+        self.cancel_opening_button.setObjectName("cancelOpening")
+        self.cancel_opening_button.setToolTip("Stop opening (a slow server is left to time out in the background)")
+        self.cancel_opening_button.clicked.connect(self.cancel_opening)
         bar.addPermanentWidget(self.busy_label)
         bar.addPermanentWidget(self.busy)
+        bar.addPermanentWidget(self.cancel_opening_button)
         self._set_busy()
 
     def _build_workbench(self) -> None:
@@ -186,13 +192,24 @@ class MainWindow(QMainWindow):
         paths, _ = QFileDialog.getOpenFileNames(self, "Open model files", start, MODEL_FILES)
         self.open_files(paths)
 
+    def open_url_dialog(self) -> None:
+        dialog = OpenUrlDialog(self)
+        if dialog.exec() == OpenUrlDialog.DialogCode.Accepted and is_url(dialog.url()):
+            self.open_file(dialog.url())
+
+    def cancel_opening(self) -> None:
+        """Forget the files being opened; their workers end on their own and close what they opened."""
+        self.opener.cancel_all()
+        self._opening.clear()
+        self._set_busy()
+
     def open_files(self, paths: Iterable[str | Path]) -> None:
         for path in paths:
             self.open_file(path)
 
     def open_file(self, path: str | Path) -> None:
-        """Open in a worker; a file already open just comes to the front."""
-        path = Path(path).absolute()
+        """Open in a worker (a path or an http(s):// or hf:// URL); a file already open just comes to the front."""
+        path = location(path) if is_url(path) else Path(path).absolute()
         existing = self.view_for(path)
         if existing is not None:
             self.tabs.setCurrentWidget(existing)
@@ -204,7 +221,10 @@ class MainWindow(QMainWindow):
         self.opener.run(lambda cancelled: load_store(path, cancelled),
                         lambda loaded: self._opened(path, loaded), lambda failure: self._open_failed(path, failure))
 
-    def _opened(self, path: Path, loaded: LoadedStore) -> None:
+    def _opened(self, path: Location, loaded: LoadedStore) -> None:
+        if path not in self._opening:  # cancelled while it opened
+            loaded.store.close()
+            return
         self._opening.discard(path)
         self._set_busy()
         view = StoreView(loaded, self.work)
@@ -216,10 +236,14 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentIndex(index)
         self.stale.watch(view)
         settings.remember_recent(str(path))
+        if isinstance(path, RemoteLocation):
+            settings.remember_url(str(path))
         self._refresh_recent()
         self.file_opened.emit(view)
 
-    def _open_failed(self, path: Path, failure: Failure) -> None:
+    def _open_failed(self, path: Location, failure: Failure) -> None:
+        if path not in self._opening:  # cancelled: its failure (a timeout, say) is no news
+            return
         self._opening.discard(path)
         self._set_busy()
         error = failure.error
@@ -231,6 +255,7 @@ class MainWindow(QMainWindow):
         busy = bool(self._opening)
         self.busy.setVisible(busy)
         self.busy_label.setVisible(busy)
+        self.cancel_opening_button.setVisible(busy)
         names = sorted(p.name for p in self._opening)
         self.busy_label.setText(f"Opening {', '.join(names)}…" if names else "")
 
@@ -247,7 +272,7 @@ class MainWindow(QMainWindow):
         widget = self.tabs.currentWidget()
         return widget if isinstance(widget, StoreView) else None
 
-    def view_for(self, path: Path) -> StoreView | None:
+    def view_for(self, path: Location) -> StoreView | None:
         return next((v for v in self.views() if v.path == path), None)
 
     def close_current(self) -> None:
@@ -332,6 +357,15 @@ class MainWindow(QMainWindow):
         if view is not None:
             view.apply_filter(self.search.text(), self.regex.isChecked())
         self._show_filter_result(view)
+
+    def _filter_typed(self) -> None:
+        """The filter as typed, built in the background: a keystroke never waits for 100,000 names."""
+        view = self.current_view()
+        if view is None:
+            self._show_filter_result(None)
+            return
+        view.filter_in_background(self.search.text(), self.regex.isChecked(),
+                                  lambda _: self._show_filter_result(view) if view is self.current_view() else None)
 
     def _show_filter_result(self, view: StoreView | None) -> None:
         result = view.filter_result if view is not None else None
@@ -601,11 +635,12 @@ class MainWindow(QMainWindow):
 
     # --- drag and drop ----------------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if any(url.isLocalFile() for url in event.mimeData().urls()):
+        if any(url.isLocalFile() or is_url(url.toString()) for url in event.mimeData().urls()):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:
-        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        paths = [url.toLocalFile() if url.isLocalFile() else url.toString() for url in event.mimeData().urls()
+                 if url.isLocalFile() or is_url(url.toString())]
         if paths:
             event.acceptProposedAction()
             self.open_files(paths)

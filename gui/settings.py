@@ -32,5 +32,17 @@ def remember_recent(path: str) -> list[str]:
     return paths
 
 
+def recent_urls() -> list[str]:
+    """Addresses given to File › Open URL…, newest first (never a token: those come from the environment)."""
+    value = app_settings().value("recentUrls", [])
+    return [value] if isinstance(value, str) else [str(v) for v in value or []]
+
+
+def remember_url(url: str) -> None:
+    app_settings().setValue("recentUrls", ([url] + [u for u in recent_urls() if u != url])[:MAX_RECENT])
+
+
 def clear_recent() -> None:
+    """Forget recent files and recent addresses alike (the File menu's one Clear)."""
     app_settings().setValue("recentFiles", [])
+    app_settings().setValue("recentUrls", [])

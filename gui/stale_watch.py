@@ -15,6 +15,7 @@ from typing import Callable
 from PySide6.QtCore import QFileSystemWatcher, QObject
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QTabWidget, QWidget
 
+from engine import RemoteLocation
 from gui.visual import AMBER
 
 STALE_BAR = "staleBar"
@@ -41,10 +42,12 @@ class StaleWatch(QObject):
         self._watcher.fileChanged.connect(self.check)
 
     def watch(self, view: QWidget) -> None:
-        """Start watching ``view.store.files`` as they are now."""
-        files = [Path(f).absolute() for f in view.store.files]  # type: ignore[attr-defined]
+        """Start watching ``view.store.files`` as they are now (remote files are checked on every read instead)."""
+        files = [Path(f).absolute() for f in view.store.files  # type: ignore[attr-defined]
+                 if not isinstance(f, RemoteLocation)]
         self._seen[view] = {f: _stamp(f) for f in files}
-        self._watcher.addPaths([str(f) for f in files])
+        if files:
+            self._watcher.addPaths([str(f) for f in files])
         view.destroyed.connect(lambda *_: self._seen.pop(view, None))
 
     def is_stale(self, view: QWidget) -> bool:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QSplitter, QTabWidget,
                                QToolButton, QTreeView, QVBoxLayout, QWidget)
 
+from engine.collector import collector_paused
 from engine.surgery.modules import ModuleGuess, infer_modules, logical_leaf
 from engine.tree import TreeNode, build_tree, filter_entries, first_levels, name_matcher
 from gui.loaded_store import SMALL_STORE, LoadedStore
@@ -23,6 +25,7 @@ from gui.widgets import scrolling
 from gui.workbench.document import RecipeDocument
 from gui.workers import TaskRunner
 
+BACKGROUND_FILTER_FROM = 5_000  # tensors from which a typed filter is built in a worker (a few ms below)
 EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this many tensors
 NAME_SHARE = 0.42  # the Name column keeps at least this share of the tree's width; the others shrink first
 COLUMN_SAMPLES = {Column.DTYPE: "BF16", Column.SHAPE: "[128, 64, 3, 3]", Column.PARAMS: "99,999,999",
@@ -56,6 +59,7 @@ class StoreView(QWidget):
         self.filter_text = ""
         self.filter_regex = False
         self.filter_result = FilterResult(len(self.store.entries), len(self.store.entries))
+        self._filter_generation = 0  # which filter request is the newest
 
         self.model = TreeModel(loaded.tree, self)
         self.tree_view = QTreeView()
@@ -123,8 +127,11 @@ class StoreView(QWidget):
         layout.addWidget(self.main_split)
 
         # Inference of 100,000 module types holds the GIL for a while: let the tree paint first.
-        QTimer.singleShot(INFER_DELAY_MS, self, lambda: runner.run(lambda cancelled: infer_modules(self.store.entries),
-                                                                   self._modules_ready))
+        QTimer.singleShot(INFER_DELAY_MS, self, lambda: runner.run(self._infer_modules, self._modules_ready))
+
+    def _infer_modules(self, cancelled: Callable[[], bool]) -> dict[str, ModuleGuess]:
+        with collector_paused():  # its many lasting objects would set off a full collection, which holds the GIL
+            return infer_modules(self.store.entries)
 
     def _size_columns(self) -> None:
         header = self.tree_view.header()
@@ -243,6 +250,7 @@ class StoreView(QWidget):
     # --- filtering --------------------------------------------------------------------------------
     def apply_filter(self, text: str, regex: bool) -> FilterResult:
         """Show only tensors whose full name matches; an invalid regex leaves the tree as it was."""
+        self._filter_generation += 1  # a filter still being built in the background is superseded
         total = len(self.store.entries)
         self.filter_text, self.filter_regex = text, regex
         if text:
@@ -254,13 +262,44 @@ class StoreView(QWidget):
             tree = self._build(filter_entries(self.store.entries, matcher))
         else:
             tree = self._sorted(self._full_tree)
+        return self._show_filtered(text, tree)
+
+    def filter_in_background(self, text: str, regex: bool, shown: Callable[[FilterResult], None]) -> None:
+        """``apply_filter`` with its work (matching 100,000 names, laying out the tree's first level) in a
+        worker, so that typing is never held up; ``shown`` gets the result once it is on screen. Only the
+        newest request is shown: a result that a later keystroke superseded is dropped."""
+        if not text or len(self.store.entries) < BACKGROUND_FILTER_FROM:
+            shown(self.apply_filter(text, regex))
+            return
+        try:
+            matcher = name_matcher(text, regex=regex)
+        except re.error:
+            shown(self.apply_filter(text, regex))  # says why, at once
+            return
+        self._filter_generation += 1
+        generation, entries, flat = self._filter_generation, self.store.entries, self.flat.isChecked()
+
+        def work(cancelled: Callable[[], bool]) -> TreeNode:
+            with collector_paused():  # a collection over 100,000 nodes would hold the GIL, freezing the window
+                tree = build_tree(filter_entries(entries, matcher), order="file", compact=True, flat=flat)
+                tree.children  # noqa: B018 - the first level is laid out here, not in the view's first paint
+            return tree
+
+        def done(tree: TreeNode) -> None:
+            if generation == self._filter_generation and self.flat.isChecked() == flat:
+                self.filter_text, self.filter_regex = text, regex
+                shown(self._show_filtered(text, self._sorted(tree)))
+
+        self._runner.run(work, done)
+
+    def _show_filtered(self, text: str, tree: TreeNode) -> FilterResult:
         current = self.current_node()
         self.model.set_root(tree)
         if text and tree.tensors <= EXPAND_LIMIT:
             self.tree_view.expandAll()
         if current is None or not self.select(current.path):
             self._current_changed(QModelIndex(), QModelIndex())
-        self.filter_result = FilterResult(tree.tensors, total)
+        self.filter_result = FilterResult(tree.tensors, len(self.store.entries))
         return self.filter_result
 
     # --- order and shape ----------------------------------------------------------------------------

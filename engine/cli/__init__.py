@@ -9,27 +9,36 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib
 import os
 import sys
-from typing import Sequence
+import warnings
+from types import ModuleType
+from typing import Iterable, Sequence
 
 from .. import __version__
 from ..errors import StoreStudioError
-from . import config, convert, diff, exits, inspect, migrate, recipe
+from . import exits
 from .exits import UsageError
 
-SUBCOMMANDS = (inspect, convert, diff, recipe, config, migrate)
-COMMANDS = {module.NAME for module in SUBCOMMANDS}
+# Each subcommand is a module named after it, imported only when it is run or listed: a command pays for
+# its own imports alone, and --version for none (numpy and the formats are most of a start-up).
+COMMANDS = ("inspect", "convert", "diff", "recipe", "config", "migrate")
 TRACEBACK_VARIABLE = "STORE_STUDIO_TRACEBACK"
 
 
-def parser() -> argparse.ArgumentParser:
+def subcommand(name: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def parser(commands: Iterable[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The command line with ``commands`` registered (all of them for help and usage errors)."""
     root = argparse.ArgumentParser(prog="store-studio", description="Inspect and convert Burnpack, SafeTensors "
                                    "and PyTorch model files.", epilog=exits.SUMMARY)
     root.add_argument("--version", action="version", version=f"store-studio {__version__}")
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in SUBCOMMANDS:
-        module.register(sub)
+    for name in commands:
+        subcommand(name).register(sub)
     for command in sub.choices.values():  # every --help ends with what its exit codes mean
         command.epilog = command.epilog or exits.SUMMARY
     return root
@@ -41,10 +50,20 @@ def suggest_command(word: str) -> str | None:
     return close[0] if close else None
 
 
+def needed(args: Sequence[str]) -> tuple[str, ...]:
+    """The subcommands a command line needs registered: the one it names, none for --version, else all."""
+    if args and args[0] in COMMANDS:
+        return (args[0],)
+    return () if list(args) == ["--version"] else COMMANDS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = parser(needed(words)).parse_args(words)
     try:
-        return int(args.run(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = show_warning  # e.g. a server that ignores byte ranges: one line, no source
+            return int(args.run(args) or 0)
     except UsageError as exc:
         return fail(f"store-studio {args.command}: {exc}", exits.USAGE)
     except StoreStudioError as exc:
@@ -62,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return fail(f"store-studio: unexpected error ({type(exc).__name__}: {exc}); please report it with the "
                     f"command you ran ({TRACEBACK_VARIABLE}=1 shows the details)", exits.FILE_PROBLEM)
+
+
+def show_warning(message: Warning | str, *args: object, **kwargs: object) -> None:
+    print(f"store-studio: warning: {message}", file=sys.stderr)
 
 
 def fail(message: str, code: int) -> int:

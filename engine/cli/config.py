@@ -19,7 +19,7 @@ NAME = "config"
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="print a checkpoint's non-tensor values (its config) as JSON")
-    p.add_argument("file")
+    p.add_argument("file", help="a model file, or an http(s):// or hf://ORG/REPO[@REV]/PATH address")
     p.add_argument("--key", help="only the value at this dotted key (e.g. my_config or my_config.n_head)")
     p.set_defaults(run=run)
 

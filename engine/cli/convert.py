@@ -18,6 +18,7 @@ from .. import humanize
 from ..burn_versions import CHOICES, NEWEST, parse_burn_version
 from ..errors import ExportError, FormatError, RecipeError
 from ..formats import format_for_path, open_store
+from ..locations import is_url
 from ..store import Store
 from ..surgery import adapters as ad
 from ..surgery.align import align
@@ -36,7 +37,8 @@ EXIT_MISSING = exits.VALIDATION
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="convert model files to Burnpack or SafeTensors, with optional surgery")
-    p.add_argument("paths", nargs="+", metavar="IN [IN...] OUT", help="input files (merged in order) and the output")
+    p.add_argument("paths", nargs="+", metavar="IN [IN...] OUT",
+                   help="input files or http(s):// and hf:// addresses (merged in order) and the output")
     p.add_argument("--format", choices=sorted(FORMATS), help="output format (default: from OUT's extension)")
     p.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE", help="add output metadata")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
@@ -121,13 +123,18 @@ def parse_modules(pairs: list[str]) -> dict[str, str]:
     return result
 
 
+def _same_file(path: str) -> str | Path:
+    """What two spellings of one source share: a local file's resolved path, a URL as written."""
+    return path if is_url(path) else Path(path).resolve()
+
+
 def build_recipe(args: argparse.Namespace, inputs: list[str], modules: dict[str, str] | None = None) -> Recipe:
     """The recipe the arguments describe: ``--recipe``'s, extended by the flags."""
     check_patterns(args)
     base = Recipe.load(args.recipe) if args.recipe else Recipe()
-    known = {Path(s.path).resolve(): s for s in base.sources}
+    known = {_same_file(s.path): s for s in base.sources}
     key = args.top_level_key or base.top_level_key
-    sources = tuple(known.get(Path(p).resolve(), SourceSpec(p)) for p in inputs) if inputs else base.sources
+    sources = tuple(known.get(_same_file(p), SourceSpec(p)) for p in inputs) if inputs else base.sources
     adapters = list(base.adapters)
     wanted = [*args.adapter, *([ad.CONTIGUOUS_INDICES] if args.contiguous_indices else []),
               *([ad.SKIP_ENUM_VARIANTS] if args.skip_enum_variants else []),

@@ -17,7 +17,7 @@ NAME = "inspect"
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="list a file's tensors, totals and metadata")
-    p.add_argument("file")
+    p.add_argument("file", help="a model file, or an http(s):// or hf://ORG/REPO[@REV]/PATH address")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--top-level-key", help="PyTorch: look only inside this branch of the checkpoint")
     p.set_defaults(run=run)

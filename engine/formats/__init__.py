@@ -10,9 +10,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..collector import collector_paused
 from ..errors import FormatError
+from ..locations import RemoteLocation
 from ..store import Store
 from . import burn_record, burnpack, pytorch, safetensors
+from .source import ByteSource, open_source
 
 SNIFF_BYTES = 4096
 OPTIONS = {"top_level_key", "template"}  # options some format understands; the others ignore them
@@ -22,28 +25,34 @@ READERS: tuple[ModuleType, ...] = (burnpack, burn_record, safetensors, pytorch) 
 WRITERS: tuple[ModuleType, ...] = (burnpack, safetensors)
 
 
-def open_store(path: str | os.PathLike, **options: Any) -> Store:
-    """Open a model file by what its bytes say it is, not by its name."""
+def open_store(where: "str | os.PathLike | RemoteLocation | ByteSource", **options: Any) -> Store:
+    """Open a model file by what its bytes say it is, not by its name.
+
+    ``where`` is a path, an ``http(s)://`` or ``hf://`` URL, or a byte source already open (which
+    the store then owns). Every format reads through the source, so all of them open remotely.
+    """
     unknown = set(options) - OPTIONS
     if unknown:
         raise TypeError(f"unknown open option(s): {', '.join(sorted(unknown))}")
-    path = Path(path)
+    source = open_source(where)
     try:
-        with path.open("rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except IsADirectoryError:
-        raise FormatError(path, "is a folder, not a model file") from None
-    except OSError as exc:
-        raise FormatError(path, f"cannot open it in {path.absolute().parent}: {exc.strerror or exc}") from None
-    if not head:
-        raise FormatError(path, "file is empty")
-    for fmt in READERS:
-        if fmt.sniff(head):
-            try:
-                return fmt.open(path, **options)
-            except RecursionError:  # the last line of defence: every reader caps nesting before this
-                raise FormatError(path, "is nested too deeply to read") from None
-    raise FormatError(path, "not a Burnpack, SafeTensors, PyTorch file or Burn record (its first bytes match none of them)")
+        head = source.pread(0, min(source.size, SNIFF_BYTES), "the first bytes")
+        if not head:
+            raise FormatError(source.path, "file is empty")
+        for fmt in READERS:
+            if fmt.sniff(head):
+                try:
+                    with collector_paused():  # a large header makes many objects, none garbage
+                        store = fmt.open(source, **options)
+                except RecursionError:  # the last line of defence: every reader caps nesting before this
+                    raise FormatError(source.path, "is nested too deeply to read") from None
+                store.note = store.note or getattr(source, "note", None)  # e.g. a remote file downloaded whole
+                return store
+        raise FormatError(source.path, "not a Burnpack, SafeTensors, PyTorch file or Burn record (its first bytes "
+                                       "match none of them)")
+    except BaseException:
+        source.close()
+        raise
 
 
 def writer(fmt: str) -> ModuleType:

@@ -18,7 +18,8 @@ from ..burn_versions import NEWEST, BurnVersion
 from ..errors import FormatError, shown
 from ..store import TensorEntry, TensorSource
 from . import cbor
-from .mapped import MappedFile, RangeStore, build_entries
+from .mapped import RangeStore, build_entries
+from .source import ByteSource, open_source
 
 NAME = "burnpack"
 EXTENSIONS = (".bpk",)
@@ -46,11 +47,10 @@ class BurnpackStore(RangeStore):
     format = NAME
     burn: Compatibility | None = None  # which Burn releases load this file, from its dtype spellings
 
-    def read(self, name: str) -> np.ndarray:
-        entry = self.entry(name)
+    def read_entry(self, entry: TensorEntry) -> np.ndarray:
         if entry.dtype.kind != "quantized":
-            return super().read(name)
-        return quantized.dequantize(self.read_quantized(name), entry.dtype.quant_scheme)
+            return super().read_entry(entry)
+        return quantized.dequantize(self.read_quantized(entry.name), entry.dtype.quant_scheme)
 
     def read_quantized(self, name: str) -> quantized.QuantizedValues:
         """A quantized tensor's integers and scales as stored (FormatError when they cannot be decoded)."""
@@ -65,8 +65,8 @@ class BurnpackStore(RangeStore):
             raise FormatError(self.path, f"tensor {name!r}: {exc}") from None
 
 
-def open(path: str | os.PathLike, **options: Any) -> BurnpackStore:
-    mapped = MappedFile(path)
+def open(where: "str | os.PathLike | ByteSource", **options: Any) -> BurnpackStore:
+    mapped = open_source(where)
     try:
         return _open(mapped)
     except BaseException:
@@ -74,7 +74,7 @@ def open(path: str | os.PathLike, **options: Any) -> BurnpackStore:
         raise
 
 
-def _open(mapped: MappedFile) -> BurnpackStore:
+def _open(mapped: ByteSource) -> BurnpackStore:
     path = mapped.path
     magic, version, size = HEADER.unpack(mapped.pread(0, HEADER.size, "the 10-byte header"))
     if magic != MAGIC:

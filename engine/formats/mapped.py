@@ -17,14 +17,19 @@ from __future__ import annotations
 import math
 import mmap
 import os
+import stat
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
 from .. import humanize
 from ..errors import FormatError, shown
-from ..store import CHUNK, Store, TensorEntry
+from ..locations import Location
+from ..store import CHUNK, Store, TensorEntry, make_entries
+
+if TYPE_CHECKING:
+    from .source import ByteSource
 
 
 # Tensors up to this size are read into private memory; a larger one is memory-mapped (after a
@@ -37,7 +42,7 @@ def changed_on_disk(path: str | os.PathLike) -> FormatError:
 
 
 class MappedFile:
-    """A read-only file: positioned reads, a lazy memory map for very large values, change checks."""
+    """The local ``ByteSource``: positioned reads, a lazy memory map for very large values, change checks."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -46,11 +51,33 @@ class MappedFile:
         except IsADirectoryError:
             raise FormatError(path, "is a folder, not a model file") from None
         except OSError as exc:
-            raise FormatError(path, f"cannot open: {exc.strerror or exc}") from None
+            raise FormatError(path, f"cannot open it in {self.path.absolute().parent}: {exc.strerror or exc}") from None
         info = os.fstat(self.fd)
+        if stat.S_ISDIR(info.st_mode):  # Linux opens a folder read-only; reading it then fails
+            os.close(self.fd)
+            raise FormatError(path, "is a folder, not a model file")
         self.size = info.st_size
         self._seen = (info.st_size, info.st_mtime_ns)
         self._map: mmap.mmap | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def identity(self) -> tuple[int, int]:
+        """Size and modification time (ns) as seen at open: what ``verify`` compares against."""
+        return self._seen
+
+    def fileno(self) -> int | None:
+        return self.fd if self.fd >= 0 else None
+
+    def sibling(self, name: str) -> "MappedFile":
+        """The file ``name`` (a relative path, checked by the caller) next to this one."""
+        return MappedFile(self.path.parent / name)
+
+    def prefetch(self, ranges: list[tuple[int, int]]) -> None:
+        """Nothing to do locally: a positioned read costs no round trip."""
 
     def verify(self) -> None:
         """Raise ``FormatError`` if the open file was written or resized since it was opened."""
@@ -133,12 +160,12 @@ class MappedFile:
 
 
 class RangeStore(Store):
-    """A store whose every tensor is ``nbytes`` raw little-endian bytes at a file offset.
+    """A store whose every tensor is ``nbytes`` raw little-endian bytes at an offset of a byte source.
 
-    ``files`` is the one mapped file, or (sharded checkpoints) a map of tensor name to its shard.
+    ``files`` is the one source, or (sharded checkpoints) a map of tensor name to its shard's source.
     """
 
-    def __init__(self, path: str | os.PathLike, entries: list[TensorEntry], files: MappedFile | dict[str, MappedFile],
+    def __init__(self, path: Location, entries: list[TensorEntry], files: "ByteSource | dict[str, ByteSource]",
                  **kwargs):
         self._shards = files if isinstance(files, dict) else None
         self._single = None if isinstance(files, dict) else files
@@ -146,7 +173,7 @@ class RangeStore(Store):
         super().__init__(path, entries, files=[m.path for m in mapped], **kwargs)
         self._mapped = mapped
 
-    def _file(self, name: str) -> MappedFile:
+    def _file(self, name: str) -> "ByteSource":
         return self._single if self._shards is None else self._shards[name]
 
     def _read(self, entry: TensorEntry) -> np.ndarray:
@@ -158,10 +185,7 @@ class RangeStore(Store):
 
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
         self._check_open()
-        entry = self.entry(name)
-        mapped = self._file(name)
-        mapped.verify()
-        return mapped.fd, entry.offset or 0, entry.nbytes
+        return self.entry_byte_range(self.entry(name))
 
     def verify(self, name: str) -> None:
         self._check_open()
@@ -169,12 +193,30 @@ class RangeStore(Store):
 
     def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
         self._check_open()
-        entry = self.entry(name)
-        return self._file(name).chunks(entry.offset or 0, entry.nbytes, chunk_size)
+        return self.entry_iter_bytes(self.entry(name), chunk_size)
 
     def release(self, name: str) -> None:
-        entry = self.entry(name)
-        self._file(name).release(entry.offset or 0, entry.nbytes)
+        self.entry_release(self.entry(name))
+
+    def entry_byte_range(self, entry: TensorEntry) -> tuple[int, int, int] | None:
+        self._check_open()
+        mapped = self._file(entry.name)
+        fd = mapped.fileno()
+        if fd is None:  # a remote source: export streams its chunks instead
+            return None
+        mapped.verify()
+        return fd, entry.offset or 0, entry.nbytes
+
+    def entry_verify(self, entry: TensorEntry) -> None:
+        self._check_open()
+        self._file(entry.name).verify()
+
+    def entry_iter_bytes(self, entry: TensorEntry, chunk_size: int = CHUNK) -> Iterator[bytes]:
+        self._check_open()
+        return self._file(entry.name).chunks(entry.offset or 0, entry.nbytes, chunk_size)
+
+    def entry_release(self, entry: TensorEntry) -> None:
+        self._file(entry.name).release(entry.offset or 0, entry.nbytes)
 
     def close(self) -> None:
         if not self.closed:
@@ -226,8 +268,7 @@ def build_entries(path: str | os.PathLike, rows: list[Row], data_start: int, buf
         name, kind, shape, need, size = next(t for t in zip(names, kinds, shapes, needed, sizes)
                                              if t[4] > max_tensor_bytes)
         _explain_size(path, name, kind, shape, size * 8 if need is None else need, size, max_tensor_bytes)
-    entries = list(map(TensorEntry, names, kinds, shapes, sizes, [r[5] for r in rows],
-                       [data_start + start for start in starts]))
+    entries = make_entries(names, kinds, shapes, sizes, [r[5] for r in rows], [data_start + start for start in starts])
     order = validate_ranges(path, names, starts, ends, buffer_size, contiguous=contiguous)
     return [entries[i] for i in order]
 

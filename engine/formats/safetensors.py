@@ -17,8 +17,9 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import FormatError, nesting, shown
-from ..store import TensorEntry, TensorSource
-from .mapped import MappedFile, RangeStore, build_entries
+from ..store import Store, TensorEntry, TensorSource
+from .mapped import RangeStore, build_entries
+from .source import ByteSource, open_source
 
 NAME = "safetensors"
 EXTENSIONS = (".safetensors",)
@@ -41,51 +42,38 @@ class SafeTensorsStore(RangeStore):
     format = NAME
 
 
-def open(path: str | os.PathLike, **options: Any) -> SafeTensorsStore:
-    mapped = MappedFile(path)
+def open(where: "str | os.PathLike | ByteSource", **options: Any) -> Store:
+    """A SafeTensors file, or a sharded index (SafeTensors or PyTorch shards) as one store."""
+    mapped = open_source(where)
     try:
         if mapped.pread(0, min(mapped.size, 9), "the header")[8:9] != b"{":
-            mapped.close()
-            return _open_index(Path(path))
+            return _open_index(mapped)
         entries, metadata = _parse(mapped)
     except BaseException:
         mapped.close()
         raise
-    return SafeTensorsStore(path, entries, mapped, metadata=metadata)
+    return SafeTensorsStore(mapped.path, entries, mapped, metadata=metadata)
 
 
-class _opened:
-    """A file open only for the length of a ``with`` block (index files are read once, whole)."""
-
-    def __init__(self, path: str | os.PathLike):
-        self.mapped = MappedFile(path)
-
-    def __enter__(self) -> MappedFile:
-        return self.mapped
-
-    def __exit__(self, *exc: object) -> None:
-        self.mapped.close()
-
-
-def _parse(mapped: MappedFile) -> tuple[list[TensorEntry], dict[str, str]]:
+def _parse(mapped: ByteSource) -> tuple[list[TensorEntry], dict[str, str]]:
     path = mapped.path
     (size,) = struct.unpack("<Q", mapped.pread(0, 8, "the 8-byte header length"))
     if size > MAX_HEADER:
         raise FormatError(path, f"header claims {size} bytes, over the limit of {MAX_HEADER}")
     raw = mapped.pread(8, size, f"the {size}-byte header")
+    data_start = 8 + size
+    try:
+        return _parse_fast(path, raw, data_start, mapped.size - data_start)
+    except _NotFast:
+        pass
     header = _json(path, raw, "header", strict=False)
     if not isinstance(header, dict):
         raise FormatError(path, "header is not a JSON object")
-    descriptors = len(header) - (METADATA_KEY in header)
-    if max(map(raw.count, FIELDS)) > descriptors or raw.count(b'"__metadata__"') > 1:
-        # a name, a descriptor's field or __metadata__ given twice (the official reader refuses
-        # each): the strict parse names it. Counting is only a quick filter: names may contain them.
-        _json(path, raw, "header")
+    _refuse_repeats(path, raw, header)
     metadata = header.pop(METADATA_KEY, None) or {}
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         _refuse_deep(path, metadata, "__metadata__")
         raise FormatError(path, "__metadata__ must map text to text")
-    data_start = 8 + size
     rows = []
     for name, desc in header.items():
         try:
@@ -98,6 +86,72 @@ def _parse(mapped: MappedFile) -> tuple[list[TensorEntry], dict[str, str]]:
         if type(row[2]) is not list or not all(type(d) is int for d in row[2]):
             _refuse_deep(path, row[2], f"tensor {row[0]!r}")
     return build_entries(path, rows, data_start, mapped.size - data_start, contiguous=True), dict(metadata)
+
+
+class _NotFast(Exception):
+    """The fast path met something it does not judge itself: the reference path below decides (and words) it."""
+
+
+def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
+                ) -> tuple[list[TensorEntry], dict[str, str]]:
+    """The header parsed by orjson (in Rust, like the official reader) into rows built in bulk.
+
+    It only ever accepts what the reference path accepts: orjson refuses lone surrogates, invalid
+    UTF-8, NaN and deep nesting, and anything unusual (a key given twice, a number too large for 64
+    bits, which orjson reads as a float, a malformed descriptor) raises ``_NotFast`` so the reference
+    path gives its own verdict and message. The ranges and sizes are then checked by ``build_entries``.
+    """
+    if not _shallow(raw):
+        raise _NotFast
+    try:
+        import orjson
+        header = orjson.loads(raw)
+    except Exception:  # ImportError, or any refusal: the reference parser explains it
+        raise _NotFast from None
+    if type(header) is not dict:
+        raise _NotFast
+    _refuse_repeats(path, raw, header)
+    metadata = header.pop(METADATA_KEY, None) or {}
+    if type(metadata) is not dict or not {type(v) for v in metadata.values()} <= {str}:
+        raise _NotFast
+    try:
+        rows = [(name, _DTYPES[desc["dtype"]], desc["shape"], *desc["data_offsets"], None)
+                for name, desc in header.items()]
+    except (KeyError, TypeError):
+        raise _NotFast from None
+    if {len(row) for row in rows} - {6} or {type(row[2]) for row in rows} - {list} \
+            or {type(d) for row in rows for d in row[2]} - {int}:
+        raise _NotFast
+    return build_entries(path, rows, data_start, buffer_size, contiguous=True), metadata
+
+
+def _shallow(raw: bytes) -> bool:
+    """True when the JSON nests at most 3 levels (a header's depth) and has no escapes: orjson 3.8
+    overflows the C stack on deep nesting (a crash, not an error), so it only ever sees headers
+    known to be shallow. Without backslashes every quote opens or closes a string, so a bracket
+    lies inside a string when an odd number of quotes precede it."""
+    if b"\\" in raw:
+        return False
+    text = np.frombuffer(raw, np.uint8)
+    quotes = np.flatnonzero(text == 0x22)
+    opens = np.flatnonzero((text == 0x5B) | (text == 0x7B))
+    closes = np.flatnonzero((text == 0x5D) | (text == 0x7D))
+    opens = opens[np.searchsorted(quotes, opens) % 2 == 0]
+    closes = closes[np.searchsorted(quotes, closes) % 2 == 0]
+    if not opens.size:
+        return True
+    steps = np.concatenate((np.ones(opens.size, np.int64), -np.ones(closes.size, np.int64)))
+    order = np.argsort(np.concatenate((opens, closes)), kind="stable")
+    return int(np.cumsum(steps[order]).max()) <= 3
+
+
+def _refuse_repeats(path: os.PathLike, raw: bytes, header: dict[str, Any]) -> None:
+    """A name, a descriptor's field or __metadata__ given twice (the official reader refuses each; a
+    plain parse keeps the last): counting is the quick filter (names may contain the words), the
+    strict parse then names the repeat."""
+    descriptors = len(header) - (METADATA_KEY in header)
+    if max(map(raw.count, FIELDS)) > descriptors or raw.count(b'"__metadata__"') > 1:
+        _json(path, raw, "header")
 
 
 def _refuse_deep(path: os.PathLike, value: Any, what: str) -> None:
@@ -161,12 +215,20 @@ def _bracket_depth(raw: bytes) -> int:
     return int(np.cumsum(steps).max(initial=0))
 
 
-def _open_index(path: Path) -> SafeTensorsStore:
-    """Open a sharded checkpoint's index as one store over all its shard files."""
-    with _opened(path) as mapped:
-        if mapped.size > MAX_HEADER:
+def _open_index(index_file: ByteSource) -> Store:
+    """Open a sharded checkpoint's index as one store over all its shard files (read once, then closed).
+
+    Shards sit next to the index, on the same disk or server (``sibling``); only their headers are
+    read now. SafeTensors shards become one ``SafeTensorsStore``; PyTorch shards
+    (``pytorch_model.bin.index.json``) each open as a checkpoint under one ``ShardedStore``.
+    """
+    path = index_file.path
+    try:
+        if index_file.size > MAX_HEADER:
             raise FormatError(path, "index file is larger than 100 MB")
-        index = _json(path, mapped.pread(0, mapped.size, "the index"), "index")
+        index = _json(path, index_file.pread(0, index_file.size, "the index"), "index")
+    finally:
+        index_file.close()
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise FormatError(path, "index has no 'weight_map' of tensor names to shard files")
@@ -180,13 +242,15 @@ def _open_index(path: Path) -> SafeTensorsStore:
         if shard_name not in spellings:
             spellings[shard_name] = _shard_path(path, shard_name)
         wanted.setdefault(spellings[shard_name], {})[name] = shard_name
-    shards: list[MappedFile] = []
+    shards: list[ByteSource] = []
     entries: list[TensorEntry] = []
-    locations: dict[str, MappedFile] = {}
+    locations: dict[str, ByteSource] = {}
     try:
         for shard_path, names in wanted.items():
-            mapped = MappedFile(path.parent / shard_path)
+            mapped = index_file.sibling(shard_path)
             shards.append(mapped)
+            if not sniff(mapped.pread(0, min(mapped.size, 9), "the shard's header")) and not entries:
+                return _open_other_shards(index_file, shards.pop(), wanted, metadata)
             shard_entries, shard_meta = _parse(mapped)
             for key, value in shard_meta.items():
                 metadata.setdefault(key, value)
@@ -202,6 +266,28 @@ def _open_index(path: Path) -> SafeTensorsStore:
             mapped.close()
         raise
     return SafeTensorsStore(path, entries, locations, metadata=metadata, version="sharded")
+
+
+def _open_other_shards(index_file: ByteSource, first: ByteSource, wanted: dict[str, dict[str, str]],
+                       metadata: dict[str, str]) -> Store:
+    """An index whose shards are not SafeTensors (PyTorch's ``.bin`` shards): each opens by its own bytes."""
+    from . import open_store  # the formats package imports this module
+    from .sharded import ShardedStore
+    path = index_file.path
+    stores: list[Store] = []
+    try:
+        for i, (shard_path, names) in enumerate(wanted.items()):
+            shard = open_store(first if i == 0 else index_file.sibling(shard_path))
+            stores.append(shard)
+            missing = next((n for n in names if n not in shard), None)
+            if missing is not None:
+                raise FormatError(path, f"shard {names[missing]} lacks tensor {missing!r} that the index maps to it")
+    except BaseException:
+        first.close()
+        for store in stores:
+            store.close()
+        raise
+    return ShardedStore(path, stores, [set(names) for names in wanted.values()], metadata=metadata)
 
 
 def _shard_path(index: Path, shard_name: str) -> str:

@@ -4,6 +4,7 @@ A ``Recipe`` says what to do; ``plan(stores, recipe)`` says what would happen, t
 without touching bytes; ``plan.export(dest)`` (or ``engine.export(plan.tensors, dest)``) does it.
 """
 
+from . import stages
 from .align import AlignmentReport, ShapeMismatch, align, validate
 from .diff import DiffReport, TensorDiff, diff
 from .filters import Filter, Predicate, PredicateGroup
@@ -16,4 +17,4 @@ from .remap import RemapRule
 __all__ = ["AlignmentReport", "CastRule", "DiffReport", "Dropped", "ENUM_VARIANT", "Filter", "Guess", "KINDS",
            "ModuleGuess", "Plan", "PlannedTensor", "Predicate", "PredicateGroup", "Recipe", "RemapRule",
            "ShapeMismatch", "SourceSpec", "TensorDiff", "align", "carried_metadata", "diff", "infer_modules", "parse_kind", "plan",
-           "validate"]
+           "stages", "validate"]

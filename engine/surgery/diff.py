@@ -11,14 +11,18 @@ closer at one pair: max/mean absolute difference, allclose and a histogram of th
 from __future__ import annotations
 
 import hashlib
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
 from ..store import Store
 from .plan import Plan
 
+T = TypeVar("T")
 CHUNK_ELEMENTS = 4 << 20  # elements read from the maps per step
 BLOCK_ELEMENTS = 1 << 16  # elements of float64 arithmetic per step: three buffers stay in cache
 HISTOGRAM_BINS = 64
@@ -106,7 +110,7 @@ def _compare(name: str, x: Any, y: Any, values: bool, rtol: float, atol: float, 
         if x.dtype.values_dtype is None or y.dtype.values_dtype is None:  # quantized ones compare dequantized
             equal = same_dtype and _digest(x) == _digest(y)
             return TensorDiff(name, "identical" if equal else ("different" if same_dtype else "dtype_mismatch"), **base)
-        stats = _values(x.read(), y.read(), same_dtype, values, rtol, atol, chunk)
+        stats = _values(x, y, same_dtype, values, rtol, atol, chunk)
     finally:
         for item in (x, y):
             item.release()
@@ -126,47 +130,114 @@ def _digest(item: Any) -> str:
     return h.hexdigest()
 
 
-def _values(a: np.ndarray, b: np.ndarray, same_dtype: bool, values: bool, rtol: float, atol: float, chunk: int) -> dict[str, Any]:
-    """Stream both arrays in chunks; equal bytes skip the arithmetic, the rest runs in cache-sized blocks."""
-    fa, fb = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
-    n = fa.size
-    stats = _Stats(min(n, BLOCK_ELEMENTS), rtol, atol)
-    for start in range(0, n, chunk):
-        ca, cb = fa[start:start + chunk], fb[start:start + chunk]
-        if same_dtype and np.array_equal(ca.view(np.uint8), cb.view(np.uint8)):
-            continue
-        if not values:
-            return {"equal": False}
-        for block in range(0, ca.size, BLOCK_ELEMENTS):
-            stats.add(ca[block:block + BLOCK_ELEMENTS], cb[block:block + BLOCK_ELEMENTS])
+def _values(x: Any, y: Any, same_dtype: bool, values: bool, rtol: float, atol: float, chunk: int) -> dict[str, Any]:
+    """Stream both tensors in chunks; equal bytes skip the arithmetic, the rest runs in cache-sized blocks."""
+    n = math.prod(x.shape)
+    work = _working_dtype(x.dtype.values_dtype, y.dtype.values_dtype)
+    stats = _Stats(min(n, BLOCK_ELEMENTS), rtol, atol, work)
+    pairs = zip(_flat_chunks(x, chunk), _flat_chunks(y, chunk))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for ca, cb in (pairs if n <= chunk else _read_ahead(pairs)):
+            if same_dtype and _same_bytes(ca, cb):
+                continue
+            if not values:
+                return {"equal": False}
+            for block in range(0, ca.size, BLOCK_ELEMENTS):
+                stats.add(ca[block:block + BLOCK_ELEMENTS], cb[block:block + BLOCK_ELEMENTS])
     if not values:
         return {"equal": True}
     return {"equal": stats.equal, "max_abs": stats.largest, "mean_abs": stats.total / n if n else 0.0,
             "allclose": stats.close}
 
 
-class _Stats:
-    """Running max/sum of ``|a - b|`` in float64 and allclose, reusing its buffers block after block.
+def _read_ahead(items: Iterator[T]) -> Iterator[T]:
+    """``items`` advanced one step ahead in a thread: the next chunks are read from the files while these
+    are compared (reads and numpy both release the GIL). ``_flat_chunks`` alternates two buffers, so
+    the chunk being read never overwrites the one being compared."""
+    with ThreadPoolExecutor(1, thread_name_prefix="diff-read-ahead") as pool:
+        pending = pool.submit(next, items, None)
+        while (item := pending.result()) is not None:
+            pending = pool.submit(next, items, None)
+            yield item
 
-    NaN against NaN (and an infinity against the same infinity) count as equal.
+
+def _flat_chunks(item: Any, chunk: int) -> Iterator[np.ndarray]:
+    """A tensor's values, ``chunk`` elements at a time, as flat arrays.
+
+    A tensor whose bytes lie as-is in a file is read straight into two buffers used in turn, chunk
+    after chunk (no fresh memory to fault in per tensor), each chunk checked against a file changed on
+    disk after it is read; anything else (a transformed plan tensor, a bool stored as u32, a quantized
+    tensor, a remote file) is ``read()``.
+    """
+    dtype = item.dtype.numpy  # None for a quantized tensor: its bytes are not its values
+    span = item.byte_range() if dtype is not None and item.dtype.kind != "bool" else None
+    if span is None:
+        flat = np.ascontiguousarray(item.read()).reshape(-1)
+        for start in range(0, flat.size, chunk):
+            yield flat[start:start + chunk]
+        return
+    fd, offset, length = span
+    count = length // dtype.itemsize
+    buffers = [np.empty(min(count, chunk), dtype) for _ in range(1 if count <= chunk else 2)]
+    for turn, start in enumerate(range(0, count, chunk)):
+        size = min(chunk, count - start)
+        buffer = buffers[turn % len(buffers)]
+        _read_exactly(fd, memoryview(buffer.view(np.uint8))[:size * dtype.itemsize], offset + start * dtype.itemsize)
+        item.verify()  # after reading: these bytes are the file's as opened, or this raises
+        yield buffer[:size]
+
+
+def _read_exactly(fd: int, view: memoryview, offset: int) -> None:
+    done = 0
+    while done < len(view):
+        n = os.preadv(fd, [view[done:]], offset + done)
+        if n <= 0:
+            break  # the file shrank: the caller's verify() says it changed on disk
+        done += n
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Byte equality, refusing early on the first differing kilobytes (the common case of real diffs)."""
+    head = min(a.size, 1024)
+    if a[:head].tobytes() != b[:head].tobytes():
+        return False
+    return a.tobytes() == b.tobytes() if a.nbytes <= 1 << 16 else bool(np.array_equal(a.view(np.uint8), b.view(np.uint8)))
+
+
+def _working_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
+    """float32 when both sides are floats of 32 bits or fewer (their differences are then rounded once,
+    as ``numpy.allclose`` computes them for such arrays, at several times float64's speed); float64 else."""
+    narrow = all(d.kind == "f" and d.itemsize <= 4 or d.kind == "V" and d.itemsize <= 2 for d in (a, b))
+    return np.dtype(np.float32) if narrow else np.dtype(np.float64)
+
+
+class _Stats:
+    """Running max/sum of ``|a - b|`` and allclose, reusing its buffers block after block.
+
+    Arithmetic runs in ``work`` (float32 for narrow floats); a block whose float32 result is not
+    finite (NaN, infinity or an overflowing difference) is redone in float64, where NaN against NaN
+    (and an infinity against the same infinity) count as equal.
     """
 
-    def __init__(self, size: int, rtol: float, atol: float):
-        self.x, self.y, self.d = (np.empty(size, np.float64) for _ in range(3))
+    def __init__(self, size: int, rtol: float, atol: float, work: np.dtype = np.dtype(np.float64)):
+        self.x, self.y, self.d = (np.empty(size, work) for _ in range(3))
         self.rtol, self.atol = rtol, atol
         self.equal, self.close, self.largest, self.total = True, True, 0.0, 0.0
+        self.wide = self if work == np.float64 else None
 
     def add(self, ca: np.ndarray, cb: np.ndarray) -> None:
         m = ca.size
-        x, y, d = self.x[:m], self.y[:m], self.d[:m]
-        np.copyto(x, ca, casting="unsafe")
-        np.copyto(y, cb, casting="unsafe")
-        with np.errstate(invalid="ignore", over="ignore"):
-            np.subtract(x, y, out=d)
+        x = ca if ca.dtype == self.d.dtype else _cast(ca, self.x[:m])
+        y = cb if cb.dtype == self.d.dtype else _cast(cb, self.y[:m])
+        d = self.d[:m]
+        np.subtract(x, y, out=d)  # the caller ignores overflow and invalid: a NaN or inf here is handled below
         np.abs(d, out=d)
         largest = float(d.max()) if m else 0.0
-        if not np.isfinite(largest):  # NaN or inf somewhere: only unequal pairs count
-            bad = ~np.isfinite(d)
+        if not np.isfinite(largest):
+            if self.wide is not self:
+                self._add_wide(ca, cb)
+                return
+            bad = ~np.isfinite(d)  # NaN or inf somewhere: only unequal pairs count
             same = (x == y) | (np.isnan(x) & np.isnan(y))
             d[bad & same] = 0.0
             d[bad & ~same] = np.inf
@@ -175,13 +246,26 @@ class _Stats:
             return
         self.equal = False
         self.largest = max(self.largest, largest)
-        self.total += float(d.sum())
+        self.total += float(d.sum())  # numpy sums pairwise: a block's float32 sum is good to ~1e-7, added in float64
         if self.close and largest > self.atol:
-            np.abs(y, out=y)
-            y *= self.rtol
-            y += self.atol
-            self.close = bool(np.less_equal(d, y).all())
+            tolerance = self.y[:m]
+            np.abs(y, out=tolerance)
+            tolerance *= self.rtol
+            tolerance += self.atol
+            self.close = bool(np.less_equal(d, tolerance).all())
 
+    def _add_wide(self, ca: np.ndarray, cb: np.ndarray) -> None:
+        if self.wide is None:
+            self.wide = _Stats(self.d.size, self.rtol, self.atol)
+        wide = self.wide
+        wide.equal, wide.close, wide.largest, wide.total = self.equal, self.close, self.largest, self.total
+        wide.add(ca, cb)
+        self.equal, self.close, self.largest, self.total = wide.equal, wide.close, wide.largest, wide.total
+
+
+def _cast(values: np.ndarray, into: np.ndarray) -> np.ndarray:
+    np.copyto(into, values, casting="unsafe")
+    return into
 
 
 @dataclass(frozen=True)

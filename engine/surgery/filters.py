@@ -102,12 +102,43 @@ def facts(name: str, dtype: Any, shape: Sequence[int], module_kind: str = "Unkno
             "module": module_kind}
 
 
+INCLUDE, PATH, WHERE, EXCLUDE, REMAP = "include", "path", "where", "exclude", "remap"  # the kinds of rule
+
+
 @dataclass(frozen=True)
 class RuleHits:
-    """How many tensors one filter rule matches: the count the GUI shows on each row."""
+    """How many tensors one recipe rule matches: the count the window shows on each rule's row.
 
-    rule: str
+    Data, so readers pick rules by ``kind`` and ``index`` (the rule's place among those of its kind):
+    ``pattern`` is the regex, exact path or predicate label, ``replacement`` a remap's. ``rule`` is
+    the line a terminal prints, made from those, never read back.
+    """
+
+    kind: str
+    index: int
+    pattern: str
     count: int
+    replacement: str = ""
+
+    @classmethod
+    def remap(cls, index: int, rule: Any, count: int) -> "RuleHits":
+        return cls(REMAP, index, rule.pattern, count, rule.replacement)
+
+    @property
+    def subject(self) -> str:
+        """What the rule matches, as the user wrote it: ``'^fc' -> 'head'``, ``'bias$'``, ``ndim == 2``."""
+        if self.kind == REMAP:
+            return f"{quoted(self.pattern)} -> {quoted(self.replacement)}"
+        return self.pattern if self.kind == WHERE else quoted(self.pattern)
+
+    @property
+    def rule(self) -> str:
+        return f"{self.kind} {self.subject}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "index": self.index, "pattern": self.pattern,
+                **({"replacement": self.replacement} if self.kind == REMAP else {}), "count": self.count,
+                "rule": self.rule}
 
 
 @dataclass(frozen=True)
@@ -152,14 +183,29 @@ class Filter:
                 return reason
         return None
 
-    def rule_hits(self, tensors: Sequence[Mapping[str, Any]]) -> list[RuleHits]:
-        """Each rule's match count over tensor facts, in rule order (includes, paths, predicates, excludes)."""
-        names = [t["name"] for t in tensors]
-        hits = [RuleHits(f"include {quoted(r.pattern)}", sum(1 for n in names if r.search(n))) for r in self._includes]
-        present = set(names)
-        hits += [RuleHits(f"path {quoted(p)}", int(p in present)) for p in self.full_paths]
-        hits += [RuleHits(f"where {rule.label}", sum(1 for t in tensors if rule.accepts(t))) for rule in self.where]
-        hits += [RuleHits(f"exclude {quoted(r.pattern)}", sum(1 for n in names if r.search(n))) for r, _ in self._excludes]
+    def verdicts(self, names: Sequence[str]) -> list[str | None]:
+        """``verdict`` for every name at once, when no predicate needs facts: one regex pass a rule (hot)."""
+        if self._selects:
+            paths, includes = self._paths, self._includes
+            out: list[str | None] = [None if name in paths or any(r.search(name) for r in includes)
+                                     else "matched no include rule" for name in names]
+        else:
+            out = [None] * len(names)
+        for regex, reason in self._excludes:  # the first exclusion that matches names the reason
+            search = regex.search
+            out = [found if found is not None or not search(name) else reason for found, name in zip(out, names)]
+        return out
+
+    def rule_hits(self, names: Sequence[str], tensors: Sequence[Mapping[str, Any]] | None = None) -> list[RuleHits]:
+        """Each rule's match count over the names (and, for predicates, the tensors' facts), in rule order:
+        includes, paths, predicates, excludes."""
+        hits = [RuleHits(INCLUDE, i, r.pattern, sum(1 for n in names if r.search(n))) for i, r in enumerate(self._includes)]
+        present = set(names) if self.full_paths else set()
+        hits += [RuleHits(PATH, i, p, int(p in present)) for i, p in enumerate(self.full_paths)]
+        hits += [RuleHits(WHERE, i, rule.label, sum(1 for t in tensors or () if rule.accepts(t)))
+                 for i, rule in enumerate(self.where)]
+        hits += [RuleHits(EXCLUDE, i, r.pattern, sum(1 for n in names if r.search(n)))
+                 for i, (r, _) in enumerate(self._excludes)]
         return hits
 
     # --- JSON -----------------------------------------------------------------------------

@@ -69,6 +69,12 @@ def variant_guess(name: str, source_name: str, path: str, kind: str | None) -> G
                  (kind or "module", ENUM_VARIANT))
 
 
+def placed_guess(name: str, source_name: str, module: str, kind: str, why: str) -> Guess:
+    """A fused module's tensor whose place follows a convention (a layer of a stack Burn has no module for)."""
+    return Guess(name, source_name, module, kind, f"placed at {name}", why,
+                 "--template FILE (a file of the target model holding this name), or a remap to where the model keeps it")
+
+
 def describe(ops: Sequence[Op]) -> str:
     """What the adapter and casts did, in a few words (``transposed``, ``renamed weight -> alpha``)."""
     words = []

@@ -6,7 +6,7 @@ A plan only lists operations; bytes are touched at export (or diff) time, one te
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -77,17 +77,68 @@ class FuseWeightNorm:
         return (g64 * v64 / norm).astype(v.dtype)
 
 
-Op = Rename | Transpose | Cast | FuseWeightNorm
+@dataclass(frozen=True)
+class SplitFused:
+    """One part of a fused PyTorch tensor: rows ``start:stop`` of ``source`` (e.g. the input gate of an LSTM).
+
+    ``what`` names the split ("LSTM gates"), ``outputs`` every tensor the one split makes, in order:
+    the split is one operation with one input and several outputs, each output holding its own rows.
+    """
+
+    what: str
+    source: str
+    outputs: tuple[str, ...]
+    start: int
+    stop: int
+    changes_bytes = True
+
+    def describe(self) -> str:
+        return f"split {self.what}: {self.source} rows {self.start}:{self.stop} -> {', '.join(self.outputs)}"
+
+    def apply(self, array: np.ndarray) -> np.ndarray:
+        return array[self.start:self.stop]
+
+
+@dataclass(frozen=True)
+class FuseSplit:
+    """The inverse of ``SplitFused``: the ``inputs`` (transposed first when ``transpose``, Burn's Linears being
+    ``[in, out]``) stacked row after row into the one tensor PyTorch fuses them in."""
+
+    what: str
+    inputs: tuple[str, ...]
+    output: str
+    transpose: bool
+    changes_bytes = True
+
+    def describe(self) -> str:
+        done = "transposed and stacked" if self.transpose else "stacked"
+        return f"fuse {self.what}: {', '.join(self.inputs)} {done} -> {self.output}"
+
+    def combine(self, *arrays: np.ndarray) -> np.ndarray:
+        return np.concatenate([a.T if self.transpose else a for a in arrays], axis=0)
+
+
+Op = Rename | Transpose | Cast | FuseWeightNorm | SplitFused | FuseSplit
+# An operation as a plan records it: ``(Op class, *arguments)``, built into the Op when first read. A plan
+# of 10,000 tensors records tens of thousands of operations on every edit and shows a few screens of them.
+OpRecord = tuple[Any, ...]
+
+
+def built(records: Sequence[Op | OpRecord]) -> tuple[Op, ...]:
+    """The operations ``records`` stand for (records built, operations kept)."""
+    return tuple(r[0](*r[1:]) if type(r) is tuple else r for r in records)
+
+
+def changes_bytes(records: Sequence[Op | OpRecord]) -> bool:
+    return any((r[0] if type(r) is tuple else r).changes_bytes for r in records)
 
 
 def run(ops: Sequence[Op], arrays: Sequence[np.ndarray]) -> np.ndarray:
-    """Apply ``ops`` to the input arrays (two only when the first op fuses a weight norm)."""
-    steps = list(ops)
-    if steps and isinstance(steps[0], FuseWeightNorm):
-        array = steps.pop(0).combine(*arrays)
-    else:
-        (array,) = arrays
-    for op in steps:
-        if op.changes_bytes:
+    """Apply ``ops`` to the input arrays: several only when an op fuses them (the ops before it are renames)."""
+    array = arrays[0] if len(arrays) == 1 else None
+    for op in ops:
+        if isinstance(op, (FuseWeightNorm, FuseSplit)):
+            array = op.combine(*arrays)
+        elif op.changes_bytes:
             array = op.apply(array)
     return array

@@ -1,10 +1,12 @@
 """What a recipe would do to some stores, tensor by tensor, before a byte is read.
 
-``plan(stores, recipe)`` runs burn-store's order of operations, per source: its own filter (on the
-names in the file), remaps, contiguous indices over all the source's names, enum-variant skipping,
-weight-norm fusion, module inference, the PyTorch/Burn adapter, enum variants a template's names
-carry, then the recipe's filter (on the names all that produced, as burn-store's filters match the
-model's own paths), then casts. Every decision resting on a name alone is listed in ``guesses``.
+``plan(stores, recipe)`` runs burn-store's order of operations, per source, as named stages
+(``stages``): its own filter (on the names in the file), remaps, contiguous indices over all the
+source's names, enum-variant skipping, weight-norm fusion and fused modules split or fused back,
+module inference, the PyTorch/Burn adapter, enum variants a template's names carry, then the recipe's
+filter (on the names all that produced, as burn-store's filters match the model's own paths), then
+casts. Each stage's result is kept by its inputs (``StageCache``), so a re-plan after an edit re-runs
+only the stages after it. Every decision resting on a name alone is listed in ``guesses``.
 Sources merge like successive burn-store ``load_from`` calls: a later source overrides an
 earlier one (an override, reported); two tensors of one source landing on one name are a conflict.
 Every ``PlannedTensor`` is a ``TensorSource``: ``engine.export(plan.tensors, dest)`` streams it.
@@ -12,55 +14,73 @@ Every ``PlannedTensor`` is a ``TensorSource``: ``engine.export(plan.tensors, des
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import threading
 import weakref
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from ..burn_versions import BurnVersion
 from ..dtypes import DType
-from ..errors import ExportError, RecipeError
+from ..errors import ExportError
 from ..export import Cancel, Progress, export
-from ..humanize import quoted
 from ..metadata_keys import RECIPE_KEY, carried_fields
 from ..store import CHUNK, Store, TensorEntry
 from . import adapters as ad
+from . import stages
 from .filters import Filter, RuleHits, facts
-from .guesses import Guess, kind_guess, variant_guess
-from .modules import ENUM_VARIANT, NORM_KINDS, ModuleGuess, infer_modules, module_path
-from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose, run
+from .guesses import Guess
+from .modules import ENUM_VARIANT, ModuleGuess, infer_modules, module_path
+from .ops import Op, OpRecord, built, changes_bytes, run
 from .recipe import Recipe, SourceSpec
-from .remap import compile_rules, remap_name
+from .remap import CompiledRule, compile_rules, remap_name
+from .stages import Dropped
 
 RECIPE_METADATA_KEY = RECIPE_KEY
 _NO_SPEC = SourceSpec("")
 
 
 class PlannedTensor:
-    """One output tensor: where it comes from, what happens to it, what it becomes. Lazy."""
+    """One output tensor: where it comes from, what happens to it, what it becomes. Lazy.
 
-    __slots__ = ("name", "dtype", "shape", "nbytes", "param_id", "inputs", "ops", "source", "source_name", "module")
+    ``ops`` may be given as records (``ops.OpRecord``): they are built into operations when first read.
+    """
+
+    __slots__ = ("name", "dtype", "shape", "nbytes", "param_id", "inputs", "_ops", "source", "module")
 
     def __init__(self, name: str, dtype: DType, shape: tuple[int, ...], inputs: Sequence[TensorEntry],
-                 ops: Sequence[Op], source: str, module: str):
+                 ops: Sequence[Op | OpRecord], source: str, module: str):
         self.name = name
         self.dtype = dtype
         self.shape = shape
-        self.inputs = tuple(inputs)
-        self.ops = tuple(ops)
-        first = self.inputs[0]
-        # same dtype, one input: the element count is unchanged (renames, transposes), so are the bytes
-        same = len(self.inputs) == 1 and dtype is first.dtype
+        self.inputs = inputs = inputs if type(inputs) is tuple else tuple(inputs)
+        self._ops = ops if type(ops) is tuple else tuple(ops)
+        first = inputs[0]
+        # same dtype, one input, as many elements (renames, transposes): the same bytes; a split has fewer
+        same = len(inputs) == 1 and dtype is first.dtype and (shape is first.shape or math.prod(shape) == first.numel)
         self.nbytes = first.nbytes if same or dtype.bits is None else dtype.nbytes(shape)
-        self.param_id = self.inputs[-1].param_id
+        self.param_id = inputs[-1].param_id
         self.source = source
-        self.source_name = self.inputs[-1].name if len(self.inputs) == 1 else ", ".join(e.name for e in self.inputs)
         self.module = module
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        ops = self._ops
+        if any(type(op) is tuple for op in ops):
+            self._ops = ops = built(ops)
+        return ops
+
+    @property
+    def source_name(self) -> str:
+        """The name(s) in the source file: two for a fused weight norm."""
+        inputs = self.inputs
+        return inputs[-1].name if len(inputs) == 1 else ", ".join(e.name for e in inputs)
 
     @property
     def operations(self) -> list[str]:
@@ -68,7 +88,7 @@ class PlannedTensor:
 
     @property
     def changes_bytes(self) -> bool:
-        return any(op.changes_bytes for op in self.ops)
+        return changes_bytes(self._ops)
 
     def read(self) -> np.ndarray:
         """The output values (computed now, from this one tensor's inputs)."""
@@ -97,16 +117,6 @@ class PlannedTensor:
 
     def __repr__(self) -> str:
         return f"<PlannedTensor {self.name} {self.dtype} {list(self.shape)} from {self.source}:{self.source_name}>"
-
-
-@dataclass(frozen=True)
-class Dropped:
-    """A source tensor left out: ``name`` as the file writes it, ``matched`` the name the filter saw."""
-
-    source: str
-    name: str
-    reason: str
-    matched: str = ""
 
 
 @dataclass(frozen=True)
@@ -176,7 +186,7 @@ class Plan:
             "overrides": [vars(o) for o in self.overrides],
             "modules": {p: {"kind": g.kind, "reason": g.reason, "overridden": g.overridden, "guessed": g.guessed}
                         for p, g in self.modules.items()},
-            "rule_hits": [vars(h) for h in self.rule_hits],
+            "rule_hits": [h.to_json() for h in self.rule_hits],
             "guesses": [g.to_json() for g in self.guesses],
         }
 
@@ -201,144 +211,187 @@ def _filter_rules(f: Filter) -> str:
                       *(f"where {r.label}" for r in f.where), *(f"exclude {p!r}" for p in f.exclude)])
 
 
-class _Work:
-    """A tensor being planned: mutable while the stages run, frozen into a PlannedTensor after."""
-
-    __slots__ = ("inputs", "name", "dtype", "shape", "ops", "kept_variants")
-
-    def __init__(self, entry: TensorEntry):
-        self.inputs = [entry]
-        self.name = entry.name
-        self.dtype = entry.dtype
-        self.shape = entry.shape
-        self.ops: list[Op] = []
-        self.kept_variants: list[str] = []  # CamelCase module paths kept for want of evidence (guesses)
-
-    @property
-    def source_name(self) -> str:
-        return self.inputs[0].name if len(self.inputs) == 1 else ", ".join(e.name for e in self.inputs)
-
-    def rename(self, new: str, why: str) -> None:
-        if new != self.name:
-            self.ops.append(Rename(self.name, new, why))
-            self.name = new
-
-    def add(self, op: Op) -> None:
-        if op.changes_bytes and self.dtype.kind == "quantized":
-            raise RecipeError(f"tensor {self.inputs[0].name!r} is quantized ({self.dtype}); "
-                              f"'{op.describe()}' would need to decode it (renames and copies are fine)")
-        self.ops.append(op)
+_TOKENS = itertools.count(1)  # every computed stage result gets its own number: what later stages are keyed by
 
 
-def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Store | None = None) -> Plan:
-    """Plan ``recipe`` over ``stores`` (merged in order); ``template`` lends module kinds and enum variants.
+class StageCache:
+    """Each stage's last few results, keyed by its inputs: the previous stage's result (its token) and the
+    part of the recipe the stage reads. An edit therefore re-runs only the stages after the part it changed.
 
-    burn-store's order, per source: (its own filter, on the file's names), remaps, contiguous
-    indices over all the source's names, enum variants, adapters (weight-norm fusion, module
-    kinds, PyTorch/Burn layout), the template's enum variants, then the recipe's filter on the
-    resulting names, then casts.
+    A stage keeps at most ``SIZE`` results, and fewer for big sources: their tensors count against
+    ``TENSORS`` (one 100,000-tensor source keeps two: the current plan and the one before, what undo
+    and a typo's correction come back to). ``ran`` counts the stages actually computed (what a test, or
+    a profile, asks). A key that cannot be hashed (a predicate holding a list) is simply not cached.
     """
-    recipe = recipe or Recipe()
-    rules = compile_rules(recipe.remaps)
-    remap_hits = [0] * len(rules)
-    direction = next((a for a in recipe.adapters if a in (ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH)), None)
-    wanted = _TemplateIndex(template) if template is not None else None
-    keep = recipe.filter
-    filtering = not keep.is_empty
-    result = Plan([], recipe=recipe)
-    merged: dict[str, PlannedTensor] = {}
-    duplicates: list[PlannedTensor] = []
-    filter_facts: list[dict[str, Any]] = []
-    selection = _SELECTIONS.get(stores, recipe)
-    result.dropped += selection.dropped
-    for index, store in enumerate(stores):
-        label = str(store.path)
-        work = [_Work(entry) for entry in selection.kept[index]]
-        for item in work:
-            item.rename(remap_name(item.name, rules, remap_hits), "remap")
-        if ad.CONTIGUOUS_INDICES in recipe.adapters:
-            _renumber(work, store, rules)
-        skip = ad.SKIP_ENUM_VARIANTS in recipe.adapters
-        if skip or ENUM_VARIANT in recipe.module_overrides.values():
-            _enum_variants(work, recipe.module_overrides, wanted, skip)
-        if ad.FUSE_WEIGHT_NORM in recipe.adapters:
-            work = _fuse_weight_norms(work)
-        guesses = infer_modules(work)
-        if wanted is not None:
-            guesses.update(wanted.kinds(work, guesses))
-        for path, kind in recipe.module_overrides.items():
-            if path in guesses:
-                guesses[path] = ModuleGuess(path, kind, "set by user", True)
-        result.modules.update(guesses)
-        own: dict[str, PlannedTensor] = {}
-        for item in work:
-            guess = guesses.get(item.name.rpartition(".")[0])  # module_path, inlined: hot
-            kind = guess.kind if guess else "Unknown"
-            before = (item.name, item.shape)
-            if direction and kind in ad.LAYOUT_KINDS:
-                _apply_layout(item, direction, kind)
-            if wanted is not None and item.name not in wanted.shapes and item.name in wanted.variants:
-                item.rename(wanted.variants[item.name], "template enum variant")
-            if filtering:
-                tensor_facts = facts(item.name, item.dtype, item.shape, kind) if keep.where else None
-                filter_facts.append(tensor_facts or {"name": item.name})
-                reason = keep.verdict(item.name, tensor_facts)
-                if reason:
-                    result.dropped.append(Dropped(label, item.source_name, f"filter: {reason}", item.name))
-                    continue
-            for cast in recipe.casts:
-                if item.dtype.is_float and item.dtype != cast.dtype and (not cast.modules or kind in cast.modules):
-                    item.add(Cast(item.dtype, cast.dtype))
-                    item.dtype = cast.dtype
-            if item.kept_variants or (guess is not None and guess.guessed):
-                result.guesses += _guesses(item, guess, before, direction, recipe)
-            planned = PlannedTensor(item.name, item.dtype, item.shape, item.inputs, item.ops, label, kind)
-            if item.name in own:
-                first = own[item.name]
-                result.conflicts.append(Conflict(item.name, f"{label}:{first.source_name}", f"{label}:{planned.source_name}"))
-                duplicates.append(planned)
-                continue
-            own[item.name] = planned
-            if item.name in merged:
-                old = merged[item.name]
-                result.overrides.append(Override(item.name, f"{label}:{planned.source_name}",
-                                                 f"{old.source}:{old.source_name}"))
-            merged[item.name] = planned
-    result.tensors = list(merged.values()) + duplicates
-    result.rule_hits += keep.rule_hits(filter_facts) if filter_facts else []
-    result.rule_hits += [RuleHits(f"remap {quoted(r.pattern)} -> {quoted(r.replacement)}", n) for r, n in zip(recipe.remaps, remap_hits)]
-    return result
+
+    SIZE = 4
+    TENSORS = 200_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[str, OrderedDict[Any, tuple[int, Any, int]]] = {}
+        self.ran: Counter[str] = Counter()
+
+    def run(self, stage: str, key: Any, compute: Callable[[], Any], tensors: int = 0) -> tuple[int, Any]:
+        """``(token, result)`` of ``stage`` for ``key``: cached, or computed now (over ``tensors`` tensors)."""
+        try:
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None:
+            with self._lock:
+                items = self._items.setdefault(stage, OrderedDict())
+                found = items.get(key)
+                if found is not None:
+                    items.move_to_end(key)
+                    return found[0], found[1]
+        token, result = next(_TOKENS), compute()
+        with self._lock:
+            self.ran[stage] += 1
+            if key is not None:
+                items = self._items.setdefault(stage, OrderedDict())
+                items[key] = (token, result, tensors)
+                while len(items) > 1 and (len(items) > self.SIZE
+                                          or sum(size for _, _, size in items.values()) > self.TENSORS):
+                    items.popitem(last=False)
+        return token, result
 
 
-def _guesses(item: _Work, guess: ModuleGuess | None, before: tuple[str, tuple[int, ...]], direction: str | None,
-             recipe: Recipe) -> list[Guess]:
-    """The guesses this tensor's outcome rests on: enum-variant segments kept, a kind taken from its name."""
-    found = [variant_guess(item.name, item.source_name, path, guess.kind if guess and guess.path == path else None)
-             for path in item.kept_variants]
-    if guess is None or not guess.guessed:
-        return found
-    name, shape = before
-    floating = item.dtype.is_float  # casts only ever turn floats into floats
+_STAGES = StageCache()
+_TEMPLATES: "weakref.WeakKeyDictionary[Store, stages.TemplateIndex]" = weakref.WeakKeyDictionary()
 
-    def outcome(kind: str) -> tuple[Any, ...]:
-        layout = ad.layout_ops(direction, name, shape, kind) if direction else (name, [])
-        casts = tuple(c.to for c in recipe.casts if floating and (not c.modules or kind in c.modules))
-        return layout[0], tuple(type(op) for op in layout[1]), casts
 
-    ours = outcome(guess.kind)
-    others = [outcome(kind) for kind in guess.alternatives if kind != guess.kind]
-    if any(other != ours for other in others):
-        could_transpose = any(Transpose in other[1] for other in others)
-        found.append(kind_guess(item.name, item.source_name, guess, item.ops, could_transpose))
+def _template_index(template: Store) -> stages.TemplateIndex:
+    """The template's index, made once per opened template (a template file never changes while open)."""
+    found = _TEMPLATES.get(template)
+    if found is None:
+        found = _TEMPLATES[template] = stages.TemplateIndex([(e.name, e.shape) for e in template.entries])
     return found
 
 
 @dataclass(frozen=True)
+class _SourceResult:
+    """One source after every stage: what the merge needs."""
+
+    label: str
+    adapted: stages.Adapted
+    casted: stages.Casted
+    filtered: stages.Filtered
+    guesses: dict[str, ModuleGuess]
+    remap_hits: tuple[int, ...]
+    found: list[Guess]  # what the kept tensors' outcomes rest on
+    tokens: tuple[int, int]  # the filter's and the cast's results: what the merge and the hit counts depend on
+
+
+def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Store | None = None,
+         cache: StageCache | None = None) -> Plan:
+    """Plan ``recipe`` over ``stores`` (merged in order); ``template`` lends module kinds and enum variants.
+
+    burn-store's order, per source (``stages``): its own filter (on the file's names), remap,
+    renumber, enum variants, fuse/split, module inference, adapters, the recipe's filter on the
+    resulting names, cast; then the sources merge. Each stage's result is kept by its inputs
+    (``cache``, shared by default), so a re-plan after an edit re-runs only the stages after it.
+    """
+    recipe = recipe or Recipe()
+    cache = cache or _STAGES
+    rules = compile_rules(recipe.remaps)
+    wanted = _template_index(template) if template is not None else None
+    selection = _SELECTIONS.get(stores, recipe)
+    sources = [_plan_source(cache, selection, index, store, recipe, rules, wanted) for index, store in enumerate(stores)]
+    size = sum(len(kept) for kept in selection.kept)
+    _, merged = cache.run("merge", tuple(s.tokens[1] for s in sources), lambda: _merge(sources), size)
+    _, filter_hits = cache.run("rule hits", (tuple(s.tokens[0] for s in sources), recipe.filter),
+                               lambda: _filter_hits(recipe.filter, sources), size)
+    tensors, conflicts, overrides = merged
+    remap_hits = [sum(counts) for counts in zip(*(s.remap_hits for s in sources))] if sources else [0] * len(rules)
+    modules: dict[str, ModuleGuess] = {}
+    for source in sources:
+        modules.update(source.guesses)
+    return Plan(list(tensors), dropped=[*selection.dropped, *(d for s in sources for d in s.filtered.dropped)],
+                conflicts=list(conflicts), overrides=list(overrides), modules=modules,
+                rule_hits=[*filter_hits, *(RuleHits.remap(i, r, n) for i, (r, n) in enumerate(zip(recipe.remaps, remap_hits)))],
+                recipe=recipe, guesses=[g for s in sources for g in s.found])
+
+
+def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: Store, recipe: Recipe,
+                 rules: Sequence[CompiledRule], wanted: stages.TemplateIndex | None) -> "_SourceResult":
+    """One source through every stage, each taken from ``cache`` when its inputs are unchanged."""
+    adapters = recipe.adapters
+    direction = next((a for a in adapters if a in (ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH)), None)
+    overrides = tuple(sorted(recipe.module_overrides.items()))
+
+    def run(stage: str, key: Any, compute: Callable[[], Any]) -> tuple[int, Any]:
+        return cache.run(stage, key, compute, len(selection.kept[index]))
+
+    token, batch = run("source", (selection.token, index), lambda: stages.Batch.of(selection.kept[index]))
+    token, (batch, hits) = run("remap", (token, recipe.remaps), lambda: stages.remap(batch, rules))
+    if ad.CONTIGUOUS_INDICES in adapters:
+        every = None if len(batch) == len(store.entries) else [remap_name(e.name, rules) for e in store.entries]
+        token, batch = run("renumber", (token,), lambda: stages.renumber(batch, every))
+    skip = ad.SKIP_ENUM_VARIANTS in adapters
+    if skip or ENUM_VARIANT in recipe.module_overrides.values():
+        token, batch = run("enum variants", (token, skip, overrides, wanted),
+                           lambda: stages.enum_variants(batch, recipe.module_overrides, wanted, skip))
+    conventions: dict[str, tuple[str, str, str]] = {}
+    fuse = ad.FUSE_WEIGHT_NORM in adapters
+    linears: dict[str, ModuleGuess] = {}
+    if fuse or direction:
+        token, split = run("fuse/split", (token, fuse, direction), lambda: stages.fuse_split(batch, fuse, direction))
+        batch, linears, conventions = split.batch, split.linears, split.conventions
+    token, modules = run("module inference", (token, wanted, overrides),
+                         lambda: stages.infer(batch, wanted, recipe.module_overrides, linears))
+    token, adapted = run("adapters", (token, direction, wanted), lambda: stages.adapt(batch, modules, direction, wanted))
+    label = str(store.path)
+    filter_token, filtered = run("filter", (token, recipe.filter),
+                                 lambda: stages.filter_names(adapted, recipe.filter, label))
+    token, casted = run("cast", (filter_token, recipe.casts), lambda: stages.cast(adapted, filtered.kept, recipe.casts))
+    _, found = run("guesses", (token, direction),
+                   lambda: stages.guesses_of(adapted, casted, direction, recipe.casts, conventions, wanted))
+    return _SourceResult(label, adapted, casted, filtered, modules.guesses, hits, found, (filter_token, token))
+
+
+def _merge(sources: Sequence[_SourceResult]) -> tuple[list[PlannedTensor], list[Conflict], list[Override]]:
+    """Sources merge like successive ``load_from`` calls: a later one overrides (reported); two tensors of one
+    source on one name are a conflict."""
+    merged: dict[str, PlannedTensor] = {}
+    duplicates: list[PlannedTensor] = []
+    conflicts: list[Conflict] = []
+    overrides: list[Override] = []
+    for source in sources:
+        label, batch, casted, guesses = source.label, source.adapted.batch, source.casted, source.adapted.guesses
+        names, shapes, inputs, dtypes, ops = batch.names, batch.shapes, batch.inputs, casted.dtypes, casted.ops
+        own: dict[str, PlannedTensor] = {}
+        for j, i in enumerate(casted.kept):
+            name, guess = names[i], guesses[i]
+            planned = PlannedTensor(name, dtypes[j], shapes[i], inputs[i], ops[j], label,
+                                    guess.kind if guess is not None else "Unknown")
+            if name in own:
+                first = own[name]
+                conflicts.append(Conflict(name, f"{label}:{first.source_name}", f"{label}:{planned.source_name}"))
+                duplicates.append(planned)
+                continue
+            own[name] = planned
+            if name in merged:
+                old = merged[name]
+                overrides.append(Override(name, f"{label}:{planned.source_name}", f"{old.source}:{old.source_name}"))
+            merged[name] = planned
+    return list(merged.values()) + duplicates, conflicts, overrides
+
+
+def _filter_hits(keep: Filter, sources: Sequence[_SourceResult]) -> list[RuleHits]:
+    """Each filter rule's matches over every source's names as the filter saw them (none when nothing was filtered)."""
+    names = [name for source in sources for name in source.filtered.names]
+    seen = [f for source in sources for f in source.filtered.facts or ()] if keep.where else None
+    return keep.rule_hits(names, seen) if names else []
+
+
+@dataclass(frozen=True)
 class _Selection:
-    """What the per-source filters keep of each source, and what they drop."""
+    """What the per-source filters keep of each source, and what they drop; ``token`` names this result."""
 
     kept: list[list[TensorEntry]]
     dropped: list[Dropped]
+    token: int = field(default_factory=lambda: next(_TOKENS))
 
 
 class _SelectionCache:
@@ -410,119 +463,3 @@ def _select(store: Store, own: Filter, recipe: Recipe, label: str, dropped: list
             continue
         kept.append(entry)
     return kept
-
-
-def _renumber(work: list[_Work], store: Store, rules: Sequence[Any]) -> None:
-    """burn-store's contiguous indices, over every name of the source (after remaps), before any filter.
-
-    A per-source filter decides what the source contributes, not how it counts: the renumbering
-    sees the names it dropped too, so a filter never shifts another tensor's index.
-    """
-    names = [w.name for w in work]
-    if len(work) != len(store.entries):
-        names = [remap_name(e.name, rules) for e in store.entries]
-    mapping = ad.contiguous_indices(names)
-    for item in work:
-        item.rename(mapping[item.name], "contiguous indices")
-
-
-def _enum_variants(work: list[_Work], overrides: dict[str, str], wanted: "_TemplateIndex | None", skip: bool) -> None:
-    """Drop enum-variant segments only on evidence: ``--module PATH=EnumVariant``, or the template's names.
-
-    With ``skip`` (``--skip-enum-variants``) CamelCase segments are candidates; one may as well be a
-    real name (BERT's ``embeddings.LayerNorm``), so without evidence it is kept and the tensor is
-    reported as a guess unless ``--module`` names the path. Paths the user calls variants go either way.
-    """
-    told = [path for path, kind in overrides.items() if kind == ENUM_VARIANT]
-    for item in work:
-        name = item.name
-        variants = [path for path in told if name.startswith(path + ".")]
-        candidates = ad.variant_paths(name) if skip else []
-        if candidates and wanted is not None:  # module paths, not names: the adapters may still rename the leaf
-            if module_path(name) in wanted.modules:
-                continue  # the model has these segments as written
-            stripped = ad.strip_enum_variants(name)
-            if module_path(stripped) in wanted.modules:
-                item.rename(stripped, "skip enum variants (the template has this module)")
-                continue
-        item.kept_variants = [path for path in candidates if path not in overrides]
-        if variants:
-            item.rename(ad.drop_segments(name, variants), "enum variant (--module)")
-
-
-def _fuse_weight_norms(work: list[_Work]) -> list[_Work]:
-    pairs = ad.weight_norm_pairs(w.name for w in work)
-    if not pairs:
-        return work
-    by_name = {w.name: w for w in work}
-    fused: dict[str, _Work] = {}
-    for module, (g_name, v_name) in pairs.items():
-        g, v = by_name[g_name], by_name[v_name]
-        item = _Work(v.inputs[0])
-        item.inputs = g.inputs + v.inputs
-        item.ops = [*g.ops, *v.ops]
-        item.add(FuseWeightNorm(g_name, v_name, v.shape))
-        item.name = f"{module}.weight" if module else "weight"
-        fused[g_name] = item
-    return [fused.get(w.name, w) for w in work if w.name not in {v for _, v in pairs.values()}]
-
-
-def _apply_layout(item: _Work, direction: str, kind: str) -> None:
-    module, _, leaf = item.name.rpartition(".")
-    new_leaf, transpose = ad.layout(direction, leaf, len(item.shape), kind)
-    if transpose:
-        item.add(Transpose((item.shape[0], item.shape[1])))
-        item.shape = item.shape[::-1]
-    elif new_leaf:
-        item.rename(f"{module}.{new_leaf}" if module else new_leaf, f"{direction}, {kind}")
-
-
-class _TemplateIndex:
-    """A template's names and shapes, also under names without enum variants (how a source spells them)."""
-
-    def __init__(self, template: Store):
-        self.shapes = {e.name: e.shape for e in template.entries}
-        self.modules = {module_path(name) for name in self.shapes}
-        self.variants: dict[str, str] = {}
-        for name in self.shapes:
-            stripped = ad.strip_enum_variants(name)
-            if stripped != name:
-                self.variants.setdefault(stripped, name)
-
-    def shape(self, name: str) -> tuple[int, ...] | None:
-        found = self.shapes.get(name)
-        if found is None and name in self.variants:
-            found = self.shapes[self.variants[name]]
-        return found
-
-    def has(self, name: str) -> bool:
-        return name in self.shapes or name in self.variants
-
-    def kinds(self, work: list[_Work], guesses: dict[str, ModuleGuess]) -> dict[str, ModuleGuess]:
-        """Module kinds the template's names and shapes prove, where they differ from the guess or settle it.
-
-        A template norm (``gamma``) is a norm, a PReLU (``alpha``) a PRelu; a 2-D weight the template
-        wants transposed is a Linear; one it wants as it is (and not square) is not a Linear. A guess
-        the template agrees with is settled too: it no longer rests on the name alone.
-        """
-        found = {}
-        for item in work:
-            path, _, leaf = item.name.rpartition(".")
-            guess = guesses.get(path)
-            if leaf != "weight" or guess is None:
-                continue
-            if len(item.shape) == 2 and item.shape[0] != item.shape[1]:
-                wanted = self.shape(item.name)
-                if wanted == item.shape[::-1] and (guess.kind != "Linear" or guess.guessed):
-                    found[path] = ModuleGuess(path, "Linear", "the template wants this weight transposed")
-                elif wanted == item.shape and guess.kind == "Linear":
-                    found[path] = ModuleGuess(path, "Unknown", "the template wants this 2-D weight as it is")
-                elif wanted == item.shape and guess.guessed:
-                    found[path] = ModuleGuess(path, guess.kind, "the template wants this 2-D weight as it is")
-            elif self.has(f"{path}.gamma") and (guess.kind not in NORM_KINDS or guess.guessed):
-                kind = guess.kind if guess.kind in NORM_KINDS else (
-                    "BatchNorm" if self.has(f"{path}.running_mean") else "LayerNorm")
-                found[path] = ModuleGuess(path, kind, "the template has gamma here")
-            elif self.has(f"{path}.alpha") and (guess.kind != "PRelu" or guess.guessed):
-                found[path] = ModuleGuess(path, "PRelu", "the template has alpha here")
-        return found

@@ -25,7 +25,7 @@ from . import burn_store_api as api
 from .burn_store_api import TAGS
 from .filters import Filter
 from .modules import ENUM_VARIANT
-from .ops import Rename
+from .ops import FuseSplit, Rename, SplitFused
 from .plan import Plan
 from .recipe import CAST_TARGETS, CastRule, Recipe, SourceSpec
 from .remap import compile_rules, remap_name, rust_replacement
@@ -148,6 +148,7 @@ class _RustChain:
         self._renumbering(store)
         self._enum_variants(planned)
         self._adapters()
+        self._fused_modules(planned)
         if recipe.allow_partial:
             self.call("allow_partial", "true")
         if self.store == api.PYTORCH and ad.PYTORCH_TO_BURN not in adapters:
@@ -204,6 +205,14 @@ class _RustChain:
         renames = _variant_renames(planned, self.spec.path)
         self.comments.append(f"// enum variants skipped, which {self.store} cannot do, as this file's {len(renames)} renames")
         self._explicit(renames)
+
+    def _fused_modules(self, planned: Plan | None) -> None:
+        """A fused LSTM/GRU/attention split (or fused back) by the plan: no burn-store adapter does it."""
+        fused = _fused_inputs(planned, self.spec.path) if planned is not None else {}
+        for what, names in fused.items():
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            self.left_to_do(f"{what} ({shown}): burn-store cannot split fused gates or q/k/v, nor fuse them back "
+                            f"(tracel-ai/burn#1632); convert with Store Studio first and load its output")
 
     def _explicit(self, renames: list[tuple[str, str]]) -> None:
         """Exact-name remap patterns; KeyRemapper applies them in order, so a target never meets a later source."""
@@ -322,6 +331,20 @@ def _variant_renames(planned: Plan, path: str) -> list[tuple[str, str]]:
             if isinstance(op, Rename) and op.why.startswith(("skip enum variants", "enum variant")):
                 found[op.old] = op.new
     return sorted(found.items(), key=lambda pair: (pair[0].count("."), pair[0]))
+
+
+def _fused_inputs(planned: Plan, path: str) -> dict[str, list[str]]:
+    """What the plan splits or fuses for the source at ``path`` ("split LSTM gates" -> the fused tensors)."""
+    found: dict[str, dict[str, None]] = {}
+    for tensor in planned.tensors:
+        if Path(tensor.source) != Path(path):
+            continue
+        for op in tensor.ops:
+            if isinstance(op, SplitFused):
+                found.setdefault(f"split {op.what}", {})[op.source] = None
+            elif isinstance(op, FuseSplit):
+                found.setdefault(f"fuse {op.what}", {})[op.output] = None
+    return {what: list(names) for what, names in found.items()}
 
 
 _RUST_META = frozenset("\\.+*?()|[]{}^$#&-~")  # regex-syntax's is_meta_character

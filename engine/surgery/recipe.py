@@ -19,6 +19,7 @@ from typing import Any, Callable
 from .. import dtypes
 from ..burn_versions import NEWEST, BurnVersion, parse_burn_version
 from ..errors import RecipeError
+from ..locations import is_url
 from .adapters import check_adapters
 from .filters import Filter
 from .modules import KINDS, check_kind
@@ -187,10 +188,12 @@ class Recipe:
             recipe = cls.from_json(doc)
         except RecipeError as exc:
             raise RecipeError(f"{path.name}: {exc}") from None
-        return recipe.with_paths(lambda p: os.path.normpath(path.parent / p))
+        return recipe.with_paths(lambda p: p if is_url(p) else os.path.normpath(path.parent / p))
 
 
 def _relative_to(path: str, folder: Path) -> str:
+    if is_url(path):  # saved as the user wrote it: an address, never a token or a redirect's signed URL
+        return path
     resolved = Path(path).resolve()
     return resolved.relative_to(folder).as_posix() if resolved.is_relative_to(folder) else str(resolved)
 

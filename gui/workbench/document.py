@@ -19,7 +19,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 from engine import Store, open_store
 from engine.formats.pytorch import NAME as PYTORCH
 from engine.surgery import AlignmentReport, Plan, PlannedTensor, Recipe, RemapRule, SourceSpec, align, plan
-from engine.surgery.ops import Cast, FuseWeightNorm, Rename, Transpose
+from engine.surgery.ops import Cast, FuseSplit, FuseWeightNorm, Rename, SplitFused, Transpose
 from gui.workers import Failure, Task, TaskRunner
 
 PLAN_DELAY_MS = 60  # edits pause this long before the plan is recomputed
@@ -65,7 +65,8 @@ class _Edit(QUndoCommand):
 
 TRANSFORMED, DROPPED, CONFLICT = "transformed", "dropped", "conflict"
 MISMATCH, UNUSED = "mismatch", "unused"  # against the template: the shape differs / the template has no such name
-_OP_WORDS = ((Rename, "renamed"), (Transpose, "transposed"), (Cast, "cast"), (FuseWeightNorm, "fused"))
+_OP_WORDS = ((SplitFused, "split"), (Rename, "renamed"), (Transpose, "transposed"), (Cast, "cast"),
+             (FuseWeightNorm, "fused"), (FuseSplit, "fused"))
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ def plan_marks(result: Plan, store: Store, prefix: str = "", report: AlignmentRe
         if source == label:
             marks[prefix + name] = Mark(DROPPED, "replaced", f"replaced by {override.kept}")
     conflicted = {c.name for c in result.conflicts}
+    made: dict[str, list[str]] = {}  # entry -> the tensors made from it (several for a split fused module)
     for tensor in result.tensors:
         if tensor.source != label or not (tensor.ops or tensor.name in conflicted):
             continue
@@ -140,6 +142,10 @@ def plan_marks(result: Plan, store: Store, prefix: str = "", report: AlignmentRe
         else:
             mark = Mark(TRANSFORMED, op_words(tensor), "", tensor)
         for entry in tensor.inputs:
+            made.setdefault(entry.name, []).append(tensor.name)
+            if len(made[entry.name]) > 1 and mark.state != CONFLICT:
+                mark = Mark(TRANSFORMED, mark.word, f"split into {len(made[entry.name])}: "
+                                                    + ", ".join(made[entry.name]))
             marks[prefix + entry.name] = mark
     if report is not None:
         _mark_fit(marks, result, label, prefix, template_fit(report))
@@ -435,8 +441,8 @@ def load_recipe(path: Path) -> tuple[Recipe, list[Store], Path, Store | None]:
     opened: list[Store] = []
     try:
         for spec in recipe.sources[1:]:  # Recipe.load resolved relative paths from the recipe's folder
-            opened.append(open_store(Path(spec.path)))
-        template = open_store(Path(recipe.template)) if recipe.template else None
+            opened.append(open_store(spec.path))  # a path or a URL, as the recipe spells it
+        template = open_store(recipe.template) if recipe.template else None
     except BaseException:
         for store in opened:
             store.close()

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog,
                                QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressDialog,
                                QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
-from engine import BURN_VERSIONS, BurnVersion, humanize, parse_burn_version
+from engine import BURN_VERSIONS, BurnVersion, RemoteLocation, humanize, parse_burn_version
 from engine.dtypes import writable_to
 from engine.export import PRODUCER
 from engine.formats import burnpack, format_for_path, safetensors, writer
@@ -184,8 +184,11 @@ class ExportDialog(QDialog):
         self.resize(660, 440)
 
     def _default_path(self) -> Path:
-        """Beside the source, never a file that exists: ``model.bpk``, else ``model-export.bpk``, ``-export-2``…"""
+        """Beside the source (a remote one: in the home folder), never a file that exists: ``model.bpk``, else
+        ``model-export.bpk``, ``-export-2``…"""
         source = self.document.store.path
+        if isinstance(source, RemoteLocation):
+            source = Path.home() / source.name
         ext = burnpack.EXTENSIONS[0]
         candidates = [source.with_suffix(ext)] + [
             source.with_name(f"{source.stem}-export{f'-{n}' if n > 1 else ''}{ext}") for n in range(1, 1000)]

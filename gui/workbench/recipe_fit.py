@@ -7,16 +7,17 @@ name, filters that keep or drop nothing, exact names the file lacks. The workben
 from __future__ import annotations
 
 from engine.surgery import Plan
+from engine.surgery.filters import REMAP
 
 
 def misfit(plan: Plan) -> str:
     """``2 of 3 remap rules match no tensor ('^fc' -> 'head'); ...``, or "" when every rule finds something."""
-    remaps = [h for h in plan.rule_hits if h.rule.startswith("remap ")]
-    filters = [h for h in plan.rule_hits if not h.rule.startswith("remap ")]
+    remaps = [h for h in plan.rule_hits if h.kind == REMAP]
+    filters = [h for h in plan.rule_hits if h.kind != REMAP]
     emptied = plan.emptied_by()
     parts = [emptied] if emptied else []
     for label, hits in (("remap rule", remaps), ("filter rule", filters)):
-        idle = [h.rule.split(" ", 1)[1] for h in hits if h.count == 0]
+        idle = [h.subject for h in hits if h.count == 0]
         if idle:
             more = f" and {len(idle) - 1} more" if len(idle) > 1 else ""
             verb = "matches" if len(idle) == 1 else "match"

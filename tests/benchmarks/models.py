@@ -72,7 +72,7 @@ def write_all(folder: Path, values: dict[str, np.ndarray], stem: str, *, pt: boo
     export(ArrayStore(values).entries, paths["bpk"], overwrite=True)
     if pt:
         paths["pt"] = folder / f"{stem}.pt"
-        torch.save({k: torch.from_numpy(v) if v.dtype != np.dtype("bfloat16") else
+        torch.save({k: torch.from_numpy(v) if v.dtype.name != "bfloat16" else
                     torch.from_numpy(v.view(np.uint16)).view(torch.bfloat16) for k, v in values.items()}, paths["pt"])
     return paths
 

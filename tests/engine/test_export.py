@@ -162,3 +162,51 @@ def test_converting_a_gibibyte_model_stays_small_in_memory(tmp_path):
     assert peak_kib < 600 * 1024, f"peak RSS {peak_kib / 1024:.0f} MiB"
     with open_store(tmp_path / "big.bpk") as store:
         assert store.entries[0].nbytes == 1 << 30
+
+
+def _refuse(err: int):
+    def refused(*args, **kwargs):
+        raise OSError(err, os.strerror(err))
+    return refused
+
+
+@pytest.mark.parametrize("refused", [(), ("copy_file_range",), ("copy_file_range", "sendfile")],
+                         ids=["copy_file_range", "sendfile", "buffer"])
+def test_every_copy_way_writes_the_same_bytes_and_the_refused_ones_are_not_retried(tmp_path, monkeypatch, refused):
+    """Across filesystems copy_file_range says EXDEV: sendfile copies in the kernel; where both fail, a buffer."""
+    source = tmp_path / "src.safetensors"
+    export(model(size=300_000).entries, source)  # 1.2 MB a tensor: more than one buffer's worth
+    expected = tmp_path / "expected.bpk"
+    export(model(size=300_000).entries, expected)
+    calls = {"copy_file_range": 0, "sendfile": 0}
+    for name in calls:
+        real = _refuse(errno.EXDEV) if name in refused else getattr(os, name)
+
+        def counted(*args, real=real, name=name):
+            calls[name] += 1
+            return real(*args)
+        monkeypatch.setattr(export_module.os, name, counted)
+    with open_store(source) as store:
+        export(store.entries, tmp_path / "out.bpk")
+    assert (tmp_path / "out.bpk").read_bytes() == expected.read_bytes()
+    assert all(calls[name] == 1 for name in refused)  # refused once, then this export moves on
+    carrier = next((name for name in calls if name not in refused), None)
+    if carrier:
+        assert calls[carrier] >= 4  # it carried the bytes (four tensors)
+
+
+def test_a_source_that_shrinks_during_a_sendfile_copy_says_it_changed(tmp_path, monkeypatch):
+    source = tmp_path / "src.safetensors"
+    export(model(size=300_000).entries, source)
+    monkeypatch.setattr(export_module.os, "copy_file_range", _refuse(errno.EXDEV))
+    real = os.sendfile
+
+    def shrink_after_first(out_fd, in_fd, offset, count):
+        n = real(out_fd, in_fd, offset, count)
+        os.truncate(source, 1000)
+        return n
+    monkeypatch.setattr(export_module.os, "sendfile", shrink_after_first)
+    from engine.errors import FormatError
+    with open_store(source) as store, pytest.raises(FormatError, match="changed on disk since it was opened"):
+        export(store.entries, tmp_path / "out.bpk")
+    assert not (tmp_path / "out.bpk").exists() and leftovers(tmp_path) == []

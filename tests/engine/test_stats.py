@@ -139,3 +139,14 @@ def test_a_scalar_or_constant_tensor_has_its_value_as_its_whole_range():
     for array in (np.array(3.5, np.float32), np.full((4, 4), 3.5, ml_dtypes.bfloat16)):
         stats = compute_stats(array)
         assert stats.edges == (3.5, 3.5) and stats.histogram == (array.size,)
+
+
+def test_histogram_leaves_nonfinite_values_out_only_in_the_chunks_that_have_them():
+    values = np.random.default_rng(3).standard_normal(10_000).astype(np.float32)
+    values[[5_001, 5_002, 7_000]] = [np.nan, np.inf, -np.inf]  # one chunk of ten has them
+    stats = compute_stats(values, chunk_elements=1_000)
+    finite = values[np.isfinite(values)]
+    expected, edges = np.histogram(finite.astype(np.float64), bins=64, range=(finite.min(), finite.max()))
+    assert (stats.nan, stats.inf, stats.finite) == (1, 2, 9_997) and sum(stats.histogram) == 9_997
+    assert np.abs(np.array(stats.histogram) - expected).sum() <= 2  # a value on an inner edge may change sides
+    assert stats.std == pytest.approx(float(finite.astype(np.float64).std()), rel=1e-9)

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import FormatError
+from ...locations import Location
 from ..mapped import MappedFile
+from ..source import ByteSource, open_source, spool
 from . import bincode, gz, mpk, named
 from .record import NAME, BurnRecordStore, metadata_from
 
@@ -49,32 +51,36 @@ def _kind(head: bytes) -> str | None:
     return None
 
 
-def open(path: str | os.PathLike, *, template: str | os.PathLike | None = None, **options: Any) -> BurnRecordStore:
-    """Open a record; ``template`` names a Bin record's parameters (and checks their shapes)."""
-    path = Path(path)
-    with path.open("rb") as f:
-        head = f.read(4096)
-    compressed = head[:2] == gz.MAGIC
-    if compressed and kind(head) is None:
-        problem = "is not a Burn record" if gz.sniff(head) is not None else "cannot be decompressed (corrupt)"
-        raise FormatError(path, f"a gzip file whose content {problem}")
-    temporary = gz.inflate(path) if compressed else None
+def open(where: "str | os.PathLike | ByteSource", *, template: str | os.PathLike | None = None,
+         **options: Any) -> BurnRecordStore:
+    """Open a record; ``template`` names a Bin record's parameters (and checks their shapes).
+
+    A ``.gz`` record inflates (streaming, from any source) to a temporary file that is then read.
+    A Bin record is decoded from a whole-file memory map, which needs a local descriptor: a remote
+    one is first downloaded to a temporary file (bounded like any full download, see ``spool``).
+    """
+    source = open_source(where)
+    path = source.path
+    temporary: Path | None = None
     try:
-        mapped = MappedFile(temporary or path)
+        head = source.pread(0, min(source.size, 4096), "the first bytes")
+        compressed = head[:2] == gz.MAGIC
+        if compressed and kind(head) is None:
+            problem = "is not a Burn record" if gz.sniff(head) is not None else "cannot be decompressed (corrupt)"
+            raise FormatError(path, f"a gzip file whose content {problem}")
+        if compressed or (source.fileno() is None and kind(head) == "Bin"):
+            temporary = gz.inflate(source) if compressed else spool(source)
+            source.close()
+            source = MappedFile(temporary)
+        return _open(path, source, compressed, template, temporary)
     except BaseException:
-        if temporary:
-            temporary.unlink(missing_ok=True)
-        raise
-    try:
-        return _open(path, mapped, compressed, template, temporary)
-    except BaseException:
-        mapped.close()
+        source.close()
         if temporary:
             temporary.unlink(missing_ok=True)
         raise
 
 
-def _open(path: Path, mapped: MappedFile, compressed: bool, template: str | os.PathLike | None,
+def _open(path: Location, mapped: ByteSource, compressed: bool, template: str | os.PathLike | None,
           temporary: Path | None) -> BurnRecordStore:
     kind = _kind(mapped.pread(0, min(mapped.size, 4096), "the first bytes"))
     label = f"{kind} (gzip)" if compressed else kind
@@ -99,7 +105,7 @@ def _open(path: Path, mapped: MappedFile, compressed: bool, template: str | os.P
                            scalars=walked.scalars, temporary=temporary)
 
 
-def _json(path: Path, mapped: MappedFile) -> dict:
+def _json(path: Location, mapped: ByteSource) -> dict:
     if mapped.size > MAX_JSON_BYTES:
         raise FormatError(path, f"JSON record of {mapped.size} bytes is over the limit of {MAX_JSON_BYTES}; "
                                 "JSON spells each byte as a number (convert it with Burn to NamedMpk first)")

@@ -10,9 +10,13 @@ import os
 import tempfile
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ... import humanize
 from ...errors import FormatError
+
+if TYPE_CHECKING:
+    from ..source import ByteSource
 
 MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 20
@@ -32,18 +36,16 @@ def sniff(head: bytes) -> bytes | None:
         return None
 
 
-def inflate(path: Path) -> Path:
-    """Decompress ``path`` to a new temporary file and return it; the caller removes it."""
-    limit = min(MAX_SIZE, max(MIN_ALLOWANCE, path.stat().st_size * MAX_RATIO))
+def inflate(source: "ByteSource") -> Path:
+    """Decompress ``source`` (local or remote, read a chunk at a time) to a new temporary file; the caller removes it."""
+    path = source.path
+    limit = min(MAX_SIZE, max(MIN_ALLOWANCE, source.size * MAX_RATIO))
     fd, name = tempfile.mkstemp(prefix=PREFIX, suffix=".record")
     out_path = Path(name)
     try:
-        with open(path, "rb") as source, os.fdopen(fd, "wb") as out:
+        with os.fdopen(fd, "wb") as out:
             decoder, written = zlib.decompressobj(wbits=31), 0
-            while True:
-                chunk = source.read(CHUNK)
-                if not chunk:
-                    break
+            for chunk in source.chunks(0, source.size, CHUNK):
                 while chunk:
                     data = decoder.decompress(chunk, CHUNK)
                     chunk = decoder.unconsumed_tail

@@ -7,14 +7,13 @@ a 1 GB record reads a few kilobytes per tensor and holds none of their bytes.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import msgpack
 
 from ...errors import FormatError
-from ..mapped import MappedFile
+from ..source import ByteSource
 from .named import Blob
 from .record import MAX_DEPTH
 
@@ -32,7 +31,7 @@ def sniff(head: bytes) -> bool:
     return len(head) >= 10 and (0x81 <= head[0] <= 0x8F or head[0] == 0xDE) and b"\xa8metadata" in head[:12]
 
 
-def index(mapped: MappedFile, shown: Path) -> dict:
+def index(mapped: ByteSource, shown: Path) -> dict:
     """The record's root map, with every ``bin`` payload as a ``Blob`` (offset and length in the file)."""
     cursor = _Cursor(mapped, shown)
     root = cursor.value([], 0)
@@ -48,17 +47,17 @@ def _where(parts: list[str]) -> str:
 class _Reader:
     """The file from a position on, for the decoder: positioned reads, never the whole file."""
 
-    def __init__(self, mapped: MappedFile, pos: int):
-        self.fd, self.pos = mapped.fd, pos
+    def __init__(self, mapped: ByteSource, pos: int):
+        self.mapped, self.pos = mapped, pos
 
     def read(self, n: int) -> bytes:
-        data = os.pread(self.fd, n, self.pos)
+        data = self.mapped.pread(self.pos, max(0, min(n, self.mapped.size - self.pos)))
         self.pos += len(data)
         return data
 
 
 class _Cursor:
-    def __init__(self, mapped: MappedFile, shown: Path):
+    def __init__(self, mapped: ByteSource, shown: Path):
         self.mapped, self.shown = mapped, shown
         self._peeked = (0, b"")  # a block of the file, so that telling each value's type is no syscall
         self._restart(0)

@@ -22,7 +22,9 @@ from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
 from ...store import CHUNK, TensorEntry
-from ..mapped import MappedFile, RangeStore, build_entries
+from ...locations import Location, location
+from ..mapped import RangeStore, build_entries
+from ..source import ByteSource
 
 NAME = "burn-record"
 METADATA_FIELDS = ("float", "int", "format", "version", "settings")
@@ -172,10 +174,10 @@ class BurnRecordStore(RangeStore):
 
     format = NAME
 
-    def __init__(self, path: str | os.PathLike, tensors: list[Tensor], mapped: MappedFile, *, kind: str,
+    def __init__(self, path: Location, tensors: list[Tensor], mapped: "ByteSource", *, kind: str,
                  meta: Metadata, values: Any = None, scalars: dict[str, Any] | None = None,
                  extra_metadata: dict[str, str] | None = None, temporary: Path | None = None):
-        path = Path(path)
+        path = location(path)
         # the decompressed copy of a .gz record goes on close, or at exit for a store never closed
         self._remove_copy = weakref.finalize(self, temporary.unlink, missing_ok=True) if temporary else None
         if len(tensors) > MAX_TENSORS:
@@ -208,19 +210,19 @@ class BurnRecordStore(RangeStore):
         array = self._arrays.get(entry.name)
         return array if array is not None else super()._read(entry)
 
-    def byte_range(self, name: str) -> tuple[int, int, int] | None:
-        return None if name in self._arrays else super().byte_range(name)
+    def entry_byte_range(self, entry: TensorEntry) -> tuple[int, int, int] | None:
+        return None if entry.name in self._arrays else super().entry_byte_range(entry)
 
-    def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
-        if name in self._arrays:
+    def entry_iter_bytes(self, entry: TensorEntry, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        if entry.name in self._arrays:
             self._check_open()
-            data = memoryview(np.ascontiguousarray(self._arrays[name]).reshape(-1).view(np.uint8))
+            data = memoryview(np.ascontiguousarray(self._arrays[entry.name]).reshape(-1).view(np.uint8))
             return (data[i:i + chunk_size] for i in range(0, len(data), chunk_size))
-        return super().iter_bytes(name, chunk_size)
+        return super().entry_iter_bytes(entry, chunk_size)
 
-    def release(self, name: str) -> None:
-        if name not in self._arrays:
-            super().release(name)
+    def entry_release(self, entry: TensorEntry) -> None:
+        if entry.name not in self._arrays:
+            super().entry_release(entry)
 
     def close(self) -> None:
         super().close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..mapped import MappedFile
+from ..source import ByteSource, open_source
 from . import legacy_layout, tar_layout, zip_layout
 from .checkpoint import flatten, node_budget
 from .store import NAME, PyTorchStore
@@ -32,9 +32,11 @@ def sniff(head: bytes) -> bool:
     return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= MAX_PROTOCOL
 
 
-def open(path: str | os.PathLike, *, top_level_key: str | None = None, **options: Any) -> PyTorchStore:
+def open(where: "str | os.PathLike | ByteSource", *, top_level_key: str | None = None,
+         **options: Any) -> PyTorchStore:
     """Open a checkpoint; ``top_level_key`` keeps only that branch (and drops its prefix)."""
-    mapped = MappedFile(path)
+    mapped = open_source(where)
+    path = mapped.path
     refused_by_torch: set[str] = set()
     try:
         head = mapped.pread(0, min(mapped.size, TAR_SIGNATURE_AT + 5), "the first bytes")

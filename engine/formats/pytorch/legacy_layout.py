@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import FormatError
-from ..mapped import MappedFile
+from ..source import ByteSource
 from .allowlist import Global
 from .tensors import StorageRef, storage_from_pid, storage_view
 from .unpickler import PickleStream, load as unpickle
@@ -20,7 +20,7 @@ MAGIC = 0x1950A86A20F9469CFC6C
 PROTOCOL = 1001
 
 
-def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[Any, str, dict[str, str]]:
+def load(mapped: ByteSource, refused_by_torch: set[str] | None = None) -> tuple[Any, str, dict[str, str]]:
     """The checkpoint, ``"legacy"`` or ``"pickle"``, and text metadata."""
     path = mapped.path
     stream = PickleStream(path, mapped.pread, 0, mapped.size)
@@ -61,7 +61,7 @@ def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[
     return root_object, "legacy", {"byteorder": "little" if little else "big"}
 
 
-def _locate(mapped: MappedFile, roots: dict[str, StorageRef], keys: list[str], pos: int, little: bool) -> None:
+def _locate(mapped: ByteSource, roots: dict[str, StorageRef], keys: list[str], pos: int, little: bool) -> None:
     """Walk the storages after the pickles: a count, then the bytes, in key-list order."""
     path = mapped.path
     order = "little" if little else "big"

@@ -6,14 +6,14 @@ little-endian storage is also a plain byte range of the file, which export copie
 
 from __future__ import annotations
 
-import os
 from typing import Any, Iterator
 
 import numpy as np
 
 from ...errors import FormatError
 from ...store import CHUNK, Store, TensorEntry
-from ..mapped import MappedFile
+from ...locations import Location
+from ..source import ByteSource
 from .tensors import StorageRef, TensorRef, check_total
 
 NAME = "pytorch"
@@ -26,7 +26,7 @@ class PyTorchStore(Store):
     # Names made from keys burn-store refuses (tuples, floats, booleans): str(key), as the note says
     guessed_keys: tuple[str, ...] = ()
 
-    def __init__(self, path: str | os.PathLike, mapped: MappedFile, tensors: list[tuple[str, TensorRef]],
+    def __init__(self, path: Location, mapped: ByteSource, tensors: list[tuple[str, TensorRef]],
                  **kwargs: Any):
         self._mapped = mapped
         self._tensors = dict(tensors)
@@ -54,11 +54,7 @@ class PyTorchStore(Store):
 
     def byte_range(self, name: str) -> tuple[int, int, int] | None:
         self._check_open()
-        where = self._file_range(self._tensors[self.entry(name).name])
-        if where is None:
-            return None
-        self._mapped.verify()
-        return self._mapped.fd, *where
+        return self.entry_byte_range(self.entry(name))
 
     def verify(self, name: str) -> None:
         self._check_open()
@@ -67,14 +63,30 @@ class PyTorchStore(Store):
     def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
         """Plain ranges stream from the file; other views a block of rows at a time."""
         self._check_open()
-        ref = self._tensors[self.entry(name).name]
+        return self.entry_iter_bytes(self.entry(name), chunk_size)
+
+    def release(self, name: str) -> None:
+        self.entry_release(self.entry(name))
+
+    def entry_byte_range(self, entry: TensorEntry) -> tuple[int, int, int] | None:
+        self._check_open()
+        where = self._file_range(self._tensors[entry.name])
+        fd = self._mapped.fileno()
+        if where is None or fd is None:  # no plain range, or a remote file: export streams ``iter_bytes``
+            return None
+        self._mapped.verify()
+        return fd, *where
+
+    def entry_iter_bytes(self, entry: TensorEntry, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        self._check_open()
+        ref = self._tensors[entry.name]
         where = self._file_range(ref)
         if where:
             return self._mapped.chunks(*where, chunk_size)
-        return _row_blocks(self.read(name), chunk_size)
+        return _row_blocks(self.read(entry.name), chunk_size)
 
-    def release(self, name: str) -> None:
-        ref = self._tensors[self.entry(name).name]
+    def entry_release(self, entry: TensorEntry) -> None:
+        ref = self._tensors[entry.name]
         if ref.storage.file_offset is not None and ref.numel:
             self._mapped.release(ref.storage.file_offset + ref.offset * ref.itemsize, ref.span * ref.itemsize)
 

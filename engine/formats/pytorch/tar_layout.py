@@ -17,7 +17,7 @@ import tarfile
 from typing import Any
 
 from ...errors import FormatError
-from ..mapped import MappedFile
+from ..source import ByteSource, SourceReader
 from .allowlist import Global
 from .tensors import MAX_DIMS, StorageRef, TensorRef, storage_dtype, storage_from_pid, tensor
 from .unpickler import PickleStream, load as unpickle
@@ -26,7 +26,7 @@ MEMBERS = ("sys_info", "storages", "tensors", "pickle")
 OPTIONAL = ("tensors",)  # absent in the layout burn-store's fixtures use
 
 
-def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[Any, dict[str, str]]:
+def load(mapped: ByteSource, refused_by_torch: set[str] | None = None) -> tuple[Any, dict[str, str]]:
     path = mapped.path
     members = _members(mapped)
     sys_info = unpickle(_stream(mapped, members["sys_info"], "sys_info"), refused_by_torch=refused_by_torch)
@@ -55,9 +55,9 @@ def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[
     return root, {"byteorder": "little" if little else "big"}
 
 
-def _members(mapped: MappedFile) -> dict[str, tarfile.TarInfo]:
+def _members(mapped: ByteSource) -> dict[str, tarfile.TarInfo]:
     try:
-        with tarfile.open(mapped.path, "r:") as archive:
+        with SourceReader(mapped) as file, tarfile.open(fileobj=file, mode="r:") as archive:
             found = {m.name: m for m in archive.getmembers() if m.name in MEMBERS}
     except (tarfile.TarError, OSError, EOFError, ValueError, UnicodeDecodeError) as exc:
         raise FormatError(mapped.path, f"not a readable tar archive: {exc}") from None
@@ -72,12 +72,12 @@ def _members(mapped: MappedFile) -> dict[str, tarfile.TarInfo]:
     return found
 
 
-def _stream(mapped: MappedFile, member: tarfile.TarInfo, name: str) -> PickleStream:
+def _stream(mapped: ByteSource, member: tarfile.TarInfo, name: str) -> PickleStream:
     return PickleStream(mapped.path, mapped.pread, member.offset_data, member.offset_data + member.size,
                         f"the tar '{name}' member")
 
 
-def _storages(mapped: MappedFile, stream: PickleStream, little: bool) -> dict[str, StorageRef]:
+def _storages(mapped: ByteSource, stream: PickleStream, little: bool) -> dict[str, StorageRef]:
     path = mapped.path
     storages: dict[str, StorageRef] = {}
     for _ in range(_number(path, unpickle(stream), stream)):
@@ -119,7 +119,7 @@ def _by_tuple(path: Any, pid: Any, storages: dict[str, StorageRef]) -> StorageRe
     return found
 
 
-def _tensors(mapped: MappedFile, stream: PickleStream, storages: dict[str, StorageRef]) -> dict[str, TensorRef]:
+def _tensors(mapped: ByteSource, stream: PickleStream, storages: dict[str, StorageRef]) -> dict[str, TensorRef]:
     path = mapped.path
     tensors: dict[str, TensorRef] = {}
     for _ in range(_number(path, unpickle(stream), stream)):

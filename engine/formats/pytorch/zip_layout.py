@@ -7,7 +7,6 @@ local file header and mapped from the archive later; the archive itself is never
 
 from __future__ import annotations
 
-import builtins
 import bz2
 import lzma
 import struct
@@ -16,7 +15,7 @@ import zlib
 from typing import Any
 
 from ...errors import FormatError
-from ..mapped import MappedFile
+from ..source import ByteSource, SourceReader
 from . import torchscript
 from .tensors import StorageRef, storage_from_pid
 from .unpickler import PickleStream, load as unpickle
@@ -34,12 +33,12 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, NotImplemen
                EOFError, OSError, KeyError, ValueError, struct.error)
 
 
-def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[Any, dict[str, str], bool]:
+def load(mapped: ByteSource, refused_by_torch: set[str] | None = None) -> tuple[Any, dict[str, str], bool]:
     """The unpickled checkpoint (storages located, not read), the archive's text metadata, and
     whether it is a TorchScript archive (its modules then rewritten as pickled modules)."""
     path = mapped.path
     try:
-        with builtins.open(path, "rb") as file, zipfile.ZipFile(file) as archive:
+        with SourceReader(mapped) as file, zipfile.ZipFile(file) as archive:
             infos = {info.filename: info for info in archive.infolist()}
             prefix = _prefix(mapped, infos)
             metadata = {"byteorder": _text(mapped, archive, infos, prefix + "byteorder") or "little"}
@@ -61,6 +60,9 @@ def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[
     if metadata["byteorder"] not in BYTEORDERS:
         raise FormatError(path, f"byteorder entry says {metadata['byteorder']!r:.40}, not little or big")
     records = {name[len(prefix) + 5:]: info for name, info in infos.items() if name.startswith(prefix + "data/")}
+    # each storage is located by its 30-byte local header: ask for them all at once (remote: concurrently)
+    mapped.prefetch([(info.header_offset, LOCAL_HEADER.size) for info in records.values()
+                     if 0 <= info.header_offset <= mapped.size - LOCAL_HEADER.size])
     storages: dict[str, StorageRef] = {}
     big_endian = metadata["byteorder"] == "big"
 
@@ -79,7 +81,7 @@ def load(mapped: MappedFile, refused_by_torch: set[str] | None = None) -> tuple[
     return root, metadata, scripted
 
 
-def _code(mapped: MappedFile, info: zipfile.ZipInfo | None) -> bytes | None:
+def _code(mapped: ByteSource, info: zipfile.ZipInfo | None) -> bytes | None:
     """One class source under code/ (torch deflates them), within the same bounds as data.pkl."""
     if info is None:
         return None
@@ -93,7 +95,7 @@ def _code(mapped: MappedFile, info: zipfile.ZipInfo | None) -> bytes | None:
     return _inflate(mapped, info)
 
 
-def _prefix(mapped: MappedFile, infos: dict[str, zipfile.ZipInfo]) -> str:
+def _prefix(mapped: ByteSource, infos: dict[str, zipfile.ZipInfo]) -> str:
     """The top folder (any name) holding data.pkl; torch also accepts none."""
     found = [name[:-len("data.pkl")] for name in infos if name == "data.pkl"
              or (name.endswith("/data.pkl") and name.count("/") == 1)]
@@ -104,7 +106,7 @@ def _prefix(mapped: MappedFile, infos: dict[str, zipfile.ZipInfo]) -> str:
     return found[0]
 
 
-def _text(mapped: MappedFile, archive: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo], name: str) -> str | None:
+def _text(mapped: ByteSource, archive: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo], name: str) -> str | None:
     info = infos.get(name)
     if info is None or info.file_size > 64:
         return None
@@ -113,14 +115,14 @@ def _text(mapped: MappedFile, archive: zipfile.ZipFile, infos: dict[str, zipfile
     return data.decode("ascii", "replace").strip()
 
 
-def _check_compressed_size(mapped: MappedFile, info: zipfile.ZipInfo) -> None:
+def _check_compressed_size(mapped: ByteSource, info: zipfile.ZipInfo) -> None:
     """zipfile allocates an entry's stated compressed size in one read: a forged one must not exceed the file."""
     if info.compress_size > mapped.size:
         raise FormatError(mapped.path, f"zip entry {info.filename!r:.80} claims {info.compress_size} compressed bytes, "
                                        f"more than the whole file ({mapped.size})")
 
 
-def _inflate(mapped: MappedFile, info: zipfile.ZipInfo) -> bytes:
+def _inflate(mapped: ByteSource, info: zipfile.ZipInfo) -> bytes:
     """A compressed member's bytes, decompressed no further than its stated size (a bomb stops there)."""
     path, name = mapped.path, info.filename
     ratio = info.file_size / max(1, info.compress_size)
@@ -155,7 +157,7 @@ def _inflate(mapped: MappedFile, info: zipfile.ZipInfo) -> bytes:
     return data
 
 
-def _member_offset(mapped: MappedFile, info: zipfile.ZipInfo, what: str) -> int:
+def _member_offset(mapped: ByteSource, info: zipfile.ZipInfo, what: str) -> int:
     """Where a zip entry's (stored or compressed) bytes start, from its local header."""
     signature, name_length, extra_length = LOCAL_HEADER.unpack(
         mapped.pread(info.header_offset, LOCAL_HEADER.size, f"the zip header of {what}"))
@@ -164,7 +166,7 @@ def _member_offset(mapped: MappedFile, info: zipfile.ZipInfo, what: str) -> int:
     return info.header_offset + LOCAL_HEADER.size + name_length + extra_length
 
 
-def _data_offset(mapped: MappedFile, storage: StorageRef, info: zipfile.ZipInfo | None) -> int:
+def _data_offset(mapped: ByteSource, storage: StorageRef, info: zipfile.ZipInfo | None) -> int:
     """Where a storage's bytes start in the file, after checking they are stored, whole and in it."""
     path, key = mapped.path, storage.key
     if info is None:

@@ -27,12 +27,11 @@ from PySide6.QtWidgets import (
 
 from engine.errors import RecipeError
 from engine.surgery import Filter, Plan, Predicate, PredicateGroup
-from engine.surgery.filters import FIELDS, OPERATORS, Rule, compile_pattern
+from engine.surgery.filters import EXCLUDE, FIELDS, INCLUDE, OPERATORS, PATH, WHERE, Rule, compile_pattern
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
 from gui.workbench.panels.base import DocumentPanel
 
-INCLUDE, PATH, WHERE, EXCLUDE = "include", "path", "where", "exclude"
 KIND_ORDER = (INCLUDE, PATH, WHERE, EXCLUDE)  # the order Filter.rule_hits counts them in
 PLACEHOLDERS = {INCLUDE: "regex, e.g. ^encoder\\.", PATH: "exact name, e.g. fc.weight",
                 EXCLUDE: "regex, e.g. num_batches_tracked$"}
@@ -262,15 +261,17 @@ class FiltersPanel(DocumentPanel):
         self.built()
 
     def plan_ready(self, plan: Plan) -> None:
-        hits = iter([h for h in plan.rule_hits if not h.rule.startswith("remap ")])
+        hits = {(h.kind, h.index): h for h in plan.rule_hits}
         names = filtered_names(plan)
         lines = []
+        places: dict[str, int] = {}  # valid rows so far per kind: a row's index among its kind's rules
         for row in self.rows:
             if row.error or row.is_empty:
                 if not row.error:
                     row.hits.setText("")
                 continue
-            found = next(hits, None)
+            place = places[row.kind] = places.get(row.kind, -1) + 1
+            found = hits.get((row.kind, place))
             count = found.count if found is not None else 0
             row.hits.setText(f"{count:,} tensor{'s' if count != 1 else ''}")
             matched = matched_names(row.kind, row.rule(), names)

@@ -81,7 +81,9 @@ def guesses_line(plan: Plan) -> str:
 
 def guess_tip(guess: Guess) -> str:
     """A guess in sentences: what was decided, why, and how to settle it here and on the command line."""
-    kinds = " or ".join(guess.alternatives) if guess.alternatives else guess.kind
+    if not guess.alternatives:  # not a module type (a fused module's layer placed by convention)
+        return f"Guessed {guess.decision} ({guess.reason}).\nSettle it with {guess.settle}."
+    kinds = " or ".join(guess.alternatives)
     return (f"Guessed {guess.decision} ({guess.reason}).\nSettle it: Adapters › Module types, set "
             f"{guess.module or '(top level)'} to {kinds}; on the command line {guess.settle}.")
 
@@ -316,6 +318,7 @@ class PreviewPanel(DocumentPanel):
     def _double_clicked(self, index: QModelIndex) -> None:
         item = self.model.row(self.sorted.mapToSource(index).row())
         guesses = self.model.guesses.get(item.name, []) if isinstance(item, PlannedTensor) else []
+        guesses = [g for g in guesses if g.alternatives]  # module types: what Adapters can settle
         if guesses:
             self.settle_requested.emit(guesses[0].module)
 

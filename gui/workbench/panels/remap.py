@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from engine.errors import RecipeError
 from engine.surgery import Plan, RemapRule
+from engine.surgery.filters import REMAP
 from engine.surgery.ops import Rename
 from engine.surgery.remap import compile_rules, remap_name
 from gui.models.tree_model import Index
@@ -291,7 +292,7 @@ class RemapPanel(DocumentPanel):
                 self.table.selectRow(selected)
 
     def plan_ready(self, plan: Plan) -> None:
-        hits = [h.count for h in plan.rule_hits if h.rule.startswith("remap ")]
+        hits = [h.count for h in plan.rule_hits if h.kind == REMAP]
         if hits and len(hits) == len(self.model.rules):
             self.model.hits = list(hits)
             self.model.dataChanged.emit(self.model.index(0, HITS), self.model.index(len(hits) - 1, HITS))

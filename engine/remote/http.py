@@ -1,0 +1,532 @@
+"""Remote files read by byte ranges over HTTP(S): the remote ``ByteSource``.
+
+Opening asks for the first 64 KiB (``Range: bytes=0-65535``); the answer also says the file's
+size (``Content-Range``) and identity (``ETag``, ``Last-Modified``). Every later read is a range
+request through a small in-memory cache of the ranges read so far (index reads hit it; tensor
+data larger than a quarter of it goes straight through), so opening a model fetches only its
+index and a conversion streams each tensor once, a chunk at a time.
+
+Why urllib3 (and not fsspec, requests or huggingface_hub's client): it is the well-kept HTTP
+core under requests, loads in ~85 ms (requests ~215 ms, fsspec's HTTP file system needs aiohttp,
+~350 ms and an event-loop thread), pools keep-alive connections across threads, and with
+``redirect=False`` each redirect hop is ours to follow: the Hub's bearer token is attached per
+hop only when that hop's scheme, host and port are the Hub endpoint's (``hub.Target``), so a CDN
+or any other host never receives it, whatever a library's default. fsspec's HTTP file records a
+file's ETag but does not compare it between reads; here every answer's size, ETag and
+Last-Modified are compared with those seen at open, and a change is refused as a changed local
+file is. The block cache is a few lines here (ranges kept in an LRU by bytes), sized for how
+formats read: one 64 KiB read covers a header, and streaming bypasses it.
+
+Faults end in one ``FormatError`` line: 401/403/404 say what they mean (a token needed or
+refused, not found); a dropped connection or a 5xx is retried (``STORE_STUDIO_HTTP_RETRIES``,
+default 3; the interrupted range, at most ``PIECE`` bytes when streaming, is asked for again),
+then reported; a silent server times out (``STORE_STUDIO_HTTP_TIMEOUT`` seconds, default 30).
+A server that ignores ``Range`` is read by one full download into an unlinked temporary file
+(so nothing is left behind), with a warning, up to ``STORE_STUDIO_MAX_DOWNLOAD`` bytes (default
+2 GiB; suffixes K, M, G, T); above it the file is refused with the variable to raise. Also the
+block cache and ``prefetch`` (a zip's storage headers, 8 requests at once) are here.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import tempfile
+import threading
+import time
+import warnings
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterator
+from urllib.parse import urljoin
+
+import numpy as np
+import urllib3
+
+from .. import __version__, humanize
+from ..errors import FormatError
+from ..formats.mapped import MappedFile
+from ..locations import RemoteLocation
+from ..store import CHUNK
+from . import hub
+
+READ_AHEAD = 64 << 10  # the smallest request: a header read is one round trip
+PIECE = 4 << 20  # a streamed tensor's request: small enough to overlap fetching with writing
+LOOKBACK = 8  # cached ranges before a read's start that may still hold it (read-ahead windows overlap a little)
+COALESCE = 16 << 10  # prefetched ranges closer than this are fetched as one
+PREFETCH_REQUESTS = 8  # at once, as many as the connection pool keeps per host
+STREAM_AHEAD = 1 << 20  # a small streamed tensor reads this far ahead: its small neighbours, not the next big one
+CACHE_BYTES = 32 << 20  # ranges kept per open file
+MAX_REDIRECTS = 10
+RETRIES_VARIABLE = "STORE_STUDIO_HTTP_RETRIES"
+TIMEOUT_VARIABLE = "STORE_STUDIO_HTTP_TIMEOUT"
+MAX_DOWNLOAD_VARIABLE = "STORE_STUDIO_MAX_DOWNLOAD"
+DEFAULT_RETRIES = 3
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_DOWNLOAD = 2 << 30
+RETRY_STATUS = {429, 500, 502, 503, 504}
+REDIRECTS = {301, 302, 303, 307, 308}
+_CONTENT_RANGE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+)")
+_SIZE = re.compile(r"(?i)\s*(\d+)\s*([kmgt]?)i?b?\s*")
+
+
+class RemoteWarning(UserWarning):
+    """Something a user should know about a remote file that does not stop reading it."""
+
+
+class Traffic:
+    """Bytes and requests sent over the network by this process (the benchmark and tests read it)."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.requests = 0
+        self._lock = threading.Lock()
+
+    def add(self, nbytes: int = 0, requests: int = 0) -> None:
+        with self._lock:
+            self.bytes += nbytes
+            self.requests += requests
+
+
+traffic = Traffic()
+_pool: urllib3.PoolManager | None = None
+_pool_lock = threading.Lock()
+
+
+class _Dropped(Exception):
+    """A transient failure (a connection reset, a timeout, a 5xx): worth another try."""
+
+
+def pool() -> urllib3.PoolManager:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = urllib3.PoolManager(num_pools=16, maxsize=8, retries=False,
+                                        headers={"User-Agent": f"store-studio/{__version__}"})
+        return _pool
+
+
+def retries() -> int:
+    return int(_number(RETRIES_VARIABLE, DEFAULT_RETRIES))
+
+
+def timeout() -> urllib3.Timeout:
+    seconds = float(_number(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT))
+    return urllib3.Timeout(connect=min(seconds, 10.0), read=seconds)
+
+
+def max_download() -> int:
+    text = os.environ.get(MAX_DOWNLOAD_VARIABLE)
+    match = _SIZE.fullmatch(text) if text else None
+    if match is None:
+        return DEFAULT_MAX_DOWNLOAD
+    return int(match[1]) << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[match[2].lower()]
+
+
+def _number(variable: str, default: float) -> float:
+    try:
+        return max(0, float(os.environ[variable]))
+    except (KeyError, ValueError):
+        return default
+
+
+def check_full_download(where: RemoteLocation, size: int, why: str) -> None:
+    """Refuse a whole-file download over the user's limit, naming the variable that raises it."""
+    limit = max_download()
+    if size > limit:
+        raise FormatError(where, f"{why}: reading it means downloading all {humanize.size(size)}, over the limit of "
+                                 f"{humanize.size(limit)} (set {MAX_DOWNLOAD_VARIABLE}, e.g. "
+                                 f"{MAX_DOWNLOAD_VARIABLE}={-(-size >> 30)}G, to allow it)")
+
+
+def open_remote(target: hub.Target) -> "RemoteFile | DownloadedFile":
+    """The remote file at ``target``, read by ranges; or, if its server ignores ranges, a downloaded copy."""
+    location = RemoteLocation(target.shown)
+    for failure in range(retries() + 1):
+        response, url, _ = _get(location, target, target.url, f"bytes=0-{READ_AHEAD - 1}")
+        try:
+            if response.status == 200:
+                return _download(location, target, response)
+            return RemoteFile(location, target, url, response)
+        except _Dropped as exc:  # the first block broke off: ask again
+            reason = str(exc)
+        finally:
+            response.release_conn()
+    raise FormatError(location, f"the connection failed {retries() + 1} times while reading the first bytes ({reason})")
+
+
+class RemoteFile:
+    """A file on an HTTP(S) server, read by byte ranges: the same methods as the local ``MappedFile``."""
+
+    def __init__(self, location: RemoteLocation, target: hub.Target, url: str, first: urllib3.BaseHTTPResponse):
+        self.path = location
+        self._target = target
+        self._url = url  # where the redirects ended (the Hub's CDN): later ranges go there directly
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[int, bytes] = OrderedDict()  # start -> bytes, least recently used first
+        self._starts: list[int] = []  # the cache's starts, sorted
+        self._cached = 0
+        self._changed = False
+        self.closed = False
+        start, _, total = _content_range(location, first)
+        self.size = total
+        location.size = total
+        self._etag = first.headers.get("ETag")
+        self._modified = first.headers.get("Last-Modified")
+        if first.status == 206 and total:
+            data = _body(first)
+            if start != 0 or len(data) != min(READ_AHEAD, total):
+                raise FormatError(location, "the server answered the first byte range with other bytes")
+            self._remember(0, data)
+
+    # --- the ByteSource protocol ----------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def identity(self) -> tuple[int, str | None, str | None]:
+        return self.size, self._etag, self._modified
+
+    def fileno(self) -> int | None:
+        return None
+
+    def sibling(self, name: str) -> "RemoteFile | DownloadedFile":
+        return open_remote(self._target.sibling(name))
+
+    def prefetch(self, ranges: list[tuple[int, int]]) -> None:
+        """Fetch the small ranges a reader is about to ask for, ``PREFETCH_REQUESTS`` at a time, into the cache."""
+        with self._lock:
+            missing = sorted({(o, n) for o, n in ranges if n > 0 and self._lookup(o, n) is None})
+        if len(missing) < 2:
+            return
+        wanted: list[tuple[int, int]] = []
+        for offset, length in missing:  # neighbours a few KiB apart (small tensors' headers) come in one request
+            if wanted and offset - sum(wanted[-1]) < COALESCE:
+                start = wanted[-1][0]
+                wanted[-1] = (start, max(sum(wanted[-1]), offset + length) - start)
+            else:
+                wanted.append((offset, length))
+        with ThreadPoolExecutor(PREFETCH_REQUESTS, thread_name_prefix="store-studio-prefetch") as pool:
+            for (offset, length), data in zip(wanted, pool.map(lambda r: self._fetch_piece(*r), wanted)):
+                with self._lock:
+                    self._remember(offset, data)
+
+    def verify(self) -> None:
+        if self._changed:
+            raise changed_on_server(self.path)
+
+    def release(self, offset: int, length: int) -> None:
+        """Nothing is mapped: values read are private memory, freed with their arrays."""
+
+    def pread(self, offset: int, length: int, what: str = "data") -> bytes:
+        self._check_range(offset, length, what)
+        return self._cached_read(offset, length, READ_AHEAD)
+
+    def _cached_read(self, offset: int, length: int, ahead: int) -> bytes:
+        """Bytes through the cache; a miss fetches at least ``ahead`` bytes around them in one request."""
+        if length == 0:
+            return b""
+        with self._lock:
+            hit = self._lookup(offset, length)
+        if hit is not None:
+            return hit
+        if length >= CACHE_BYTES // 4:
+            data = self._fetch(offset, length)
+            return data if isinstance(data, bytes) else data.tobytes()
+        start, stop = self._window(offset, offset + length, ahead)
+        data = self._fetch(start, stop - start)
+        with self._lock:
+            self._remember(start, data)
+        return data[offset - start:offset - start + length]
+
+    def array(self, offset: int, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        """A read-only array of the bytes at ``offset``: one range request (or the cache), nothing else."""
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if count == 0:
+            return np.zeros(shape, dtype)
+        nbytes = count * dtype.itemsize
+        self._check_range(offset, nbytes, "a tensor")
+        raw = self.pread(offset, nbytes) if nbytes < CACHE_BYTES // 4 else self._fetch(offset, nbytes)
+        array = np.frombuffer(raw, np.uint8) if isinstance(raw, bytes) else raw
+        array = array.view(dtype).reshape(shape)
+        array.flags.writeable = False
+        return array
+
+    def chunks(self, offset: int, length: int, chunk_size: int = CHUNK) -> Iterator[bytes]:
+        """The bytes in pieces of at most ``chunk_size``; memory stays at two pieces.
+
+        A small range (a small tensor) reads ``STREAM_AHEAD`` ahead into the cache: a conversion
+        streams tensors in file order, so the small ones next to it (biases, norms) then cost no round
+        trip of their own. A large one is fetched ``PIECE`` by ``PIECE`` (from the cache where it is
+        already there) with the next piece on its way while the caller writes this one: the network
+        and the disk work at once, as downloading then converting cannot.
+        """
+        self._check_range(offset, length, "data")
+        end = offset + length
+        if length < PIECE:
+            while offset < end:
+                n = min(chunk_size, end - offset)
+                yield self._cached_read(offset, n, STREAM_AHEAD)
+                offset += n
+            return
+        step = max(1, min(PIECE, chunk_size))
+        pieces = [(start, min(step, end - start)) for start in range(offset, end, step)]
+        with ThreadPoolExecutor(1, thread_name_prefix="store-studio-fetch") as ahead:
+            pending = ahead.submit(self._piece, *pieces[0])
+            for following in pieces[1:] + [None]:
+                data = pending.result()
+                if following is not None:
+                    pending = ahead.submit(self._piece, *following)
+                yield data
+
+    def _piece(self, start: int, length: int) -> bytes:
+        with self._lock:
+            hit = self._lookup(start, length)
+        return hit if hit is not None else self._fetch_piece(start, length)
+
+    def close(self) -> None:
+        self.closed = True
+        with self._lock:
+            self._cache.clear()
+            self._starts.clear()
+            self._cached = 0
+
+    # --- reading ----------------------------------------------------------------------------
+    def _check_range(self, offset: int, length: int, what: str) -> None:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise FormatError(self.path, f"file is truncated: {what} needs bytes {offset}..{offset + length} "
+                                         f"but the file has {self.size}")
+        if self.closed:
+            raise FormatError(self.path, "is closed")
+
+    def _window(self, start: int, stop: int, ahead: int) -> tuple[int, int]:
+        """At least ``ahead`` bytes around a read, forward (or, at the end of the file, backward)."""
+        stop = min(self.size, max(stop, start + ahead))
+        return max(0, min(start, stop - ahead)), stop
+
+    def _lookup(self, offset: int, length: int) -> bytes | None:
+        """The cached bytes, if one range holds them all (ranges are found by start: a zip's hundreds of headers)."""
+        index = bisect.bisect_right(self._starts, offset)
+        for start in reversed(self._starts[max(0, index - LOOKBACK):index]):
+            data = self._cache[start]
+            if offset + length <= start + len(data):
+                self._cache.move_to_end(start)
+                return data[offset - start:offset - start + length]
+        return None
+
+    def _remember(self, start: int, data: bytes) -> None:
+        old = self._cache.pop(start, None)
+        if old is None:
+            bisect.insort(self._starts, start)
+        self._cached += len(data) - (len(old) if old is not None else 0)
+        self._cache[start] = data
+        while self._cached > CACHE_BYTES and len(self._cache) > 1:
+            dropped_start, dropped = self._cache.popitem(last=False)
+            self._starts.pop(bisect.bisect_left(self._starts, dropped_start))
+            self._cached -= len(dropped)
+
+    def _fetch(self, start: int, length: int) -> bytes | np.ndarray:
+        """``length`` bytes from ``start``: one request up to ``CHUNK``, larger reads piece by piece into one array."""
+        if length <= CHUNK:
+            return self._fetch_piece(start, length)
+        buffer = np.empty(length, np.uint8)
+        for done in range(0, length, CHUNK):
+            n = min(CHUNK, length - done)
+            buffer[done:done + n] = np.frombuffer(self._fetch_piece(start + done, n), np.uint8)
+        return buffer
+
+    def _fetch_piece(self, start: int, length: int) -> bytes:
+        """One range request, asked again (a bounded number of times) when the connection drops."""
+        failures = 0
+        while True:
+            try:
+                data = self._request_range(start, length)
+                self.verify()
+                return data
+            except _Dropped as exc:
+                failures += 1
+                if failures > retries():
+                    raise FormatError(self.path, f"the connection failed {failures} times while reading bytes "
+                                                 f"{start}..{start + length} ({exc})") from None
+                time.sleep(min(2.0, 0.1 * 2 ** failures))
+
+    def _request_range(self, start: int, length: int) -> bytes:
+        response, _, _ = _get(self.path, self._target, self._url, f"bytes={start}-{start + length - 1}")
+        try:
+            if response.status != 206:
+                raise FormatError(self.path, f"the server stopped answering byte ranges (HTTP {response.status})")
+            self._check_same(response)
+            first, last, _ = _content_range(self.path, response)
+            if first != start or last != start + length - 1:
+                raise FormatError(self.path, f"the server sent bytes {first}..{last} when asked for {start}.."
+                                             f"{start + length - 1}")
+            data = _body(response)
+            if len(data) != length:
+                raise _Dropped("the server closed the connection early")
+            return data
+        finally:
+            response.release_conn()
+
+    def _check_same(self, response: urllib3.BaseHTTPResponse) -> None:
+        """Refuse an answer from a file other than the one opened (size, ETag or Last-Modified changed)."""
+        _, _, total = _content_range(self.path, response)
+        etag, modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
+        if total != self.size or (self._etag and etag != self._etag) or (self._modified and modified != self._modified):
+            self._changed = True
+            raise changed_on_server(self.path)
+
+
+class DownloadedFile(MappedFile):
+    """A remote file whose server ignores byte ranges, downloaded whole and read like a local one.
+
+    The copy is unlinked as soon as it is open, so it disappears with the process whatever happens.
+    """
+
+    def __init__(self, location: RemoteLocation, target: hub.Target, copy: str):
+        try:
+            super().__init__(copy)
+        finally:
+            os.unlink(copy)
+        self.path = location  # type: ignore[assignment]
+        self._target = target
+        self.note = f"The server ignores byte ranges: the whole file ({humanize.size(self.size)}) was downloaded to " \
+                    "read it."
+
+    def sibling(self, name: str) -> "RemoteFile | DownloadedFile":  # type: ignore[override]
+        return open_remote(self._target.sibling(name))
+
+
+def changed_on_server(where: RemoteLocation) -> FormatError:
+    return FormatError(where, "changed on the server since it was opened (its ETag, Last-Modified or size differ); "
+                              "reopen it to read the new contents")
+
+
+def _download(location: RemoteLocation, target: hub.Target, response: urllib3.BaseHTTPResponse) -> DownloadedFile:
+    length = response.headers.get("Content-Length")
+    if length is None or not length.isdigit():
+        raise FormatError(location, "the server ignores byte ranges and does not say the file's size")
+    size = int(length)
+    check_full_download(location, size, "the server ignores byte ranges (HTTP Range)")
+    warnings.warn(f"{location.name}: the server ignores byte ranges; downloading all {humanize.size(size)} to read it",
+                  RemoteWarning, stacklevel=3)
+    fd, name = tempfile.mkstemp(prefix="store-studio-download-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            received = 0
+            try:
+                for chunk in response.stream(1 << 20):
+                    out.write(chunk)
+                    received += len(chunk)
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise FormatError(location, f"the download broke off after {received} of {size} bytes "
+                                            f"({_reason(exc)})") from None
+            traffic.add(received)
+        if received != size:
+            raise FormatError(location, f"the download ended after {received} of {size} bytes")
+        copy = DownloadedFile(location, target, name)
+    except BaseException:
+        if os.path.exists(name):
+            os.unlink(name)
+        raise
+    location.size = size
+    return copy
+
+
+def _get(location: RemoteLocation, target: hub.Target, url: str, byte_range: str) \
+        -> tuple[urllib3.BaseHTTPResponse, str, bool]:
+    """A GET of ``byte_range`` following redirects hop by hop; the answer, where it came from, and if the token went.
+
+    Transient failures (no connection, a timeout, 429/5xx) are retried; other refusals end in one line.
+    """
+    for failure in range(retries() + 1):
+        try:
+            return _get_once(location, target, url, byte_range)
+        except _Dropped as exc:
+            reason = str(exc)
+            if url != target.url:  # a CDN address may have expired: start again from the file's own URL
+                url = target.url
+            if failure < retries():
+                time.sleep(min(2.0, 0.1 * 2 ** (failure + 1)))
+    raise FormatError(location, f"the server could not be reached after {retries() + 1} tries ({reason})")
+
+
+def _get_once(location: RemoteLocation, target: hub.Target, url: str, byte_range: str) \
+        -> tuple[urllib3.BaseHTTPResponse, str, bool]:
+    for _ in range(MAX_REDIRECTS + 1):
+        headers = {"Range": byte_range, "Accept-Encoding": "identity"}
+        sent_token = bool(target.token) and hub.origin(url) == target.token_origin
+        if sent_token:
+            headers["Authorization"] = f"Bearer {target.token}"
+        try:
+            response = pool().request("GET", url, headers=headers, redirect=False, retries=False,
+                                      preload_content=False, timeout=timeout())
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _Dropped(_reason(exc)) from None
+        traffic.add(requests=1)
+        if response.status in REDIRECTS and response.headers.get("Location"):
+            response.drain_conn()
+            response.release_conn()
+            url = urljoin(url, response.headers["Location"])
+            continue
+        if response.status in RETRY_STATUS:
+            response.drain_conn()
+            response.release_conn()
+            raise _Dropped(f"HTTP {response.status}")
+        if response.status not in (200, 206, 416):
+            response.drain_conn()
+            response.release_conn()
+            raise FormatError(location, _refusal(response.status, sent_token, target.token_origin is not None))
+        return response, url, sent_token
+    raise FormatError(location, f"the server redirected more than {MAX_REDIRECTS} times")
+
+
+def _refusal(status: int, sent_token: bool, hub_file: bool) -> str:
+    login = "set HF_TOKEN or log in with `hf auth login`" if hub_file else "this server wants credentials"
+    if status == 401:
+        return ("the server refused the token (HTTP 401): it is wrong or expired" if sent_token
+                else f"needs a token (HTTP 401): {login}")
+    if status == 403:
+        return ("access refused with the token given (HTTP 403): the repository is gated or private and this "
+                "token has no access" if sent_token else f"access refused (HTTP 403): a gated or private file; {login}")
+    if status == 404:
+        return "not found on the server (HTTP 404)"
+    return f"the server answered HTTP {status}"
+
+
+def _content_range(location: RemoteLocation, response: urllib3.BaseHTTPResponse) -> tuple[int, int, int]:
+    """``(first, last, total)`` of a 206 or 416 answer; for a 200, the whole file."""
+    if response.status == 200:
+        total = int(response.headers.get("Content-Length") or 0)
+        return 0, total - 1, total
+    match = _CONTENT_RANGE.fullmatch((response.headers.get("Content-Range") or "").strip())
+    if match is None:
+        raise FormatError(location, "the server's answer to a byte range does not say which bytes it holds")
+    if match[1] is None:
+        return 0, -1, int(match[3])
+    return int(match[1]), int(match[2]), int(match[3])
+
+
+def _body(response: urllib3.BaseHTTPResponse) -> bytes:
+    try:
+        data = response.read()
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise _Dropped(_reason(exc)) from None
+    traffic.add(len(data))
+    return data
+
+
+def _reason(exc: BaseException) -> str:
+    """A short cause for a network failure (never a URL with a query, which may hold a signature)."""
+    if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.ConnectTimeoutError, TimeoutError)):
+        return "timed out"
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return "cannot connect"
+    if isinstance(exc, urllib3.exceptions.NameResolutionError):
+        return "unknown host"
+    if isinstance(exc, urllib3.exceptions.ProtocolError):
+        return "connection dropped"
+    if isinstance(exc, urllib3.exceptions.SSLError):
+        return "TLS failed"
+    return type(exc).__name__

@@ -1,0 +1,466 @@
+"""The plan's stages, one small function each, over one source's tensors held as columns.
+
+burn-store's order, per source: remap -> renumber -> enum variants -> fuse/split -> module inference
+-> adapters -> filter -> cast; ``plan`` then merges the sources. Each stage takes the ``Batch`` the
+previous one made (never changing it) plus its own part of the recipe, and returns a new result, so
+``plan`` can keep each stage's result by its inputs and re-run only the stages after an edit.
+
+A ``Batch`` holds columns (``names[i]``, ``shapes[i]``, ``ops[i]`` are tensor ``i``): a stage that
+changes only names shares every other column with its input, and 10,000 tensors cost 10,000 list
+slots, not 10,000 objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+from ..dtypes import DType
+from ..errors import RecipeError
+from ..store import TensorEntry
+from . import adapters as ad
+from . import fused
+from .filters import Filter, facts
+from .guesses import Guess, kind_guess, placed_guess, variant_guess
+from .modules import ENUM_VARIANT, NORM_KINDS, ModuleGuess, infer_columns, module_path
+from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose, built
+from .recipe import CastRule
+from .remap import CompiledRule, remap_name
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A source tensor left out: ``name`` as the file writes it, ``matched`` the name the filter saw."""
+
+    source: str
+    name: str
+    reason: str
+    matched: str = ""
+
+    @classmethod
+    def many(cls, source: str, rows: Sequence[tuple[str, str, str]]) -> list["Dropped"]:
+        """One per ``(name, reason, matched)``, built as fast as dicts: a filter may drop 100,000 on every edit."""
+        new = object.__new__
+        out = []
+        for name, reason, matched in rows:
+            dropped = new(cls)
+            dropped.__dict__.update(source=source, name=name, reason=reason, matched=matched)
+            out.append(dropped)
+        return out
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One source's tensors between two stages, as columns; never changed once made.
+
+    ``variants[i]`` are the CamelCase module paths ``--skip-enum-variants`` kept for want of evidence.
+    """
+
+    inputs: list[tuple[TensorEntry, ...]]
+    names: list[str]
+    dtypes: list[DType]
+    shapes: list[tuple[int, ...]]
+    ops: list[tuple[Op, ...]]
+    variants: list[tuple[str, ...]]
+
+    @classmethod
+    def of(cls, entries: Sequence[TensorEntry]) -> "Batch":
+        return cls([(e,) for e in entries], [e.name for e in entries], [e.dtype for e in entries],
+                   [e.shape for e in entries], [()] * len(entries), [()] * len(entries))
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def source_name(self, i: int) -> str:
+        """The name(s) tensor ``i`` has in its file (two for a fused weight norm)."""
+        inputs = self.inputs[i]
+        return inputs[0].name if len(inputs) == 1 else ", ".join(e.name for e in inputs)
+
+    def renamed(self, names: list[str], ops: list[tuple[Op, ...]]) -> "Batch":
+        return replace(self, names=names, ops=ops)
+
+
+def _rename_all(batch: Batch, new_names: list[str], why: str) -> Batch:
+    """``batch`` with every tensor whose name changes given a Rename saying ``why``."""
+    if new_names == batch.names:
+        return batch
+    ops = [(*done, (Rename, old, new, why)) if old != new else done
+           for done, old, new in zip(batch.ops, batch.names, new_names)]
+    return batch.renamed(new_names, ops)
+
+
+def _check_bytes(entry: TensorEntry, dtype: DType, op: Op) -> None:
+    """A byte-changing op on a quantized tensor would need to decode it: refused, naming the tensor."""
+    if op.changes_bytes and dtype.kind == "quantized":
+        raise RecipeError(f"tensor {entry.name!r} is quantized ({dtype}); "
+                          f"'{op.describe()}' would need to decode it (renames and copies are fine)")
+
+
+# --- 1. remap -------------------------------------------------------------------------------------------
+def remap(batch: Batch, rules: Sequence[CompiledRule]) -> tuple[Batch, tuple[int, ...]]:
+    """burn-store's ``KeyRemapper``: every rule in order on each name; also each rule's hit count."""
+    if not rules:
+        return batch, ()
+    hits = [0] * len(rules)
+    if len(rules) == 1:  # the common case, inlined: it runs on every keystroke in a remap field
+        subn, template = rules[0].regex.subn, rules[0].template
+        results = [subn(template, name) for name in batch.names]
+        hits[0] = sum(1 for _, n in results if n)
+        new_names = [new for new, _ in results]
+    else:
+        new_names = [remap_name(name, rules, hits) for name in batch.names]
+    return _rename_all(batch, new_names, "remap"), tuple(hits)
+
+
+# --- 2. renumber ------------------------------------------------------------------------------------------
+def renumber(batch: Batch, every_name: Sequence[str] | None) -> Batch:
+    """burn-store's contiguous indices over every name of the source after remaps (``every_name``).
+
+    A per-source filter decides what the source contributes, not how it counts: the renumbering
+    sees the names it dropped too (``every_name``; None when it dropped none), so a filter never
+    shifts another tensor's index.
+    """
+    mapping = ad.contiguous_indices(batch.names if every_name is None else every_name)
+    return _rename_all(batch, [mapping[name] for name in batch.names], "contiguous indices")
+
+
+# --- 3. enum variants --------------------------------------------------------------------------------------
+def enum_variants(batch: Batch, overrides: Mapping[str, str], template: "TemplateIndex | None", skip: bool) -> Batch:
+    """Drop enum-variant segments only on evidence: ``--module PATH=EnumVariant``, or the template's names.
+
+    With ``skip`` (``--skip-enum-variants``) CamelCase segments are candidates; one may as well be a
+    real name (BERT's ``embeddings.LayerNorm``), so without evidence it is kept and the tensor is
+    reported as a guess unless ``--module`` names the path. Paths the user calls variants go either way.
+    """
+    told = [path for path, kind in overrides.items() if kind == ENUM_VARIANT]
+    if not (skip or told):
+        return batch
+    names, ops, variants = list(batch.names), list(batch.ops), list(batch.variants)
+    for i, name in enumerate(batch.names):
+        dropped = [path for path in told if name.startswith(path + ".")]
+        candidates = ad.variant_paths(name) if skip else []
+        if candidates and template is not None:  # module paths, not names: the adapters may still rename the leaf
+            if module_path(name) in template.modules:
+                continue  # the model has these segments as written
+            stripped = ad.strip_enum_variants(name)
+            if module_path(stripped) in template.modules:
+                names[i], ops[i] = _renamed(name, stripped, ops[i], "skip enum variants (the template has this module)")
+                continue
+        variants[i] = tuple(path for path in candidates if path not in overrides)
+        if dropped:
+            names[i], ops[i] = _renamed(name, ad.drop_segments(name, dropped), ops[i], "enum variant (--module)")
+    return replace(batch, names=names, ops=ops, variants=variants)
+
+
+def _renamed(old: str, new: str, ops: tuple[Any, ...], why: str) -> tuple[str, tuple[Any, ...]]:
+    return (new, (*ops, (Rename, old, new, why))) if new != old else (old, ops)
+
+
+# --- 4. fuse / split ------------------------------------------------------------------------------------------
+def fuse_weight_norms(batch: Batch) -> Batch:
+    """Each complete ``weight_g``/``weight_v`` pair becomes the weight it stands for (Burn has no weight norm)."""
+    pairs = ad.weight_norm_pairs(batch.names)
+    if not pairs:
+        return batch
+    at = {name: i for i, name in enumerate(batch.names)}
+    fused_at = {at[g_name]: (at[v_name], module) for module, (g_name, v_name) in pairs.items()}
+    gone = {v for v, _ in fused_at.values()}
+    out = Batch([], [], [], [], [], [])
+    for i in range(len(batch)):
+        if i in gone:
+            continue
+        pair = fused_at.get(i)
+        if pair is None:
+            _append(out, batch, i)
+            continue
+        v, module = pair
+        entry = batch.inputs[v][0]
+        op = FuseWeightNorm(batch.names[i], batch.names[v], batch.shapes[v])
+        _check_bytes(entry, entry.dtype, op)
+        out.inputs.append(batch.inputs[i] + batch.inputs[v])
+        out.names.append(f"{module}.weight" if module else "weight")
+        out.dtypes.append(entry.dtype)
+        out.shapes.append(entry.shape)
+        out.ops.append((*batch.ops[i], *batch.ops[v], op))
+        out.variants.append(())
+    return out
+
+
+@dataclass(frozen=True)
+class Split:
+    """The fuse/split stage's result: the batch, the Linears the fused modules prove (module path -> guess),
+    and the tensors whose place is a convention (name -> (module path, kind, why))."""
+
+    batch: Batch
+    linears: dict[str, ModuleGuess]
+    conventions: dict[str, tuple[str, str, str]]
+
+
+def fuse_split(batch: Batch, weight_norms: bool, direction: str | None) -> Split:
+    """Weight norms fused (``--fuse-weight-norm``), then the fused PyTorch modules split or fused back."""
+    if weight_norms:
+        batch = fuse_weight_norms(batch)
+    if not direction:
+        return Split(batch, {}, {})
+    found = fused.find(batch.names, batch.shapes, direction == ad.PYTORCH_TO_BURN)
+    if not found.parts:
+        return Split(batch, {}, {})
+    linears = {path: ModuleGuess(path, "Linear", why) for path, why in found.linears.items()}
+    return Split(_replaced(batch, found.parts), linears, found.conventions)
+
+
+def _replaced(batch: Batch, parts: Sequence[fused.Part]) -> Batch:
+    """``batch`` with the inputs of ``parts`` replaced by the parts, each where its first input was."""
+    at = {name: i for i, name in enumerate(batch.names)}
+    placed: dict[int, list[fused.Part]] = {}
+    used: set[int] = set()
+    for part in parts:
+        where = [at[name] for name in part.inputs]
+        placed.setdefault(min(where), []).append(part)
+        used.update(where)
+    out = Batch([], [], [], [], [], [])
+    for i in range(len(batch)):
+        if i not in used:
+            _append(out, batch, i)
+        for part in placed.get(i, ()):
+            where = [at[name] for name in part.inputs]
+            entry, dtype = batch.inputs[where[0]][0], batch.dtypes[where[0]]
+            _check_bytes(entry, dtype, part.op)
+            if any(batch.dtypes[j] != dtype for j in where):
+                raise RecipeError(f"'{part.op.describe()}' would mix dtypes "
+                                  f"({', '.join(sorted({str(batch.dtypes[j]) for j in where}))}): cast them alike first")
+            out.inputs.append(tuple(e for j in where for e in batch.inputs[j]))
+            out.names.append(part.name)
+            out.dtypes.append(dtype)
+            out.shapes.append(part.shape)
+            out.ops.append((*(op for j in where for op in batch.ops[j]), part.op))
+            out.variants.append(())
+    return out
+
+
+def _append(out: Batch, batch: Batch, i: int) -> None:
+    out.inputs.append(batch.inputs[i])
+    out.names.append(batch.names[i])
+    out.dtypes.append(batch.dtypes[i])
+    out.shapes.append(batch.shapes[i])
+    out.ops.append(batch.ops[i])
+    out.variants.append(batch.variants[i])
+
+
+# --- 5. module inference ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Modules:
+    """Every module path's kind (``guesses``, in order of first appearance) and each tensor's (``per_tensor``)."""
+
+    guesses: dict[str, ModuleGuess]
+    per_tensor: list[ModuleGuess | None]
+
+
+def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str, str],
+          known: Mapping[str, ModuleGuess] | None = None) -> Modules:
+    """Every module path's kind: shapes and siblings, then what earlier stages know, the template, the user."""
+    paths: list[str] = []
+    guesses = infer_columns(batch.names, batch.shapes, paths=paths)
+    if known:
+        guesses.update((path, guess) for path, guess in known.items() if path in guesses)
+    if template is not None:
+        guesses.update(template.kinds(batch.names, batch.shapes, guesses))
+    for path, kind in overrides.items():
+        if path in guesses:
+            guesses[path] = ModuleGuess(path, kind, "set by user", True)
+    get = guesses.get
+    return Modules(guesses, [get(path) for path in paths])
+
+
+# --- 6. adapters ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Adapted:
+    """The adapters' result: the batch, each tensor's module guess, and the batch before the layout."""
+
+    batch: Batch
+    guesses: list[ModuleGuess | None]
+    before: Batch
+
+    def kind(self, i: int) -> str:
+        guess = self.guesses[i]
+        return guess.kind if guess else "Unknown"
+
+
+def adapt(batch: Batch, modules: Modules, direction: str | None, template: "TemplateIndex | None") -> Adapted:
+    """The PyTorch/Burn layout by module kind (transpose a Linear, rename a norm's or PReLU's leaves), then
+    the enum variants a template's names carry."""
+    per_tensor = modules.per_tensor
+    if not direction and template is None:
+        return Adapted(batch, per_tensor, batch)
+    names, shapes, ops = list(batch.names), list(batch.shapes), list(batch.ops)
+    layout_kinds = ad.LAYOUT_KINDS if direction else frozenset()
+    layout = ad.layout
+    for i, guess in enumerate(per_tensor):
+        if guess is not None and guess.kind in layout_kinds:
+            module, _, leaf = names[i].rpartition(".")
+            shape = shapes[i]
+            new_leaf, transpose = layout(direction, leaf, len(shape), guess.kind)
+            if transpose:
+                if batch.dtypes[i].kind == "quantized":
+                    _check_bytes(batch.inputs[i][0], batch.dtypes[i], Transpose((shape[0], shape[1])))
+                ops[i] = (*ops[i], (Transpose, (shape[0], shape[1])))
+                shapes[i] = shape[::-1]
+            elif new_leaf:
+                new = f"{module}.{new_leaf}" if module else new_leaf
+                ops[i] = (*ops[i], (Rename, names[i], new, f"{direction}, {guess.kind}"))
+                names[i] = new
+        if template is not None and names[i] not in template.shapes and names[i] in template.variants:
+            names[i], ops[i] = _renamed(names[i], template.variants[names[i]], ops[i], "template enum variant")
+    return Adapted(replace(batch, names=names, shapes=shapes, ops=ops), per_tensor, batch)
+
+
+# --- 7. filter -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Filtered:
+    """Which tensors the recipe's filter keeps (indices), why it drops the others, and what it saw: every
+    name, and the facts the predicates asked for (None when none did), for the rules' hit counts."""
+
+    kept: list[int]
+    dropped: list[Dropped]
+    names: list[str]
+    facts: list[dict[str, Any]] | None
+
+
+def filter_names(adapted: Adapted, keep: Filter, label: str) -> Filtered:
+    """burn-store's ``PathFilter`` on the names the stages before produced (the model's own paths)."""
+    batch = adapted.batch
+    names = batch.names
+    if keep.is_empty:
+        return Filtered(list(range(len(batch))), [], [], None)
+    verdict = keep.verdict
+    if keep.where:
+        seen = [facts(name, batch.dtypes[i], batch.shapes[i], adapted.kind(i)) for i, name in enumerate(names)]
+        verdicts = [verdict(name, tensor_facts) for name, tensor_facts in zip(names, seen)]
+    else:
+        seen, verdicts = None, keep.verdicts(names)
+    kept = [i for i, reason in enumerate(verdicts) if reason is None]
+    dropped = Dropped.many(label, [(batch.source_name(i), f"filter: {reason}", names[i])
+                                   for i, reason in enumerate(verdicts) if reason is not None])
+    return Filtered(kept, dropped, names, seen)
+
+
+# --- 8. cast --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Casted:
+    """The kept tensors after the casts: ``dtypes[j]``/``ops[j]`` for kept tensor ``kept[j]``."""
+
+    kept: list[int]
+    dtypes: list[DType]
+    ops: list[tuple[Op, ...]]
+
+
+def cast(adapted: Adapted, kept: list[int], casts: Sequence[CastRule]) -> Casted:
+    """Each cast rule in order on the float tensors of the module kinds it names (all when none)."""
+    batch = adapted.batch
+    dtypes = [batch.dtypes[i] for i in kept]
+    ops = [batch.ops[i] for i in kept]
+    for rule in casts:
+        target, modules = rule.dtype, rule.modules
+        for j, i in enumerate(kept):
+            dtype = dtypes[j]
+            if dtype.is_float and dtype != target and (not modules or adapted.kind(i) in modules):
+                ops[j] = (*ops[j], (Cast, dtype, target))
+                dtypes[j] = target
+    return Casted(kept, dtypes, ops)
+
+
+# --- guesses ---------------------------------------------------------------------------------------------------
+def guesses_of(adapted: Adapted, casted: Casted, direction: str | None, casts: Sequence[CastRule],
+               conventions: Mapping[str, tuple[str, str, str]] | None = None,
+               template: "TemplateIndex | None" = None) -> list[Guess]:
+    """The guesses each kept tensor's outcome rests on: enum-variant segments kept, a kind taken from its name,
+    a fused module's layer placed by convention (unless the template has the name)."""
+    batch = adapted.batch
+    found: list[Guess] = []
+    for j, i in enumerate(casted.kept):
+        if conventions:
+            placed = conventions.get(adapted.before.names[i])
+            if placed is not None and not (template is not None and template.has(batch.names[i])):
+                found.append(placed_guess(batch.names[i], batch.source_name(i), *placed))
+        guess = adapted.guesses[i]
+        if batch.variants[i] or (guess is not None and guess.guessed):
+            before = (adapted.before.names[i], adapted.before.shapes[i])
+            found += _guesses(batch.names[i], batch.source_name(i), batch.variants[i], guess, before,
+                              casted.dtypes[j], casted.ops[j], direction, casts)
+    return found
+
+
+def _guesses(name: str, source_name: str, variants: tuple[str, ...], guess: ModuleGuess | None,
+             before: tuple[str, tuple[int, ...]], dtype: DType, ops: tuple[Op, ...], direction: str | None,
+             casts: Sequence[CastRule]) -> list[Guess]:
+    found = [variant_guess(name, source_name, path, guess.kind if guess and guess.path == path else None)
+             for path in variants]
+    if guess is None or not guess.guessed:
+        return found
+    old_name, shape = before
+    floating = dtype.is_float  # casts only ever turn floats into floats
+
+    def outcome(kind: str) -> tuple[Any, ...]:
+        layout = ad.layout_ops(direction, old_name, shape, kind) if direction else (old_name, [])
+        targets = tuple(c.to for c in casts if floating and (not c.modules or kind in c.modules))
+        return layout[0], tuple(type(op) for op in layout[1]), targets
+
+    ours = outcome(guess.kind)
+    others = [outcome(kind) for kind in guess.alternatives if kind != guess.kind]
+    if any(other != ours for other in others):
+        could_transpose = any(Transpose in other[1] for other in others)
+        found.append(kind_guess(name, source_name, guess, built(ops), could_transpose))
+    return found
+
+
+# --- the template --------------------------------------------------------------------------------------------
+class TemplateIndex:
+    """A template's names and shapes, also under names without enum variants (how a source spells them)."""
+
+    def __init__(self, names_shapes: Sequence[tuple[str, tuple[int, ...]]]):
+        self.shapes = dict(names_shapes)
+        self.modules = {module_path(name) for name in self.shapes}
+        self.variants: dict[str, str] = {}
+        for name in self.shapes:
+            stripped = ad.strip_enum_variants(name)
+            if stripped != name:
+                self.variants.setdefault(stripped, name)
+
+    def shape(self, name: str) -> tuple[int, ...] | None:
+        found = self.shapes.get(name)
+        if found is None and name in self.variants:
+            found = self.shapes[self.variants[name]]
+        return found
+
+    def has(self, name: str) -> bool:
+        return name in self.shapes or name in self.variants
+
+    def kinds(self, names: Sequence[str], shapes: Sequence[tuple[int, ...]],
+              guesses: Mapping[str, ModuleGuess]) -> dict[str, ModuleGuess]:
+        """Module kinds the template's names and shapes prove, where they differ from the guess or settle it.
+
+        A template norm (``gamma``) is a norm, a PReLU (``alpha``) a PRelu; a 2-D weight the template
+        wants transposed is a Linear; one it wants as it is (and not square) is not a Linear. A guess
+        the template agrees with is settled too: it no longer rests on the name alone.
+        """
+        found = {}
+        for name, shape in zip(names, shapes):
+            path, _, leaf = name.rpartition(".")
+            guess = guesses.get(path)
+            if leaf != "weight" or guess is None:
+                continue
+            if len(shape) == 2 and shape[0] != shape[1]:
+                wanted = self.shape(name)
+                if wanted == shape[::-1] and (guess.kind != "Linear" or guess.guessed):
+                    found[path] = ModuleGuess(path, "Linear", "the template wants this weight transposed")
+                elif wanted == shape and guess.kind == "Linear":
+                    found[path] = ModuleGuess(path, "Unknown", "the template wants this 2-D weight as it is")
+                elif wanted == shape and guess.guessed:
+                    found[path] = ModuleGuess(path, guess.kind, "the template wants this 2-D weight as it is")
+            elif self.has(f"{path}.gamma") and (guess.kind not in NORM_KINDS or guess.guessed):
+                kind = guess.kind if guess.kind in NORM_KINDS else (
+                    "BatchNorm" if self.has(f"{path}.running_mean") else "LayerNorm")
+                found[path] = ModuleGuess(path, kind, "the template has gamma here")
+            elif self.has(f"{path}.alpha") and (guess.kind != "PRelu" or guess.guessed):
+                found[path] = ModuleGuess(path, "PRelu", "the template has alpha here")
+        return found

@@ -1,0 +1,62 @@
+"""A command imports only what it needs: start-up is most of a small command's time (issue 23)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import save_file
+
+REPO = Path(__file__).resolve().parents[3]
+PROBE = """
+import contextlib, io, json, sys
+from gui.launch import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exit:  # argparse's --version
+        code = exit.code
+roots = sorted({m.split(".")[0] for m in sys.modules} | {m for m in sys.modules if m.startswith("engine.")})
+print(json.dumps({"code": code, "out": out.getvalue(), "modules": roots}))
+"""
+
+
+def probe(*args: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_version_loads_neither_numpy_nor_qt():
+    report = probe("--version")
+    assert report["code"] == 0 and report["out"].startswith("store-studio ")
+    assert not {"numpy", "ml_dtypes", "PySide6", "gui.app"} & set(report["modules"])
+
+
+def test_inspect_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_path):
+    path = tmp_path / "tiny.safetensors"
+    save_file({"w": np.arange(3, dtype=np.float32)}, path)
+    report = probe("inspect", str(path))
+    assert report["code"] == 0 and "w" in report["out"]
+    assert not {"ml_dtypes", "PySide6", "engine.surgery", "engine.export"} & set(report["modules"])
+
+
+def test_a_bfloat16_tensor_still_reads_once_ml_dtypes_is_needed(tmp_path):
+    import ml_dtypes
+
+    from engine import open_store
+    path = tmp_path / "bf16.safetensors"
+    save_file({"w": np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16)}, path)
+    with open_store(path) as store:
+        values = store.read("w")
+    assert values.dtype == np.dtype(ml_dtypes.bfloat16) and values.astype(np.float32).tolist() == [1.5, -2.0]
+
+
+def test_engine_export_stays_the_function_after_its_module_is_imported():
+    code = "import engine.export, engine; from engine import export; print(callable(export), export.__module__)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["True", "engine.export"], result.stderr

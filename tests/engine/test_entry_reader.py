@@ -1,0 +1,35 @@
+"""Each entry reads through its store with itself: exporting or planning never looks a tensor up by name."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from engine import ArrayStore, export, open_store
+from engine.store import Store
+from engine.surgery import Recipe, RemapRule, plan
+
+
+def test_export_and_a_planned_read_make_no_lookup_by_name(tmp_path, monkeypatch):
+    arrays = {f"layer{i}.weight": np.arange(12, dtype=np.float32).reshape(3, 4) + i for i in range(3)}
+    export(ArrayStore(arrays).entries, tmp_path / "a.safetensors")
+    with open_store(tmp_path / "a.safetensors") as store:
+        looked_up = []
+        original = Store.entry
+        monkeypatch.setattr(Store, "entry", lambda self, name: looked_up.append(name) or original(self, name))
+        export(store.entries, tmp_path / "b.bpk")
+        planned = plan([store], Recipe(remaps=(RemapRule("layer", "block"),), adapters=("pytorch-to-burn",)))
+        values = {t.name: t.read() for t in planned.tensors}
+        assert looked_up == []
+    np.testing.assert_array_equal(values["block2.weight"], arrays["layer2.weight"].T)
+    with open_store(tmp_path / "b.bpk") as copy:
+        assert {e.name: copy.read(e.name).tolist() for e in copy.entries} == {k: v.tolist() for k, v in arrays.items()}
+
+
+def test_an_entry_reads_as_its_store_reads_it_by_name_quantized_too(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "formats"))
+    from quantized_files import f32, gen2, i8, write
+    path = write(tmp_path, {"w": ({"QFloat": gen2()}, [4], i8(-127, -71, 0, 35) + f32(0.5))})
+    with open_store(path) as store:
+        entry = store.entries[0]
+        assert entry.read().tolist() == store.read("w").tolist() == [-63.5, -35.5, 0.0, 17.5]
