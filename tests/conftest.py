@@ -43,11 +43,13 @@ def coverage_controller(config: pytest.Config):
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if coverage_controller(config) is None:  # pytest-cov fails on its own mark under --no-cov
-        return
+    """Marks the cost tests ``slow`` (the mutation run deselects them) and, while measuring, ``no_cover``."""
+    measuring = coverage_controller(config) is not None  # pytest-cov fails on its own mark under --no-cov
     for item in items:
         if item.name in COST_TESTS:
-            item.add_marker(pytest.mark.no_cover)
+            item.add_marker(pytest.mark.slow)
+            if measuring:
+                item.add_marker(pytest.mark.no_cover)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
