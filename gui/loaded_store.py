@@ -49,6 +49,16 @@ def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool]) -> Lo
     return LoadedStore(store, tree, opened, by_dtype, store.file_size)
 
 
+def release_frozen_objects() -> None:
+    """Give the collector back what ``load_store`` froze, once a tab closes.
+
+    A closed store's objects hold reference cycles (entries and their store), which only the collector
+    frees, and frozen objects it never looks at: without this every closed tab would stay in memory. The
+    stores still open are frozen again by the next load.
+    """
+    gc.unfreeze()
+
+
 def _params_by_dtype(store: Store) -> list[tuple[str, int]]:
     """Parameters per dtype, most first. Keyed by the dtype object's identity (formats share one per dtype):
     hashing a frozen dataclass per tensor, and naming it, add up at 100,000 tensors."""

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QHeaderView, QSplitter, QVBoxLayout, QWidget
 from engine.collector import collector_paused
 from engine.surgery.modules import ModuleGuess, infer_modules, logical_leaf
 from engine.tree import TreeNode, build_tree, filter_entries, first_levels, name_matcher
-from gui.loaded_store import SMALL_STORE, LoadedStore
+from gui.loaded_store import SMALL_STORE, LoadedStore, release_frozen_objects
 from gui.models.tree_model import Column, TreeModel
 from gui.resources import monospace
 from gui.store_sections import BASE_ORDERS, SidePanel, TreePane
@@ -168,6 +168,7 @@ class StoreView(QWidget):
         self.details.cancel()
         self.values.show_entry(None)
         self.store.close()
+        release_frozen_objects()
 
     # --- selection --------------------------------------------------------------------------------
     def current_node(self) -> TreeNode | None:
