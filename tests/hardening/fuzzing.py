@@ -771,7 +771,10 @@ def _pickle_with(rng: random.Random) -> tuple[str, bytes]:
         make = rng.choice((h.colliding_int_keys, h.colliding_placeholder_items))
         return kind, make(rng.choice((63, 64, 65, 66, 1_000, 5_000)))
     if kind == "broadcast":
-        return kind, _broadcast_pickle(rng.randrange(1, 2_000), rng.choice((1, 2, 1 << 20, 1 << 26, 1 << 40)))
+        # The class is stride-0 views of huge logical size, not many names: each name costs the exerciser about
+        # 0.5 ms of CPU under tracemalloc (read and stream), so 2,000 of them spent half the 2 s budget on a
+        # loaded machine and left the slice failing on noise.
+        return kind, _broadcast_pickle(rng.randrange(1, 1_000), rng.choice((1, 2, 1 << 20, 1 << 26, 1 << 40)))
     return kind, h.big_int(rng.choice((2_400, 2_470, 4_300, 4_301, 20_000)), rng.choice(("key", "value")))
 
 
