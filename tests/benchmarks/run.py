@@ -34,7 +34,8 @@ from engine import ArrayStore, export, open_store  # noqa: E402
 
 OURS = [sys.executable, "-m", "gui.launch"]
 OURS_CONVERT = [*OURS, "convert"]
-GUI_TREE = """
+# A shown main window with its own settings, as each child benchmark of the window starts.
+GUI_WINDOW = """
 import os, sys, tempfile, time
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 from PySide6.QtCore import QSettings, QTimer
@@ -46,7 +47,8 @@ app = create_app([sys.argv[0]])
 window = MainWindow()
 window.resize(1400, 900)
 window.show()
-start = []
+"""
+GUI_TREE = GUI_WINDOW + """start = []
 
 
 def shown(view):
@@ -64,19 +66,7 @@ window.file_opened.connect(shown)
 QTimer.singleShot(0, begin)
 app.exec()  # an idle event loop, as a user's: a polling loop here would fight the worker for the GIL
 """
-GUI_TYPING = """
-import os, sys, tempfile, time
-os.environ["QT_QPA_PLATFORM"] = "offscreen"
-from PySide6.QtCore import QSettings, QTimer
-from PySide6.QtTest import QTest
-QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, tempfile.mkdtemp())
-QSettings.setDefaultFormat(QSettings.Format.IniFormat)
-from gui.app import create_app
-from gui.main_window import MainWindow
-app = create_app([sys.argv[0]])
-window = MainWindow()
-window.resize(1400, 900)
-window.show()
+GUI_TYPING = GUI_WINDOW + """from PySide6.QtTest import QTest
 beats, keys = [], list("layers.5.block.1")
 
 
