@@ -1,0 +1,219 @@
+"""The readers' limits at their exact edges, on real files: what the mutation run (README, "Testing: mutation
+runs") found no test checking. Each limit is tested on both sides, so a limit moved by one, or a check
+turned around, changes a verdict or a message a user reads.
+
+Promise -> test:
+- "Burnpack: version 1" -> test_burnpack_version_0_and_newer_versions_are_refused_by_name
+- "metadata up to 100 MiB" -> test_burnpack_metadata_of_exactly_100_mib_is_not_over_the_limit
+- Burnpack's tensors sit at 256-aligned offsets -> test_burnpack_data_starts_at_the_next_256_byte_boundary
+- a param_id is kept, one Burn cannot hold is refused -> test_burnpack_param_ids_from_0_to_2_64_minus_1_are_kept,
+  test_burnpack_param_ids_burn_cannot_hold_are_refused
+- scalars keep their kind -> test_burnpack_scalars_of_each_kind_are_kept, test_burnpack_scalars_of_the_wrong_kind_are_refused
+- "SafeTensors: headers up to 100 MB" -> test_safetensors_header_of_exactly_100_mb_is_not_over_the_limit
+- a sharded index names only files beside it -> test_a_shard_outside_the_folder_or_naming_no_file_is_refused
+- a sharded index is checked against its shards -> test_a_sharded_index_is_refused_when_malformed
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import cbor2
+import numpy as np
+import pytest
+
+from engine import FormatError, open_store
+
+F32 = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+VALUES = np.array([1.5, -2.25], "<f4")
+
+
+def burnpack_bytes(meta: dict | bytes, data: bytes, *, version: int = 1) -> bytes:
+    """A Burnpack laid out by hand: magic, version, metadata length, CBOR (by cbor2), zero padding to 256."""
+    raw = meta if isinstance(meta, bytes) else cbor2.dumps(meta)
+    head = b"NRUB" + struct.pack("<HI", version, len(raw)) + raw
+    return head + bytes(-len(head) % 256) + data
+
+
+def refusal(path) -> str:
+    with pytest.raises(FormatError) as info:
+        open_store(path).close()
+    return str(info.value)
+
+
+# --- Burnpack -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version, words", [(0, "Burnpack version 0 does not exist"),
+                                            (2, "Burnpack version 2 is newer than this app reads (up to 1)")])
+def test_burnpack_version_0_and_newer_versions_are_refused_by_name(tmp_path, version, words):
+    path = tmp_path / "m.bpk"
+    path.write_bytes(burnpack_bytes({"tensors": {"w": F32}}, VALUES.tobytes(), version=version))
+    assert refusal(path) == f"m.bpk: {words}"
+
+
+def test_burnpack_metadata_of_exactly_100_mib_is_not_over_the_limit(tmp_path):
+    at_limit, over = tmp_path / "at.bpk", tmp_path / "over.bpk"
+    at_limit.write_bytes(b"NRUB" + struct.pack("<HI", 1, 100 << 20) + bytes(64))
+    over.write_bytes(b"NRUB" + struct.pack("<HI", 1, (100 << 20) + 1) + bytes(64))
+    assert refusal(at_limit) == (f"at.bpk: file is truncated: the {100 << 20}-byte metadata needs bytes "
+                                 f"10..{10 + (100 << 20)} but the file has 74")
+    assert refusal(over) == f"over.bpk: metadata claims {(100 << 20) + 1} bytes, over Burn's limit of {100 << 20}"
+
+
+@pytest.mark.parametrize("padding", [0, 1])
+def test_burnpack_data_starts_at_the_next_256_byte_boundary(tmp_path, padding):
+    """Metadata that ends the header exactly at byte 256 puts the data there; one byte more moves it to 512."""
+    raw = next(raw for n in range(300)
+               if 10 + len(raw := cbor2.dumps({"tensors": {"w": F32}, "metadata": {"pad": "x" * n}})) == 256 + padding)
+    assert 10 + len(raw) == 256 + padding
+    path = tmp_path / "m.bpk"
+    path.write_bytes(burnpack_bytes(raw, VALUES.tobytes()))
+    assert len(path.read_bytes()) == (256 if padding == 0 else 512) + 8
+    with open_store(path) as store:
+        assert store.read("w").tobytes() == VALUES.tobytes()
+
+
+@pytest.mark.parametrize("param_id", [0, 1, 2**64 - 1])
+def test_burnpack_param_ids_from_0_to_2_64_minus_1_are_kept(tmp_path, param_id):
+    path = tmp_path / "m.bpk"
+    path.write_bytes(burnpack_bytes({"tensors": {"w": {**F32, "param_id": param_id}}}, VALUES.tobytes()))
+    with open_store(path) as store:
+        assert store.entry("w").param_id == param_id
+
+
+@pytest.mark.parametrize("param_id", [-1, -(2**63), True, 1.0, "7"])
+def test_burnpack_param_ids_burn_cannot_hold_are_refused(tmp_path, param_id):
+    path = tmp_path / "m.bpk"
+    path.write_bytes(burnpack_bytes({"tensors": {"w": {**F32, "param_id": param_id}}}, VALUES.tobytes()))
+    assert refusal(path).startswith(f"m.bpk: tensor 'w' has an invalid param_id ")
+    assert "Burn stores a whole number from 0 to 2**64 - 1" in refusal(path)
+
+
+def test_burnpack_scalars_of_each_kind_are_kept(tmp_path):
+    scalars = {"epoch": {"Int": -3}, "step": {"UInt": 7}, "lr": {"Float": 2}, "warm": {"Bool": True},
+               "decay": {"Float": 0.5}}
+    path = tmp_path / "m.bpk"
+    path.write_bytes(burnpack_bytes({"tensors": {"w": F32}, "scalars": scalars}, VALUES.tobytes()))
+    with open_store(path) as store:
+        assert store.scalars == scalars
+
+
+@pytest.mark.parametrize("name, scalar", [
+    ("s", {"Int": True}), ("s", {"UInt": False}), ("s", {"Float": True}), ("s", {"Bool": 1}),
+    ("s", {"Int": 1.5}), ("s", {"Complex": 1}), ("s", {"Int": 1, "UInt": 1}), ("s", {}), ("s", 3),
+])
+def test_burnpack_scalars_of_the_wrong_kind_are_refused(tmp_path, name, scalar):
+    path = tmp_path / "m.bpk"
+    path.write_bytes(burnpack_bytes({"tensors": {"w": F32}, "scalars": {name: scalar}}, VALUES.tobytes()))
+    message = refusal(path)
+    assert message.startswith(f"m.bpk: scalar {name!r} is not one of "
+                              "Int, UInt, Float, Bool: ")
+
+
+@pytest.mark.parametrize("meta, words", [
+    ({"tensors": {"w": F32}, "scalars": [1]}, "'scalars' is not a map"),
+    ({"tensors": {"w": F32}, "metadata": ["a"]}, "'metadata' is not a map of text to text"),
+    ({"tensors": {"w": [1]}}, "tensor entry 'w' needs dtype, shape and data_offsets"),
+    ({"tensors": {"w": {"dtype": "F32", "shape": [2]}}}, "tensor entry 'w' needs dtype, shape and data_offsets"),
+    ({"tensors": {"w": {**F32, "data_offsets": [0, 8, 8]}}}, "tensor 'w' has invalid data_offsets [0, 8, 8]"),
+    ({"tensors": {"w": {**F32, "data_offsets": 8}}}, "tensor 'w' has invalid data_offsets 8"),
+    ({"tensors": [1]}, "metadata is not a map with a 'tensors' map"),
+])
+def test_burnpack_malformed_metadata_is_refused_by_name(tmp_path, meta, words):
+    path = tmp_path / "m.bpk"
+    path.write_bytes(burnpack_bytes(meta, VALUES.tobytes()))
+    assert refusal(path) == f"m.bpk: {words}"
+
+
+def test_a_burnpack_without_tensors_opens_empty(tmp_path):
+    path = tmp_path / "m.bpk"
+    path.write_bytes(burnpack_bytes({"metadata": {"k": "v"}}, b""))
+    with open_store(path) as store:
+        assert store.names == [] and store.metadata == {"k": "v"} and store.scalars == {}
+
+
+# --- SafeTensors --------------------------------------------------------------------------------
+
+def safetensors_file(path, header: dict | bytes, data: bytes):
+    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+    return path
+
+
+def test_safetensors_header_of_exactly_100_mb_is_not_over_the_limit(tmp_path):
+    at_limit = tmp_path / "at.safetensors"
+    at_limit.write_bytes(struct.pack("<Q", 100_000_000) + b"{}")
+    over = tmp_path / "over.safetensors"
+    over.write_bytes(struct.pack("<Q", 100_000_001) + b"{}")
+    assert refusal(at_limit) == ("at.safetensors: file is truncated: the 100000000-byte header needs bytes "
+                                 "8..100000008 but the file has 10")
+    assert refusal(over) == "over.safetensors: header claims 100000001 bytes, over the limit of 100000000"
+
+
+def test_safetensors_reads_each_tensor_from_its_own_range(tmp_path):
+    values = {"b": np.array([7, -8], "<i2"), "a": np.array([1.5, 2.5, -3.0], "<f4"), "c": np.zeros((0, 3), "<f8")}
+    header = {"__metadata__": {"k": "v"},
+              "b": {"dtype": "I16", "shape": [2], "data_offsets": [12, 16]},
+              "a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]},
+              "c": {"dtype": "F64", "shape": [0, 3], "data_offsets": [16, 16]}}
+    path = safetensors_file(tmp_path / "m.safetensors", header, values["a"].tobytes() + values["b"].tobytes())
+    with open_store(path) as store:
+        assert store.names == ["a", "b", "c"] and store.metadata == {"k": "v"}
+        for name, array in values.items():
+            assert store.read(name).dtype == array.dtype and store.read(name).shape == array.shape
+            assert store.read(name).tobytes() == array.tobytes()
+
+
+def shard_index(tmp_path, weight_map: dict, **extra) -> object:
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": weight_map, **extra}))
+    return index
+
+
+@pytest.mark.parametrize("shard, words", [
+    ("../a.safetensors", "shard '../a.safetensors' lies outside the index's folder"),
+    ("/tmp/a.safetensors", "shard '/tmp/a.safetensors' lies outside the index's folder"),
+    ("sub/../../a.safetensors", "shard 'sub/../../a.safetensors' lies outside the index's folder"),
+    ("a\0.safetensors", "shard 'a\\x00.safetensors' lies outside the index's folder"),
+    ("", "the index maps a tensor to '', which names no file"),
+    (".", "the index maps a tensor to '.', which names no file"),
+    ("sub/", "the index maps a tensor to 'sub/', which names no file"),
+])
+def test_a_shard_outside_the_folder_or_naming_no_file_is_refused(tmp_path, shard, words):
+    index = shard_index(tmp_path, {"w": shard})
+    assert refusal(index) == f"model.safetensors.index.json: {words}"
+
+
+def test_a_shard_in_a_subfolder_and_its_aliases_open_as_one_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    safetensors_file(tmp_path / "sub" / "a.safetensors",
+                     {"w": F32, "v": {**F32, "data_offsets": [8, 16]}, "__metadata__": {"from": "shard"}},
+                     VALUES.tobytes() + (VALUES * 2).tobytes())
+    index = shard_index(tmp_path, {"w": "sub/a.safetensors", "v": "./sub/a.safetensors"},
+                        metadata={"total_size": 16, "from": "index"})
+    with open_store(index) as store:
+        assert sorted(store.names) == ["v", "w"]
+        assert store.read("v").tobytes() == (VALUES * 2).tobytes() and store.read("w").tobytes() == VALUES.tobytes()
+        assert store.metadata == {"total_size": "16", "from": "index"}
+
+
+@pytest.mark.parametrize("content, words", [
+    ({"weight_map": {"w": 1}}, "index has no 'weight_map' of tensor names to shard files"),
+    ({"weight_map": ["a.safetensors"]}, "index has no 'weight_map' of tensor names to shard files"),
+    ({"weight_map": {"w": "a.safetensors"}, "metadata": [1]}, "index 'metadata' is not a map"),
+    ({"weight_map": {"x": "a.safetensors"}}, "shard a.safetensors lacks tensor 'x' that the index maps to it"),
+])
+def test_a_sharded_index_is_refused_when_malformed(tmp_path, content, words):
+    safetensors_file(tmp_path / "a.safetensors", {"w": F32}, VALUES.tobytes())
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps(content))
+    assert refusal(index) == f"model.safetensors.index.json: {words}"
+
+
+def test_an_index_over_100_mb_is_refused_before_it_is_read(tmp_path):
+    index = tmp_path / "model.safetensors.index.json"
+    with open(index, "wb") as out:  # sparse: no 100 MB are written
+        out.write(b'{"weight_map": {}}')
+        out.truncate(100_000_001)
+    assert refusal(index) == "model.safetensors.index.json: index file is larger than 100 MB"
