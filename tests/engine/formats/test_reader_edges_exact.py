@@ -217,3 +217,67 @@ def test_an_index_over_100_mb_is_refused_before_it_is_read(tmp_path):
         out.write(b'{"weight_map": {}}')
         out.truncate(100_000_001)
     assert refusal(index) == "model.safetensors.index.json: index file is larger than 100 MB"
+
+
+def nested(depth: int, leaf: object = 1) -> object:
+    """A list ``depth`` levels deep around ``leaf``."""
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("where, header", [
+    ("__metadata__", lambda deep: {"__metadata__": deep}),
+    ("tensor 'a'", lambda deep: {"a": deep}),
+    ("tensor 'a'", lambda deep: {"a": {"dtype": "F32", "shape": deep, "data_offsets": [0, 0]}}),
+])
+def test_safetensors_values_nested_past_64_levels_are_refused_with_their_depth(tmp_path, where, header):
+    """Nested 64 levels a value gets the plain refusal; 65 and more, the depth (the header's 2 levels added)."""
+    path = safetensors_file(tmp_path / "m.safetensors", header(nested(65)), b"")
+    assert refusal(path) == (f"m.safetensors: {where} is nested 67 levels deep in the header, over the limit of 64 "
+                             "(a header has 3)")
+    path = safetensors_file(tmp_path / "m.safetensors", header(nested(64)), b"")
+    assert "levels deep in the header" not in refusal(path)
+
+
+@pytest.mark.parametrize("descriptor, words", [
+    ([1], "tensor 'a' needs dtype, shape and data_offsets"),
+    ({"dtype": "F32", "shape": [2]}, "tensor 'a' needs dtype, shape and data_offsets"),
+    ({"dtype": 5, "shape": [2], "data_offsets": [0, 8]}, "tensor 'a' has an unknown dtype 5"),
+    ({"dtype": "F33", "shape": [2], "data_offsets": [0, 8]}, "tensor 'a' has an unknown dtype 'F33'"),
+    ({"dtype": "F32", "shape": [2], "data_offsets": [0]}, "tensor 'a' has invalid data_offsets [0]"),
+    ({"dtype": "F32", "shape": [2], "data_offsets": 8}, "tensor 'a' has invalid data_offsets 8"),
+])
+def test_safetensors_malformed_descriptors_are_refused_by_what_is_wrong(tmp_path, descriptor, words):
+    path = safetensors_file(tmp_path / "m.safetensors", {"a": descriptor}, VALUES.tobytes())
+    assert refusal(path) == f"m.safetensors: {words}"
+
+
+def test_a_safetensors_f4_tensor_of_an_odd_count_is_not_whole_bytes(tmp_path):
+    path = safetensors_file(tmp_path / "m.safetensors", {"w": {"dtype": "F4", "shape": [3], "data_offsets": [0, 2]}},
+                            bytes(2))
+    assert refusal(path) == "m.safetensors: tensor 'w': F4 x [3] is not a whole number of bytes"
+
+
+@pytest.mark.parametrize("tensor, data, words", [
+    ({"dtype": "U8", "shape": [(10 << 30) + 1], "data_offsets": [0, (10 << 30) + 1]}, b"",
+     f"tensor 'w' spans {(10 << 30) + 1} bytes, over the limit of 10 GiB per tensor"),
+    ({"dtype": "U8", "shape": [(10 << 30) + 1], "data_offsets": [0, 8]}, bytes(8),
+     f"tensor 'w' claims {(10 << 30) + 1} bytes, over the limit of 10 GiB per tensor"),
+    ({"dtype": "U8", "shape": [8], "data_offsets": [0, (10 << 30) + 1]}, b"",
+     f"tensor 'w' spans {(10 << 30) + 1} bytes, over the limit of 10 GiB per tensor"),
+    ({"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}, bytes(8), "tensor 'w' has 8 bytes but F32 x [3] needs 12"),
+])
+def test_burnpack_tensor_sizes_are_refused_by_what_is_wrong(tmp_path, tensor, data, words):
+    path = tmp_path / "m.bpk"
+    path.write_bytes(burnpack_bytes({"tensors": {"w": tensor}}, data))
+    assert refusal(path) == f"m.bpk: {words}"
+
+
+def test_a_burnpack_tensor_of_exactly_10_gib_is_within_the_limit(tmp_path):
+    """The limit is checked before the data: 10 GiB exactly is only refused for lying past the file's end."""
+    path = tmp_path / "m.bpk"
+    path.write_bytes(burnpack_bytes({"tensors": {"w": {"dtype": "U8", "shape": [10 << 30],
+                                                       "data_offsets": [0, 10 << 30]}}}, b""))
+    assert refusal(path) == f"m.bpk: tensor 'w' ends at byte {10 << 30}, past the end of the data (0 bytes)"
