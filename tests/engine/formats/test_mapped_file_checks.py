@@ -220,3 +220,22 @@ def test_two_thousand_tensors_get_the_verdicts_of_two(tmp_path, bad, words, coun
     end = 8 * count - 8 if bad in ("gap", "overlap") else 8 * count
     expected = words.format(last=f"{count - 1:05d}", gap=8 * count, overlap=8 * count - 12, end=end, short=8 * count - 4)
     assert str(info.value) == f"m.safetensors: {expected}"
+
+
+def test_a_sharded_store_streams_and_checks_each_tensor_in_its_own_shard(tmp_path):
+    """Each tensor of a sharded checkpoint is read, streamed and checked in the shard that holds it."""
+    f32 = {"dtype": "F32", "shape": [6], "data_offsets": [0, 24]}
+    safetensors_file(tmp_path / "one.safetensors", {"a": f32}, VALUES[:6].tobytes())
+    two = safetensors_file(tmp_path / "two.safetensors", {"b": f32}, VALUES[6:].tobytes())
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"a": "one.safetensors", "b": "two.safetensors"}}))
+    with open_store(index) as store:
+        assert b"".join(bytes(c) for c in store.iter_bytes("b", chunk_size=8)) == VALUES[6:].tobytes()
+        assert b"".join(bytes(c) for c in store.iter_bytes("a")) == VALUES[:6].tobytes()
+        fd, offset, nbytes = store.byte_range("b")
+        assert os.pread(fd, nbytes, offset) == VALUES[6:].tobytes()
+        rewrite_in_place(two, two.read_bytes())
+        store.verify("a")  # its shard did not change
+        with pytest.raises(FormatError) as info:
+            store.verify("b")
+        assert str(info.value) == "two.safetensors: changed on disk since it was opened; reload it to read the new contents"

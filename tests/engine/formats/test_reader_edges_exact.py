@@ -281,3 +281,19 @@ def test_a_burnpack_tensor_of_exactly_10_gib_is_within_the_limit(tmp_path):
     path.write_bytes(burnpack_bytes({"tensors": {"w": {"dtype": "U8", "shape": [10 << 30],
                                                        "data_offsets": [0, 10 << 30]}}}, b""))
     assert refusal(path) == f"m.bpk: tensor 'w' ends at byte {10 << 30}, past the end of the data (0 bytes)"
+
+
+def test_an_index_that_is_not_json_is_refused_naming_the_index(tmp_path):
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text('{"weight_map": {"w": "a.safetensors"')
+    assert refusal(index) == ("model.safetensors.index.json: index is not valid JSON: Expecting ',' delimiter at "
+                              "character 36")
+
+
+def test_an_index_of_exactly_100_mb_is_read(tmp_path):
+    """100 MB is within the limit: the index is read (and here refused for what it holds, not for its size)."""
+    index = tmp_path / "model.safetensors.index.json"
+    with open(index, "wb") as out:  # sparse: the rest reads as zero bytes
+        out.write(b'{"weight_map": {}}')
+        out.truncate(100_000_000)
+    assert refusal(index) == "model.safetensors.index.json: index is not valid JSON: Extra data at character 18"
