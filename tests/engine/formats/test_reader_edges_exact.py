@@ -22,6 +22,7 @@ import struct
 import cbor2
 import numpy as np
 import pytest
+import torch
 
 from engine import FormatError, open_store
 
@@ -297,3 +298,41 @@ def test_an_index_of_exactly_100_mb_is_read(tmp_path):
         out.write(b'{"weight_map": {}}')
         out.truncate(100_000_000)
     assert refusal(index) == "model.safetensors.index.json: index is not valid JSON: Extra data at character 18"
+
+
+def test_pytorch_shards_open_as_one_store_by_their_own_bytes(tmp_path):
+    torch.save({"a": torch.arange(3.0)}, tmp_path / "p1.bin")
+    torch.save({"b": torch.ones(2, dtype=torch.int16)}, tmp_path / "p2.bin")
+    index = tmp_path / "pytorch_model.bin.index.json"
+    index.write_text(json.dumps({"metadata": {"total_size": 14}, "weight_map": {"a": "p1.bin", "b": "p2.bin"}}))
+    with open_store(index) as store:
+        assert (store.format, store.description) == ("pytorch", "PyTorch sharded")
+        assert store.names == ["a", "b"] and store.metadata == {"total_size": "14"}
+        assert store.read("a").tolist() == [0.0, 1.0, 2.0] and store.read("b").tolist() == [1, 1]
+
+
+def test_a_safetensors_index_keeps_its_metadata_over_the_shards_and_adds_theirs(tmp_path):
+    """An index may start with white space; a key both give is the index's, a key only a shard gives is kept."""
+    safetensors_file(tmp_path / "s1.safetensors", {"a": F32, "__metadata__": {"only": "shard", "k": "shard"}},
+                     VALUES.tobytes())
+    index = tmp_path / "m.safetensors.index.json"
+    index.write_text("\n  " + json.dumps({"metadata": {"k": "index"}, "weight_map": {"a": "s1.safetensors"}}))
+    with open_store(index) as store:
+        assert (store.format, store.version, store.description) == ("safetensors", "sharded", "SafeTensors sharded")
+        assert store.metadata == {"k": "index", "only": "shard"}
+        assert store.read("a").tobytes() == VALUES.tobytes()
+
+
+def test_an_index_mixing_safetensors_and_pytorch_shards_is_refused_at_the_odd_shard(tmp_path):
+    safetensors_file(tmp_path / "s1.safetensors", {"a": F32}, VALUES.tobytes())
+    torch.save({"b": torch.ones(2)}, tmp_path / "p2.bin")
+    index = tmp_path / "mix.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"a": "s1.safetensors", "b": "p2.bin"}}))
+    assert refusal(index).startswith("p2.bin: header claims ")
+
+
+def test_an_index_nested_too_deep_for_the_parser_is_refused_with_its_depth(tmp_path):
+    safetensors_file(tmp_path / "s1.safetensors", {"a": F32}, VALUES.tobytes())
+    index = tmp_path / "deep.safetensors.index.json"
+    index.write_text('{"weight_map": {"a": "s1.safetensors"}, "metadata": {"x": ' + "[" * 3000 + "]" * 3000 + "}}")
+    assert refusal(index) == "deep.safetensors.index.json: index is nested deeper than 64 levels (3002 levels)"
