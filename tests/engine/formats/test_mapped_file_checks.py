@@ -239,3 +239,35 @@ def test_a_sharded_store_streams_and_checks_each_tensor_in_its_own_shard(tmp_pat
         with pytest.raises(FormatError) as info:
             store.verify("b")
         assert str(info.value) == "two.safetensors: changed on disk since it was opened; reload it to read the new contents"
+
+
+def test_values_past_the_mapping_size_are_mapped_with_the_same_bytes_and_checks(tmp_path, monkeypatch):
+    """Tensors over MAP_ABOVE (1 GiB) are memory-mapped, not copied: lowered to 16 bytes here so a small file
+    takes that path; the values, their alignment and the changed-file check are the same as a copy's."""
+    from engine.formats import mapped
+    monkeypatch.setattr(mapped, "MAP_ABOVE", 16)
+    header = {"odd": {"dtype": "U8", "shape": [3], "data_offsets": [0, 3]},
+              "small": {"dtype": "F32", "shape": [2], "data_offsets": [3, 11]},
+              "big": {"dtype": "F32", "shape": [2, 5], "data_offsets": [11, 51]}}
+    data = b"\x01\x02\x03" + VALUES[:2].tobytes() + VALUES[2:12].tobytes() + bytes(0)
+    path = safetensors_file(tmp_path / "m.safetensors", header, data[:51])
+    with open_store(path) as store:
+        big = store.read("big")  # at an offset no float is aligned to: copied out of the map
+        assert big.shape == (2, 5) and big.tobytes() == VALUES[2:12].tobytes()
+        assert store.read("small").tobytes() == VALUES[:2].tobytes() and store.read("odd").tolist() == [1, 2, 3]
+        store.release("big")
+        assert store.read("big").tobytes() == VALUES[2:12].tobytes()
+        rewrite_in_place(path, path.read_bytes())
+        with pytest.raises(FormatError) as info:
+            store.read("big")
+        assert str(info.value) == CHANGED
+
+
+def test_a_tensor_at_the_files_first_byte_is_read(tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(VALUES[:2].tobytes())
+    source = MappedFile(path)
+    try:
+        assert source.array(0, np.dtype("<f4"), (2,)).tobytes() == VALUES[:2].tobytes()
+    finally:
+        source.close()

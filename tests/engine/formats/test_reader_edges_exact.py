@@ -336,3 +336,16 @@ def test_an_index_nested_too_deep_for_the_parser_is_refused_with_its_depth(tmp_p
     index = tmp_path / "deep.safetensors.index.json"
     index.write_text('{"weight_map": {"a": "s1.safetensors"}, "metadata": {"x": ' + "[" * 3000 + "]" * 3000 + "}}")
     assert refusal(index) == "deep.safetensors.index.json: index is nested deeper than 64 levels (3002 levels)"
+
+
+def test_quantized_values_that_cannot_be_decoded_are_refused_naming_the_file(tmp_path):
+    from quantized_files import f32, gen2, i8, write
+    path = write(tmp_path, {"w": ({"QFloat": gen2("E4M3", store="Native")}, [4], i8(1, 2, 3, 4) + f32(1.0)),
+                            "d": ("F32", [1], f32(2.0))})
+    with open_store(path) as store:
+        with pytest.raises(FormatError) as info:
+            store.read_quantized("w")
+        assert str(info.value).startswith("q.bpk: tensor 'w': E4M3 values are not decoded by Burn's QuantizedBytes")
+        with pytest.raises(ValueError) as info:
+            store.read_quantized("d")
+        assert str(info.value) == "tensor 'd' is F32, not quantized"
