@@ -246,14 +246,19 @@ def test_values_past_the_mapping_size_are_mapped_with_the_same_bytes_and_checks(
     takes that path; the values, their alignment and the changed-file check are the same as a copy's."""
     from engine.formats import mapped
     monkeypatch.setattr(mapped, "MAP_ABOVE", 16)
-    header = {"odd": {"dtype": "U8", "shape": [3], "data_offsets": [0, 3]},
-              "small": {"dtype": "F32", "shape": [2], "data_offsets": [3, 11]},
-              "big": {"dtype": "F32", "shape": [2, 5], "data_offsets": [11, 51]}}
-    data = b"\x01\x02\x03" + VALUES[:2].tobytes() + VALUES[2:12].tobytes() + bytes(0)
-    path = safetensors_file(tmp_path / "m.safetensors", header, data[:51])
+    header = {"aligned": {"dtype": "F32", "shape": [6], "data_offsets": [0, 24]},
+              "odd": {"dtype": "U8", "shape": [3], "data_offsets": [24, 27]},
+              "small": {"dtype": "F32", "shape": [2], "data_offsets": [27, 35]},
+              "big": {"dtype": "F32", "shape": [2, 5], "data_offsets": [35, 75]},
+              "last": {"dtype": "F32", "shape": [1], "data_offsets": [75, 79]}}
+    data = VALUES[:6].tobytes() + b"\x01\x02\x03" + VALUES[:2].tobytes() + VALUES[2:12].tobytes() + VALUES[:1].tobytes()
+    path = safetensors_file(tmp_path / "m.safetensors", header, data)
     with open_store(path) as store:
+        aligned = store.read("aligned")  # a view of the map: read-only, like every array a store gives
+        assert aligned.tobytes() == VALUES[:6].tobytes() and not aligned.flags.writeable
         big = store.read("big")  # at an offset no float is aligned to: copied out of the map
         assert big.shape == (2, 5) and big.tobytes() == VALUES[2:12].tobytes()
+        assert store.read("last").tobytes() == VALUES[:1].tobytes()
         assert store.read("small").tobytes() == VALUES[:2].tobytes() and store.read("odd").tolist() == [1, 2, 3]
         store.release("big")
         assert store.read("big").tobytes() == VALUES[2:12].tobytes()

@@ -22,6 +22,7 @@ import struct
 import cbor2
 import numpy as np
 import pytest
+import safetensors
 import torch
 
 from engine import FormatError, open_store
@@ -269,6 +270,10 @@ def test_a_safetensors_f4_tensor_of_an_odd_count_is_not_whole_bytes(tmp_path):
     ({"dtype": "U8", "shape": [8], "data_offsets": [0, (10 << 30) + 1]}, b"",
      f"tensor 'w' spans {(10 << 30) + 1} bytes, over the limit of 10 GiB per tensor"),
     ({"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}, bytes(8), "tensor 'w' has 8 bytes but F32 x [3] needs 12"),
+    ({"dtype": "U8", "shape": [8], "data_offsets": [0, 10 << 30]}, b"",
+     f"tensor 'w' has {10 << 30} bytes but U8 x [8] needs 8"),
+    ({"dtype": "U8", "shape": [10 << 30], "data_offsets": [0, 8]}, bytes(8),
+     f"tensor 'w' has 8 bytes but U8 x [{10 << 30}] needs {10 << 30}"),
 ])
 def test_burnpack_tensor_sizes_are_refused_by_what_is_wrong(tmp_path, tensor, data, words):
     path = tmp_path / "m.bpk"
@@ -349,3 +354,43 @@ def test_quantized_values_that_cannot_be_decoded_are_refused_naming_the_file(tmp
         with pytest.raises(ValueError) as info:
             store.read_quantized("d")
         assert str(info.value) == "tensor 'd' is F32, not quantized"
+
+
+def raw_safetensors(path, header: bytes, data: bytes):
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data)
+    return path
+
+
+def test_a_metadata_key_given_twice_keeps_the_last_as_the_official_reader_does(tmp_path):
+    """An escaped name sends the header through the reference parser, which must agree with the official one."""
+    path = raw_safetensors(tmp_path / "m.safetensors", b'{"__metadata__": {"k": "a", "k": "b"}, "a\\u00e9": '
+                           b'{"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}', VALUES[:1].tobytes())
+    with open_store(path) as store:
+        assert store.metadata == {"k": "b"} and store.names == ["a\u00e9"]
+    with safetensors.safe_open(path, "np") as official:
+        assert official.metadata() == {"k": "b"}
+
+
+@pytest.mark.parametrize("header, words", [
+    (b'{"a": {"dtype": "F32", "shape": [' + b"1" * 5000 + b'], "data_offsets": [0, 4]}}',
+     "header holds a number too long to be real"),
+    (b'{"a\\ud800": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}',
+     "header holds a lone surrogate ('\\ud800'), which is not text: the official reader refuses it"),
+])
+def test_safetensors_headers_no_reader_can_hold_are_refused_by_name(tmp_path, header, words):
+    path = raw_safetensors(tmp_path / "m.safetensors", header, bytes(4))
+    assert refusal(path) == f"m.safetensors: {words}"
+
+
+def test_the_safetensors_header_is_compact_utf8_json_as_the_official_writer_writes_it(tmp_path):
+    from engine import ArrayStore, export
+    out = export(ArrayStore({"é": VALUES[:2], "b": VALUES[:1]}).entries, tmp_path / "m.safetensors",
+                 metadata={"k": "v"})
+    raw = out.read_bytes()
+    (size,) = struct.unpack("<Q", raw[:8])
+    header = raw[8:8 + size]
+    expected = json.dumps({"__metadata__": {"producer": "store-studio", "k": "v"},
+                           "é": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                           "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}},
+                          separators=(",", ":"), ensure_ascii=False).encode()
+    assert header.rstrip(b" ") == expected and (8 + size) % 8 == 0
