@@ -27,6 +27,8 @@ EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this man
 NAME_SHARE = 0.42  # the Name column keeps at least this share of the tree's width; the others shrink first
 COLUMN_SAMPLES = {Column.DTYPE: "BF16", Column.SHAPE: "[128, 64, 3, 3]", Column.PARAMS: "99,999,999",
                   Column.SIZE: "999 MiB", Column.RECIPE: "transposed"}  # usual content; longer text elides (tooltip)
+DTYPE_CAP = "F8_E4M3FNUZ"  # the DType column grows to the store's longest dtype name (QFLOAT, BOOL(U32)) up to this
+CELL_PADDING = 20  # pixels a cell's text needs beyond its own width (margins, the header's sort arrow)
 HIDE_FIRST = (Column.SIZE, Column.PARAMS, Column.DTYPE, Column.SHAPE)  # what a narrow tree gives up, in order
 COLUMN_MINIMUM = 36
 COLLAPSE_INTO_NAME = (Column.DTYPE, Column.SHAPE)  # hidden, these are drawn at the end of the Name cell
@@ -103,7 +105,8 @@ class StoreView(QWidget):
         so Name keeps NAME_SHARE of the width and no column shows a squeezed ``2 t…ors``."""
         header = self.tree_view.header()
         metrics = QFontMetrics(monospace())
-        wanted = {column: metrics.horizontalAdvance(sample) + 20 for column, sample in COLUMN_SAMPLES.items()}
+        wanted = {column: metrics.horizontalAdvance(sample) + CELL_PADDING for column, sample in COLUMN_SAMPLES.items()}
+        wanted[Column.DTYPE] = self._dtype_width(metrics)
         shown = [c for c in COLUMN_SAMPLES if c != Column.RECIPE or self.model.has_marks]
         room = self.tree_view.viewport().width() * (1 - NAME_SHARE)
         for column in HIDE_FIRST:
@@ -117,6 +120,13 @@ class StoreView(QWidget):
         if collapsed != self.name_delegate.collapsed:
             self.name_delegate.collapsed = collapsed
             self.tree_view.viewport().update()
+
+    def _dtype_width(self, metrics: QFontMetrics) -> int:
+        """Room for the widest dtype this store holds (its names are known from loading), up to DTYPE_CAP:
+        a quantized ``QFLOAT`` shows whole rather than as ``QF…AT``; a longer name elides, its tooltip whole."""
+        names = [COLUMN_SAMPLES[Column.DTYPE], *(name for name, _ in self.loaded.params_by_dtype)]
+        widest = max(metrics.horizontalAdvance(name) for name in names)
+        return min(widest, metrics.horizontalAdvance(DTYPE_CAP)) + CELL_PADDING
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Resize:
