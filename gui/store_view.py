@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QHeaderView, QSplitter, QVBoxLayout, QWidget
 from engine.collector import collector_paused
 from engine.surgery.modules import ModuleGuess, infer_modules, logical_leaf
 from engine.tree import TreeNode, build_tree, filter_entries, first_levels, name_matcher
-from gui.loaded_store import SMALL_STORE, LoadedStore, release_frozen_objects
+from gui.loaded_store import SMALL_STORE, LoadedStore, freeze_lasting_objects, release_frozen_objects
 from gui.models.tree_model import Column, TreeModel
 from gui.resources import monospace
 from gui.store_sections import BASE_ORDERS, SidePanel, TreePane
@@ -89,7 +89,9 @@ class StoreView(QWidget):
 
     def _infer_modules(self, cancelled: Callable[[], bool]) -> dict[str, ModuleGuess]:
         with collector_paused():  # its many lasting objects would set off a full collection, which holds the GIL
-            return infer_modules(self.store.entries)
+            modules = infer_modules(self.store.entries)
+            freeze_lasting_objects()  # they live as long as the tab
+        return modules
 
     def _size_columns(self) -> None:
         header = self.tree_view.header()
