@@ -250,11 +250,14 @@ class StoreView(QWidget):
             return
         self._filter_generation += 1
         generation, entries, flat = self._filter_generation, self.store.entries, self.flat.isChecked()
+        current = self.current_node()
+        keep = current.path if current is not None else ""
 
         def work(cancelled: Callable[[], bool]) -> TreeNode:
             with collector_paused():  # a collection over 100,000 nodes would hold the GIL, freezing the window
                 tree = build_tree(filter_entries(entries, matcher), order="file", compact=True, flat=flat)
                 tree.children  # noqa: B018 - the first level is laid out here, not in the view's first paint
+                tree.find(keep)  # so are the levels down to the selection, which the view selects again
             return tree
 
         def done(tree: TreeNode) -> None:
