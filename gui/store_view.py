@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -85,13 +86,28 @@ class StoreView(QWidget):
         layout.addWidget(self.main_split)
 
         # Inference of 100,000 module types holds the GIL for a while: let the tree paint first.
-        QTimer.singleShot(INFER_DELAY_MS, self, lambda: runner.run(self._infer_modules, self._modules_ready))
+        QTimer.singleShot(INFER_DELAY_MS, self, self._start_inference)
 
-    def _infer_modules(self, cancelled: Callable[[], bool]) -> dict[str, ModuleGuess]:
-        with collector_paused():  # its many lasting objects would set off a full collection, which holds the GIL
-            modules = infer_modules(self.store.entries)
-            freeze_lasting_objects()  # they live as long as the tab
-        return modules
+    def _start_inference(self) -> None:
+        """Guess module types in a worker. The task holds neither this tab nor, once done, its store: a tab
+        closed while its modules are guessed is freed as soon as the guessing ends."""
+        store, ready = self.store, weakref.WeakMethod(self._modules_ready)
+
+        def work(cancelled: Callable[[], bool]) -> dict[str, ModuleGuess]:
+            with collector_paused():  # its many lasting objects would set off a full collection, holding the GIL
+                modules = infer_modules(store.entries)
+                if not store.closed:
+                    freeze_lasting_objects()  # they live as long as the tab
+            return modules
+
+        def done(modules: dict[str, ModuleGuess]) -> None:
+            method = ready()
+            if method is None:  # the tab went away while guessing: give back what the worker froze
+                release_frozen_objects()
+            else:
+                method(modules)
+
+        self._runner.run(work, done)
 
     def _size_columns(self) -> None:
         header = self.tree_view.header()
@@ -216,6 +232,9 @@ class StoreView(QWidget):
         return self.modules.get(path)
 
     def _modules_ready(self, modules: dict[str, ModuleGuess]) -> None:
+        if self.store.closed:  # the tab closed while its modules were guessed: give back what the worker froze
+            release_frozen_objects()
+            return
         self.modules = modules
         self.details.set_module(self._module_of(self.current_node()))
 
