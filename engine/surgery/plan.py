@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..burn_versions import BurnVersion
+from ..collector import collector_paused
 from ..dtypes import DType
 from ..errors import ExportError
 from ..export import Cancel, Progress, export
@@ -292,8 +293,11 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
     resulting names, cast; then the sources merge. Each stage's result is kept by its inputs
     (``cache``, shared by default), so a re-plan after an edit re-runs only the stages after it.
     """
-    recipe = recipe or Recipe()
-    cache = cache or _STAGES
+    with collector_paused():  # tens of thousands of long-lived objects, no garbage: scans were 40% of a re-plan
+        return _plan(stores, recipe or Recipe(), template, cache or _STAGES)
+
+
+def _plan(stores: Sequence[Store], recipe: Recipe, template: Store | None, cache: StageCache) -> Plan:
     rules = compile_rules(recipe.remaps)
     wanted = _template_index(template) if template is not None else None
     selection = _SELECTIONS.get(stores, recipe)
