@@ -384,9 +384,14 @@ def _merge(sources: Sequence[_SourceResult]) -> tuple[list[PlannedTensor], list[
 
 def _filter_hits(keep: Filter, sources: Sequence[_SourceResult]) -> list[RuleHits]:
     """Each filter rule's matches over every source's names as the filter saw them (none when nothing was filtered)."""
+    if not any(source.filtered.names for source in sources):
+        return []
+    counts = [source.filtered.counts for source in sources if source.filtered.names]
+    if all(c is not None for c in counts):  # counted by the filter stage, in the same pass as its verdicts
+        return keep.hits(keep.merged_counts(counts))
     names = [name for source in sources for name in source.filtered.names]
     seen = [f for source in sources for f in source.filtered.facts or ()] if keep.where else None
-    return keep.rule_hits(names, seen) if names else []
+    return keep.rule_hits(names, seen)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ slots, not 10,000 objects.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import repeat
 from typing import Any, Mapping, Sequence
 
 from ..dtypes import DType
@@ -25,7 +26,7 @@ from .guesses import Guess, kind_guess, placed_guess, variant_guess
 from .modules import ENUM_VARIANT, NORM_KINDS, ModuleGuess, infer_columns, module_path
 from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose, built
 from .recipe import CastRule
-from .remap import CompiledRule, remap_name
+from .remap import CompiledRule
 
 
 @dataclass(frozen=True)
@@ -98,18 +99,22 @@ def _check_bytes(entry: TensorEntry, dtype: DType, op: Op) -> None:
 
 # --- 1. remap -------------------------------------------------------------------------------------------
 def remap(batch: Batch, rules: Sequence[CompiledRule]) -> tuple[Batch, tuple[int, ...]]:
-    """burn-store's ``KeyRemapper``: every rule in order on each name; also each rule's hit count."""
+    """burn-store's ``KeyRemapper``: every rule in order on each name; also each rule's hit count.
+
+    Rule by rule over the whole column (the same as name by name: each rule sees the previous one's
+    result), so a rule is one ``map`` at C speed; it runs on every keystroke in a remap field.
+    """
     if not rules:
         return batch, ()
-    hits = [0] * len(rules)
-    if len(rules) == 1:  # the common case, inlined: it runs on every keystroke in a remap field
-        subn, template = rules[0].regex.subn, rules[0].template
-        results = [subn(template, name) for name in batch.names]
-        hits[0] = sum(1 for _, n in results if n)
-        new_names = [new for new, _ in results]
-    else:
-        new_names = [remap_name(name, rules, hits) for name in batch.names]
-    return _rename_all(batch, new_names, "remap"), tuple(hits)
+    names, hits = batch.names, []
+    for rule in rules:
+        if not names:
+            hits.append(0)
+            continue
+        changed, counts = zip(*map(rule.regex.subn, repeat(rule.template), names))
+        hits.append(len(counts) - counts.count(0))
+        names = list(changed)
+    return _rename_all(batch, names, "remap"), tuple(hits)
 
 
 # --- 2. renumber ------------------------------------------------------------------------------------------
@@ -293,37 +298,52 @@ def adapt(batch: Batch, modules: Modules, direction: str | None, template: "Temp
     if not direction and template is None:
         return Adapted(batch, per_tensor, batch)
     names, shapes, ops = list(batch.names), list(batch.shapes), list(batch.ops)
-    layout_kinds = ad.LAYOUT_KINDS if direction else frozenset()
-    layout = ad.layout
-    for i, guess in enumerate(per_tensor):
-        if guess is not None and guess.kind in layout_kinds:
-            module, _, leaf = names[i].rpartition(".")
-            shape = shapes[i]
-            new_leaf, transpose = layout(direction, leaf, len(shape), guess.kind)
-            if transpose:
-                if batch.dtypes[i].kind == "quantized":
-                    _check_bytes(batch.inputs[i][0], batch.dtypes[i], Transpose((shape[0], shape[1])))
-                ops[i] = (*ops[i], (Transpose, (shape[0], shape[1])))
-                shapes[i] = shape[::-1]
-            elif new_leaf:
-                new = f"{module}.{new_leaf}" if module else new_leaf
-                ops[i] = (*ops[i], (Rename, names[i], new, f"{direction}, {guess.kind}"))
-                names[i] = new
-        if template is not None and names[i] not in template.shapes and names[i] in template.variants:
-            names[i], ops[i] = _renamed(names[i], template.variants[names[i]], ops[i], "template enum variant")
+    if direction:
+        _layout(batch, per_tensor, direction, names, shapes, ops)
+    if template is not None:
+        for i, name in enumerate(names):
+            if name not in template.shapes and name in template.variants:
+                names[i], ops[i] = _renamed(name, template.variants[name], ops[i], "template enum variant")
     return Adapted(replace(batch, names=names, shapes=shapes, ops=ops), per_tensor, batch)
+
+
+def _layout(batch: Batch, per_tensor: Sequence[ModuleGuess | None], direction: str, names: list[str],
+            shapes: list[tuple[int, ...]], ops: list[tuple[Op, ...]]) -> None:
+    """``direction``'s layout by module kind, into ``names``, ``shapes`` and ``ops`` (one pass: hot on every edit)."""
+    layout_kinds, layout = ad.LAYOUT_KINDS, ad.layout
+    whys = {kind: f"{direction}, {kind}" for kind in layout_kinds}
+    for i, guess in enumerate(per_tensor):
+        if guess is None:
+            continue
+        kind = guess.kind
+        if kind not in layout_kinds:
+            continue
+        name, shape = names[i], shapes[i]
+        module, _, leaf = name.rpartition(".")
+        new_leaf, transpose = layout(direction, leaf, len(shape), kind)
+        if transpose:
+            if batch.dtypes[i].kind == "quantized":
+                _check_bytes(batch.inputs[i][0], batch.dtypes[i], Transpose((shape[0], shape[1])))
+            ops[i] = (*ops[i], (Transpose, (shape[0], shape[1])))
+            shapes[i] = shape[::-1]
+        elif new_leaf:
+            new = f"{module}.{new_leaf}" if module else new_leaf
+            ops[i] = (*ops[i], (Rename, name, new, whys[kind]))
+            names[i] = new
 
 
 # --- 7. filter -----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Filtered:
     """Which tensors the recipe's filter keeps (indices), why it drops the others, and what it saw: every
-    name, and the facts the predicates asked for (None when none did), for the rules' hit counts."""
+    name, and the facts the predicates asked for (None when none did); ``counts`` are the rules' hit
+    counts over these names (``Filter.rule_hits``' order), None when predicates leave them to the plan."""
 
     kept: list[int]
     dropped: list[Dropped]
     names: list[str]
     facts: list[dict[str, Any]] | None
+    counts: tuple[int, ...] | None = None
 
 
 def filter_names(adapted: Adapted, keep: Filter, label: str) -> Filtered:
@@ -332,16 +352,22 @@ def filter_names(adapted: Adapted, keep: Filter, label: str) -> Filtered:
     names = batch.names
     if keep.is_empty:
         return Filtered(list(range(len(batch))), [], [], None)
-    verdict = keep.verdict
+    counts = None
     if keep.where:
+        verdict = keep.verdict
         seen = [facts(name, batch.dtypes[i], batch.shapes[i], adapted.kind(i)) for i, name in enumerate(names)]
         verdicts = [verdict(name, tensor_facts) for name, tensor_facts in zip(names, seen)]
     else:
-        seen, verdicts = None, keep.verdicts(names)
+        seen, (verdicts, counts) = None, keep.judge(names)
     kept = [i for i, reason in enumerate(verdicts) if reason is None]
-    dropped = Dropped.many(label, [(batch.source_name(i), f"filter: {reason}", names[i])
-                                   for i, reason in enumerate(verdicts) if reason is not None])
-    return Filtered(kept, dropped, names, seen)
+    inputs, why = batch.inputs, {}
+    rows = []
+    for i, reason in enumerate(verdicts):
+        if reason is not None:
+            source = inputs[i]
+            rows.append((source[0].name if len(source) == 1 else batch.source_name(i),
+                         why.get(reason) or why.setdefault(reason, f"filter: {reason}"), names[i]))
+    return Filtered(kept, Dropped.many(label, rows), names, seen, counts)
 
 
 # --- 8. cast --------------------------------------------------------------------------------------------------
