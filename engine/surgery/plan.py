@@ -53,22 +53,30 @@ class PlannedTensor:
     ``ops`` may be given as records (``ops.OpRecord``): they are built into operations when first read.
     """
 
-    __slots__ = ("name", "dtype", "shape", "nbytes", "param_id", "inputs", "_ops", "source", "module")
+    __slots__ = ("name", "dtype", "shape", "inputs", "_ops", "source", "module")
 
     def __init__(self, name: str, dtype: DType, shape: tuple[int, ...], inputs: Sequence[TensorEntry],
                  ops: Sequence[Op | OpRecord], source: str, module: str):
         self.name = name
         self.dtype = dtype
         self.shape = shape
-        self.inputs = inputs = inputs if type(inputs) is tuple else tuple(inputs)
+        self.inputs = inputs if type(inputs) is tuple else tuple(inputs)
         self._ops = ops if type(ops) is tuple else tuple(ops)
-        first = inputs[0]
-        # same dtype, one input, as many elements (renames, transposes): the same bytes; a split has fewer
-        same = len(inputs) == 1 and dtype is first.dtype and (shape is first.shape or math.prod(shape) == first.numel)
-        self.nbytes = first.nbytes if same or dtype.bits is None else dtype.nbytes(shape)
-        self.param_id = inputs[-1].param_id
         self.source = source
         self.module = module
+
+    @property
+    def nbytes(self) -> int:
+        """The output's size: the input's when the bytes are the same (renames, transposes), else by dtype
+        and shape (a split has fewer). Computed when asked: a plan makes every tensor on every edit."""
+        inputs, dtype, shape = self.inputs, self.dtype, self.shape
+        first = inputs[0]
+        same = len(inputs) == 1 and dtype is first.dtype and (shape is first.shape or math.prod(shape) == first.numel)
+        return first.nbytes if same or dtype.bits is None else dtype.nbytes(shape)
+
+    @property
+    def param_id(self) -> int | None:
+        return self.inputs[-1].param_id
 
     @property
     def ops(self) -> tuple[Op, ...]:
