@@ -106,27 +106,31 @@ def infer_modules(entries: Iterable[ShapedTensor], overrides: Mapping[str, str] 
 
 
 def infer_columns(names: Sequence[str], shapes: Sequence[tuple[int, ...]],
-                  overrides: Mapping[str, str] | None = None, paths: list[str] | None = None) -> dict[str, ModuleGuess]:
+                  overrides: Mapping[str, str] | None = None, paths: list[str] | None = None,
+                  leaves: list[str] | None = None) -> dict[str, ModuleGuess]:
     """``infer_modules`` over a column of names and one of shapes (tuples): the plan's form, hot on every edit.
 
-    ``paths``, when given, receives each name's module path (``module_path``), in order.
+    ``paths`` and ``leaves``, when given, receive each name's module path (``module_path``) and last
+    segment, in order (the adapters need them too).
     """
     split = [name.rpartition(".") for name in names]
     if paths is not None:
         paths.extend([parts[0] for parts in split])
-    leaves: dict[str, dict[str, tuple[int, ...]]] = {}
-    siblings_of = leaves.get
+    if leaves is not None:
+        leaves.extend([parts[2] for parts in split])
+    modules: dict[str, dict[str, tuple[int, ...]]] = {}
+    siblings_of = modules.get
     for (module, _, leaf), shape in zip(split, shapes):
         if leaf == "original0" or leaf == "original1":
             module, leaf = _folded(module, leaf)
         siblings = siblings_of(module)
         if siblings is None:
-            leaves[module] = {leaf: shape}
+            modules[module] = {leaf: shape}
         else:
             siblings[leaf] = shape
     guesses = {}
     new = object.__new__
-    for path, siblings in leaves.items():
+    for path, siblings in modules.items():
         if overrides and path in overrides:
             guesses[path] = ModuleGuess(path, check_kind(overrides[path], path), "set by user", True)
             continue

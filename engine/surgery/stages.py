@@ -255,17 +255,21 @@ def _append(out: Batch, batch: Batch, i: int) -> None:
 # --- 5. module inference ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Modules:
-    """Every module path's kind (``guesses``, in order of first appearance) and each tensor's (``per_tensor``)."""
+    """Every module path's kind (``guesses``, in order of first appearance) and each tensor's (``per_tensor``),
+    with each tensor's name split into its module path and last segment (``paths``, ``leaves``)."""
 
     guesses: dict[str, ModuleGuess]
     per_tensor: list[ModuleGuess | None]
+    paths: list[str]
+    leaves: list[str]
 
 
 def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str, str],
           known: Mapping[str, ModuleGuess] | None = None) -> Modules:
     """Every module path's kind: shapes and siblings, then what earlier stages know, the template, the user."""
     paths: list[str] = []
-    guesses = infer_columns(batch.names, batch.shapes, paths=paths)
+    leaves: list[str] = []
+    guesses = infer_columns(batch.names, batch.shapes, paths=paths, leaves=leaves)
     if known:
         guesses.update((path, guess) for path, guess in known.items() if path in guesses)
     if template is not None:
@@ -274,7 +278,7 @@ def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str
         if path in guesses:
             guesses[path] = ModuleGuess(path, kind, "set by user", True)
     get = guesses.get
-    return Modules(guesses, [get(path) for path in paths])
+    return Modules(guesses, list(map(get, paths)), paths, leaves)
 
 
 # --- 6. adapters ----------------------------------------------------------------------------------------------
@@ -299,7 +303,7 @@ def adapt(batch: Batch, modules: Modules, direction: str | None, template: "Temp
         return Adapted(batch, per_tensor, batch)
     names, shapes, ops = list(batch.names), list(batch.shapes), list(batch.ops)
     if direction:
-        _layout(batch, per_tensor, direction, names, shapes, ops)
+        _layout(batch, modules, direction, names, shapes, ops)
     if template is not None:
         for i, name in enumerate(names):
             if name not in template.shapes and name in template.variants:
@@ -307,28 +311,29 @@ def adapt(batch: Batch, modules: Modules, direction: str | None, template: "Temp
     return Adapted(replace(batch, names=names, shapes=shapes, ops=ops), per_tensor, batch)
 
 
-def _layout(batch: Batch, per_tensor: Sequence[ModuleGuess | None], direction: str, names: list[str],
-            shapes: list[tuple[int, ...]], ops: list[tuple[Op, ...]]) -> None:
+def _layout(batch: Batch, modules: Modules, direction: str, names: list[str], shapes: list[tuple[int, ...]],
+            ops: list[tuple[Op, ...]]) -> None:
     """``direction``'s layout by module kind, into ``names``, ``shapes`` and ``ops`` (one pass: hot on every edit)."""
     layout_kinds, layout = ad.LAYOUT_KINDS, ad.layout
     whys = {kind: f"{direction}, {kind}" for kind in layout_kinds}
-    for i, guess in enumerate(per_tensor):
+    paths, leaves = modules.paths, modules.leaves
+    for i, guess in enumerate(modules.per_tensor):
         if guess is None:
             continue
         kind = guess.kind
         if kind not in layout_kinds:
             continue
-        name, shape = names[i], shapes[i]
-        module, _, leaf = name.rpartition(".")
-        new_leaf, transpose = layout(direction, leaf, len(shape), kind)
+        shape = shapes[i]
+        new_leaf, transpose = layout(direction, leaves[i], len(shape), kind)
         if transpose:
             if batch.dtypes[i].kind == "quantized":
                 _check_bytes(batch.inputs[i][0], batch.dtypes[i], Transpose((shape[0], shape[1])))
             ops[i] = (*ops[i], (Transpose, (shape[0], shape[1])))
             shapes[i] = shape[::-1]
         elif new_leaf:
+            module = paths[i]
             new = f"{module}.{new_leaf}" if module else new_leaf
-            ops[i] = (*ops[i], (Rename, name, new, whys[kind]))
+            ops[i] = (*ops[i], (Rename, names[i], new, whys[kind]))
             names[i] = new
 
 
