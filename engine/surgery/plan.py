@@ -265,6 +265,15 @@ class StageCache:
                     items.popitem(last=False)
         return token, result
 
+    def same(self, stage: str, content: Any, token: int, result: Any, tensors: int = 0) -> tuple[int, Any]:
+        """The earlier ``(token, result)`` whose ``content`` equals this one's, else ``(token, result)``.
+
+        An edit that changes a stage's inputs but not what the stages after it read (a remap pattern
+        typed halfway that matches nothing yet, its undo, a filter that keeps the same tensors) then
+        hands them the earlier result's token, so they are taken from the cache.
+        """
+        return self.run(stage, content, lambda: (token, result), tensors)[1]
+
 
 _STAGES = StageCache()
 _TEMPLATES: "weakref.WeakKeyDictionary[Store, stages.TemplateIndex]" = weakref.WeakKeyDictionary()
@@ -336,10 +345,15 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
         return cache.run(stage, key, compute, len(selection.kept[index]))
 
     token, batch = run("source", (selection.token, index), lambda: stages.Batch.of(selection.kept[index]))
+    source = token
     token, (batch, hits) = run("remap", (token, recipe.remaps), lambda: stages.remap(batch, rules))
+    # the remapped batch is its input's with these names (and a Rename where one changed): same names, same batch
+    token, batch = cache.same("remapped names", (source, tuple(batch.names)), token, batch, len(batch))
     if ad.CONTIGUOUS_INDICES in adapters:
         every = None if len(batch) == len(store.entries) else [remap_name(e.name, rules) for e in store.entries]
-        token, batch = run("renumber", (token,), lambda: stages.renumber(batch, every))
+        # with a source filter, the indices count the names it dropped too: they depend on the rules as well
+        token, batch = run("renumber", (token, recipe.remaps if every is not None else None),
+                           lambda: stages.renumber(batch, every))
     skip = ad.SKIP_ENUM_VARIANTS in adapters
     if skip or ENUM_VARIANT in recipe.module_overrides.values():
         token, batch = run("enum variants", (token, skip, overrides, wanted),
@@ -356,7 +370,9 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
     label = str(store.path)
     filter_token, filtered = run("filter", (token, recipe.filter),
                                  lambda: stages.filter_names(adapted, recipe.filter, label))
-    token, casted = run("cast", (filter_token, recipe.casts), lambda: stages.cast(adapted, filtered.kept, recipe.casts))
+    # the cast and what follows read only which tensors are kept: a filter edit that keeps the same ones re-runs none
+    kept_token, _ = cache.same("kept", (token, tuple(filtered.kept)), filter_token, filtered, len(batch))
+    token, casted = run("cast", (kept_token, recipe.casts), lambda: stages.cast(adapted, filtered.kept, recipe.casts))
     _, found = run("guesses", (token, direction),
                    lambda: stages.guesses_of(adapted, casted, direction, recipe.casts, conventions, wanted))
     return _SourceResult(label, adapted, casted, filtered, modules.guesses, hits, found, (filter_token, token))
