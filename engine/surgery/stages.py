@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from itertools import repeat
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..dtypes import DType
 from ..errors import RecipeError
@@ -39,7 +39,7 @@ class Dropped:
     matched: str = ""
 
     @classmethod
-    def many(cls, source: str, rows: Sequence[tuple[str, str, str]]) -> list["Dropped"]:
+    def many(cls, source: str, rows: Iterable[tuple[str, str, str]]) -> list["Dropped"]:
         """One per ``(name, reason, matched)``, built as fast as dicts: a filter may drop 100,000 on every edit."""
         new = object.__new__
         out = []
@@ -365,14 +365,11 @@ def filter_names(adapted: Adapted, keep: Filter, label: str) -> Filtered:
     else:
         seen, (verdicts, counts) = None, keep.judge(names)
     kept = [i for i, reason in enumerate(verdicts) if reason is None]
-    inputs, why = batch.inputs, {}
-    rows = []
-    for i, reason in enumerate(verdicts):
-        if reason is not None:
-            source = inputs[i]
-            rows.append((source[0].name if len(source) == 1 else batch.source_name(i),
-                         why.get(reason) or why.setdefault(reason, f"filter: {reason}"), names[i]))
-    return Filtered(kept, Dropped.many(label, rows), names, seen, counts)
+    inputs, source_name = batch.inputs, batch.source_name
+    why = {reason: f"filter: {reason}" for reason in set(verdicts) if reason is not None}
+    dropped = Dropped.many(label, ((inputs[i][0].name if len(inputs[i]) == 1 else source_name(i), why[reason], names[i])
+                                   for i, reason in enumerate(verdicts) if reason is not None))
+    return Filtered(kept, dropped, names, seen, counts)
 
 
 # --- 8. cast --------------------------------------------------------------------------------------------------
