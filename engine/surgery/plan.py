@@ -345,8 +345,13 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
         return cache.run(stage, key, compute, len(selection.kept[index]))
 
     token, batch = run("source", (selection.token, index), lambda: stages.Batch.of(selection.kept[index]))
-    source = token
-    token, (batch, hits) = run("remap", (token, recipe.remaps), lambda: stages.remap(batch, rules))
+    source, names = token, batch.names
+    hits: list[int] = []
+    for k, rule in enumerate(rules):  # each rule's column kept: an edit re-runs the rules from the edited one on
+        token, (names, count) = run(f"remap rule {k + 1}", (token, recipe.remaps[k]),
+                                    lambda names=names, rule=rule: stages.remap_rule(names, rule))
+        hits.append(count)
+    token, batch = run("remap", (source, token), lambda: stages.remapped(batch, names))
     # the remapped batch is its input's with these names (and a Rename where one changed): same names, same batch
     token, batch = cache.same("remapped names", (source, tuple(batch.names)), token, batch, len(batch))
     if ad.CONTIGUOUS_INDICES in adapters:
@@ -375,7 +380,7 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
     token, casted = run("cast", (kept_token, recipe.casts), lambda: stages.cast(adapted, filtered.kept, recipe.casts))
     _, found = run("guesses", (token, direction),
                    lambda: stages.guesses_of(adapted, casted, direction, recipe.casts, conventions, wanted))
-    return _SourceResult(label, adapted, casted, filtered, modules.guesses, hits, found, (filter_token, token))
+    return _SourceResult(label, adapted, casted, filtered, modules.guesses, tuple(hits), found, (filter_token, token))
 
 
 def _merge(sources: Sequence[_SourceResult]) -> tuple[list[PlannedTensor], list[Conflict], list[Override]]:

@@ -102,19 +102,29 @@ def remap(batch: Batch, rules: Sequence[CompiledRule]) -> tuple[Batch, tuple[int
     """burn-store's ``KeyRemapper``: every rule in order on each name; also each rule's hit count.
 
     Rule by rule over the whole column (the same as name by name: each rule sees the previous one's
-    result), so a rule is one ``map`` at C speed; it runs on every keystroke in a remap field.
+    result), so ``plan`` can keep each rule's column and an edit re-runs only the rules after it.
     """
     if not rules:
         return batch, ()
     names, hits = batch.names, []
     for rule in rules:
-        if not names:
-            hits.append(0)
-            continue
-        changed, counts = zip(*map(rule.regex.subn, repeat(rule.template), names))
-        hits.append(len(counts) - counts.count(0))
-        names = list(changed)
-    return _rename_all(batch, names, "remap"), tuple(hits)
+        names, count = remap_rule(names, rule)
+        hits.append(count)
+    return remapped(batch, names), tuple(hits)
+
+
+def remap_rule(names: list[str], rule: CompiledRule) -> tuple[list[str], int]:
+    """One rule on every name (one ``map`` at C speed: it runs on every keystroke in a remap field), and how
+    many names it matched."""
+    if not names:
+        return names, 0
+    changed, counts = zip(*map(rule.regex.subn, repeat(rule.template), names))
+    return list(changed), len(counts) - counts.count(0)
+
+
+def remapped(batch: Batch, names: list[str]) -> Batch:
+    """``batch`` under the names the rules made, with a Rename for each that changed."""
+    return _rename_all(batch, names, "remap")
 
 
 # --- 2. renumber ------------------------------------------------------------------------------------------

@@ -109,3 +109,16 @@ def test_the_filter_judges_and_counts_in_one_pass_as_rule_by_rule(names, include
     assert keep.hits(counts) == keep.rule_hits(names)
     halves = [keep.judge(names[:len(names) // 2])[1], keep.judge(names[len(names) // 2:])[1]]
     assert keep.hits(keep.merged_counts(halves)) == keep.rule_hits(names)
+
+
+def test_editing_a_later_remap_rule_reruns_only_the_rules_from_it_on():
+    cache, store = StageCache(), model()
+    rules = (RemapRule(r"^blocks\.", "layers."), RemapRule(r"\.fc\.", ".linear."), RemapRule(r"bias$", "b"))
+    plan([store], RECIPE.with_changes(remaps=rules), cache=cache)
+    edited = RECIPE.with_changes(remaps=(*rules[:2], RemapRule(r"weight$", "w")))
+    result = plan([store], edited, cache=cache)
+    assert ran(cache, ["remap rule 1", "remap rule 2", "remap rule 3", "remap"]) == [1, 1, 2, 2]
+    assert result.to_json() == plan([store], edited, cache=StageCache()).to_json()
+    assert result.names == ["layers.0.linear.w", "layers.0.linear.bias", "layers.2.linear.w", "layers.2.linear.bias"]
+    assert [(h.pattern, h.count) for h in result.rule_hits if h.kind == "remap"] == [
+        (r"^blocks\.", 6), (r"\.fc\.", 4), ("weight$", 3)]
