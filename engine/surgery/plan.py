@@ -239,6 +239,7 @@ class StageCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._items: dict[str, OrderedDict[Any, tuple[int, Any, int]]] = {}
+        self._same: dict[str, OrderedDict[int, tuple[int, Any]]] = {}
         self.ran: Counter[str] = Counter()
 
     def run(self, stage: str, key: Any, compute: Callable[[], Any], tensors: int = 0) -> tuple[int, Any]:
@@ -265,14 +266,26 @@ class StageCache:
                     items.popitem(last=False)
         return token, result
 
-    def same(self, stage: str, content: Any, token: int, result: Any, tensors: int = 0) -> tuple[int, Any]:
-        """The earlier ``(token, result)`` whose ``content`` equals this one's, else ``(token, result)``.
+    def same(self, stage: str, token: int, result: Any, content: Callable[[], Any], tensors: int = 0) -> tuple[int, Any]:
+        """The earlier ``(token, result)`` whose ``content()`` equals this one's, else ``(token, result)``.
 
         An edit that changes a stage's inputs but not what the stages after it read (a remap pattern
         typed halfway that matches nothing yet, its undo, a filter that keeps the same tensors) then
-        hands them the earlier result's token, so they are taken from the cache.
+        hands them the earlier result's token, so they are taken from the cache. ``content`` is asked
+        only for a result not seen before: an undo costs a lookup, not a pass over the names.
         """
-        return self.run(stage, content, lambda: (token, result), tensors)[1]
+        with self._lock:
+            seen = self._same.setdefault(stage, OrderedDict())
+            found = seen.get(token)
+            if found is not None:
+                seen.move_to_end(token)
+                return found
+        found = self.run(stage, content(), lambda: (token, result), tensors)[1]
+        with self._lock:
+            seen[token] = found
+            while len(seen) > self.SIZE:
+                seen.popitem(last=False)
+        return found
 
 
 _STAGES = StageCache()
@@ -353,7 +366,7 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
         hits.append(count)
     token, batch = run("remap", (source, token), lambda: stages.remapped(batch, names))
     # the remapped batch is its input's with these names (and a Rename where one changed): same names, same batch
-    token, batch = cache.same("remapped names", (source, tuple(batch.names)), token, batch, len(batch))
+    token, batch = cache.same("remapped names", token, batch, lambda: (source, tuple(batch.names)), len(batch))
     if ad.CONTIGUOUS_INDICES in adapters:
         every = None if len(batch) == len(store.entries) else [remap_name(e.name, rules) for e in store.entries]
         # with a source filter, the indices count the names it dropped too: they depend on the rules as well
@@ -376,7 +389,7 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
     filter_token, filtered = run("filter", (token, recipe.filter),
                                  lambda: stages.filter_names(adapted, recipe.filter, label))
     # the cast and what follows read only which tensors are kept: a filter edit that keeps the same ones re-runs none
-    kept_token, _ = cache.same("kept", (token, tuple(filtered.kept)), filter_token, filtered, len(batch))
+    kept_token, _ = cache.same("kept", filter_token, filtered, lambda: (token, tuple(filtered.kept)), len(batch))
     token, casted = run("cast", (kept_token, recipe.casts), lambda: stages.cast(adapted, filtered.kept, recipe.casts))
     _, found = run("guesses", (token, direction),
                    lambda: stages.guesses_of(adapted, casted, direction, recipe.casts, conventions, wanted))
