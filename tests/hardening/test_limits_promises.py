@@ -1,0 +1,166 @@
+"""README "Limits" promises, each with the test that fails when it breaks (the audit of issue 25).
+
+``here::`` is this module; the others are paths under tests/ (``hostile[CLASS-LABEL]`` is a case of
+hardening/test_hostile_classes.py::test_hostile_file_converts_or_is_refused_in_one_line_within_limits, built
+from hardening/hostile.py's CATALOGUE, each run in a child within 2 s of CPU and 300 MiB). "(checked)" marks a
+pair verified by breaking the product line in a worktree and watching the test fail.
+
+Formats:
+- Burnpack version 1; metadata up to 100 MiB, 100,000 tensors, 10 GiB per tensor ->
+  engine/formats/test_burnpack.py::test_malformed_files_are_refused_with_a_reason (version 2, 100 MiB + 1, 10 GiB cases),
+  engine/formats/test_burnpack.py::test_more_tensors_than_burn_allows_is_refused_before_reading_them
+- quantized Burnpack tensors: surgery never changes them (a transform is refused, a rename keeps them) ->
+  engine/surgery/test_plan.py::test_quantized_tensors_may_be_renamed_but_not_decoded
+- SafeTensors headers up to 100 MB -> here::test_a_safetensors_header_one_byte_over_100_mb_is_refused_unread (checked),
+  engine/formats/test_safetensors.py::test_absurd_header_length_is_refused_without_reading_it; F8_E8M0, F4, F6, C64
+  listed, packed F4/F6 not decoded -> engine/formats/test_safetensors.py::test_newer_dtypes_are_listed_not_decoded
+- PyTorch read only -> engine/cli/test_exit_codes.py::test_a_pt_destination_is_a_usage_error_naming_format_and_saying_pt_cannot_be_written;
+  its layouts -> engine/formats/test_formats_promises.py (PyTorch files); quantized, sparse, nested and meta tensors
+  refused -> engine/formats/pytorch/test_pytorch_whole_models.py::test_a_quantized_tensor_is_refused_saying_so; complex32
+  and fnuz listed, not decoded -> engine/formats/pytorch/test_pytorch_read.py::test_complex32_and_fnuz_are_listed_but_not_decoded
+- Burn records: Bin names by position without `--template` ->
+  engine/formats/burn_record/test_burn_records.py::test_inspect_says_bin_names_are_positional; Bin quantized
+  tensors refused -> here::test_a_quantized_tensor_in_a_bin_record_is_refused_in_one_line (checked); half-precision
+  records before 0.14 read Bin int parameters as F16 and the dtype index follows the record's version ->
+  engine/formats/burn_record/test_burn_records.py::test_half_floats_follow_the_settings_when_the_version_table_is_ambiguous,
+  engine/formats/burn_record/test_burn_records.py::test_a_dtype_index_whose_size_fits_only_the_other_versions_table_reads_by_that_table,
+  engine/formats/burn_record/test_burn_records_bad_input.py::test_a_bin_dtype_index_outside_the_versions_table_is_refused;
+  JSON records up to 256 MiB -> here::test_a_json_record_over_256_mib_is_refused_unparsed (checked); `.gz` decompressed once
+  to a temporary file, refused past its allowance -> engine/formats/burn_record/test_burn_records_bad_input.py::test_a_gzip_bomb_is_stopped_while_it_inflates,
+  engine/formats/burn_record/test_burn_records.py::test_gzip_records_leave_no_temporary_file
+- remote files: `http(s)://` and `hf://` only, anything else is a path -> here::test_an_s3_address_is_one_line_not_a_download;
+  a remote Bin record is downloaded whole within `STORE_STUDIO_MAX_DOWNLOAD` ->
+  here::test_a_remote_bin_record_is_downloaded_within_the_limit (checked). (`hf://` revisions with `/` are a stated
+  limit, not a behaviour: nothing to test.)
+- complex tensors cannot go to Burnpack, said before anything is written ->
+  engine/test_export.py (the complex128 case), here::test_a_complex_tensor_to_burnpack_writes_nothing (checked)
+
+Hostile and changing files (one line naming the file, within 2 s of CPU and 300 MiB):
+- nesting: pickle 100 levels, counted as built -> hostile[nesting-list-101], hostile[nesting-dict-101],
+  hostile[nesting-tuple-key-101] (checked); SafeTensors header 64 -> hostile[nesting-json-shape-65]; Burnpack CBOR 128 ->
+  hostile[nesting-cbor-129]; placeholders and modules count like containers -> hostile[nesting-placeholders-101],
+  a module that contains itself -> hostile[nesting-module-cycle]
+- integers in a pickle at most 1,024 bytes -> hostile[traceback-int-key-4400], hostile[traceback-int-value-4400]
+- at most 64 non-text keys with one hash -> hostile[hash-flooding-int-keys-1000], hostile[hash-flooding-placeholder-items-1000],
+  engine/formats/pytorch/test_pytorch_unpickler.py::test_many_small_frozensets_with_equal_hashes_across_them_are_not_a_hash_flood
+- shared references: max(100,000, size / 8) objects, never over 5,000,000 -> hostile[memo-sharing-fan-50],
+  hostile[memo-sharing-placeholder-fan-20], engine/formats/pytorch/test_pytorch_forged.py::test_exponential_sharing_is_cut_off
+- TorchScript: at most 4,096 source files -> hostile[torchscript-classes-5000]; only the classes data.pkl names ->
+  hostile[torchscript-entries-100000]
+- compressed data.pkl: at most 64 times its size, inflated no further than its header states -> hostile[zip-bomb-deflate-64MiB],
+  hostile[zip-bomb-deflate-forged-256MiB]
+- repeating views: 256 MiB a tensor, 64 x file + 1 GiB in all -> hostile[broadcast-100x67108864]; statistics read
+  each distinct value once -> hardening/test_hostile_classes.py::test_statistics_of_a_broadcast_view_read_each_value_once
+- sharded SafeTensors: each shard opened once -> hostile[shard-aliases-4000]; a tensor mapped to no file refused ->
+  hostile[traceback-index-to-empty], hostile[traceback-index-to-dot],
+  hardening/test_fuzz_regressions.py::test_hostile_sharded_index_is_refused_with_a_clear_format_error
+- lone surrogates refused -> hostile[traceback-surrogate-json-name], hostile[traceback-surrogate-pickle-name]; a
+  descriptor field or `__metadata__` given twice -> hostile[official-refuses-duplicated-dtype],
+  hostile[official-refuses-duplicated-metadata]; a Burnpack param_id outside 0..2^64-1 -> hostile[official-refuses-param-id--1]
+- a file changed on disk: every read and export step checks it, never SIGBUS, a rename keeps the old bytes ->
+  hardening/test_changed_on_disk.py (whole module); the window marks the tab and offers Reload -> gui/test_stale_tab.py (whole module)
+- export: permission bits kept -> hardening/test_export_edges.py::test_replacing_a_file_keeps_its_permission_bits;
+  SIGTERM/SIGHUP remove the partial -> hardening/test_export_edges.py::test_sigterm_and_sighup_remove_the_partial_file_and_still_end_the_process;
+  the next export removes partials whose process is gone, never a live one ->
+  hardening/test_export_crash.py::test_sigkill_at_20_points_leaves_the_old_file_or_a_complete_new_one,
+  hardening/test_export_edges.py::test_a_partial_file_of_a_running_export_is_left_alone; a name too long for its partial ->
+  hardening/test_export_edges.py::test_a_destination_name_too_long_for_a_partial_name_beside_it_still_exports; a dangling
+  symlink needs --overwrite -> hardening/test_export_edges.py::test_a_dangling_symlink_destination_needs_overwrite; a FIFO,
+  device or socket is refused -> hardening/test_export_edges.py::test_a_fifo_destination_is_refused,
+  hardening/test_export_edges.py::test_a_device_destination_is_refused_even_with_overwrite,
+  here::test_a_socket_destination_is_refused_even_with_overwrite (checked)
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import ArrayStore, ExportError, FormatError, export, open_store
+from engine.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "formats" / "burn_record"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "remote"))
+from burn_record_writers import Param, Settings, id_text, model_item, write_record  # noqa: E402
+
+
+def test_a_safetensors_header_one_byte_over_100_mb_is_refused_unread(tmp_path):
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(struct.pack("<Q", 100_000_001) + b"{}")
+    with pytest.raises(FormatError, match="over the limit"):
+        open_store(path)
+
+
+def test_a_json_record_over_256_mib_is_refused_unparsed(tmp_path, capsys):
+    item, _ = model_item()
+    path = write_record(tmp_path, "model", item, Settings(recorder="PrettyJson"))
+    with path.open("r+b") as f:  # sparse: trailing whitespace JSON would accept, past the limit
+        f.seek((256 << 20) + 1 - 1)
+        f.write(b" ")
+    assert main(["inspect", str(path)]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"JSON record of {(256 << 20) + 1} bytes is over the limit" in error
+
+
+def test_a_quantized_tensor_in_a_bin_record_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    """A Bin record whose parameter's DType index is QFloat's (the writer spells float32 as QFloat here)."""
+    import burn_record_writers
+    monkeypatch.setitem(burn_record_writers.NUMPY_NAMES, "float32", "QFloat")
+    path = write_record(tmp_path, "model", {"w": Param(id_text(1), np.zeros(2, np.float32))}, Settings(recorder="Bin"))
+    assert main(["inspect", str(path)]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "quantized tensors in Bin records are not supported" in error
+
+
+def test_an_s3_address_is_one_line_not_a_download(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["inspect", "s3://bucket/model.safetensors"]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("store-studio: model.safetensors: ")
+
+
+def test_a_remote_bin_record_is_downloaded_within_the_limit(tmp_path, monkeypatch, capsys):
+    from http_site import Server, Site
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    item, _ = model_item()
+    path = write_record(tmp_path, "model", item, Settings(recorder="Bin"))
+    server = Server(Site())
+    try:
+        server.site.files["/model.bin"] = path.read_bytes()
+        monkeypatch.setenv("STORE_STUDIO_MAX_DOWNLOAD", str(path.stat().st_size))
+        with open_store(server.url("/model.bin")) as remote, open_store(path) as local:
+            assert remote.names == local.names
+        monkeypatch.setenv("STORE_STUDIO_MAX_DOWNLOAD", str(path.stat().st_size - 1))
+        assert main(["inspect", server.url("/model.bin")]) == 1
+    finally:
+        server.close()
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "STORE_STUDIO_MAX_DOWNLOAD" in error
+
+
+def test_a_complex_tensor_to_burnpack_writes_nothing(tmp_path, capsys):
+    source = export(ArrayStore({"ok": np.zeros(2, np.float32), "z": np.ones(2, np.complex64)}).entries,
+                    tmp_path / "a.safetensors")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["convert", str(source), str(out / "m.bpk")]) == 1
+    error = capsys.readouterr().err
+    assert error == "store-studio: m.bpk: tensor 'z': Burnpack cannot hold dtype C64\n"
+    assert list(out.iterdir()) == []
+
+
+def test_a_socket_destination_is_refused_even_with_overwrite(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a socket path must be short: bind a relative name
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind("model.bpk")
+        with pytest.raises(ExportError, match="model.bpk is a socket, not a file"):
+            export(ArrayStore({"w": np.ones(2, np.float32)}).entries, tmp_path / "model.bpk", overwrite=True)
+        assert stat.S_ISSOCK(os.lstat(tmp_path / "model.bpk").st_mode)
+        assert [p.name for p in tmp_path.iterdir()] == ["model.bpk"]
