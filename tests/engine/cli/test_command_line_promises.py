@@ -16,9 +16,10 @@ What each command does:
   hardening/test_export_crash.py::test_sigkill_at_20_points_leaves_the_old_file_or_a_complete_new_one,
   hardening/test_changed_on_disk.py::test_an_export_from_a_file_changed_midway_stops_with_that_error_and_leaves_nothing;
   Ctrl+C too -> here::test_ctrl_c_during_convert_leaves_out_as_it_was_and_exits_130 (checked)
-- `--format` overrides OUT's extension -> engine/cli/test_cli.py::test_convert_format_flag_overrides_the_extension
+- `--format` overrides OUT's extension -> engine/cli/test_cli.py::test_convert_format_flag_overrides_the_extension (checked)
 - `--overwrite` is needed to replace OUT -> engine/cli/test_cli.py::test_convert_refuses_to_overwrite_with_one_line,
-  engine/cli/test_exit_codes.py::test_an_existing_destination_says_use_overwrite
+  engine/cli/test_exit_codes.py::test_an_existing_destination_says_use_overwrite (checked; the CLI and the exporter both
+  check, so test_cli's survives either alone)
 - `--metadata KEY=VALUE` -> engine/cli/test_cli.py::test_convert_writes_a_readable_file
 - `config` prints the non-tensor values as JSON, or the branch at `--key` ->
   engine/formats/pytorch/test_pytorch_cli_config.py::test_config_prints_all_values,
@@ -28,7 +29,7 @@ What each command does:
   engine/cli/test_progress.py::test_convert_draws_a_progress_line_on_a_terminal_and_erases_it,
   engine/cli/test_progress.py::test_diff_draws_a_progress_line_on_a_terminal,
   engine/cli/test_progress.py::test_piped_stderr_gets_no_progress_line (checked),
-  engine/cli/test_progress.py::test_quiet_silences_the_progress_line_even_on_a_terminal,
+  engine/cli/test_progress.py::test_quiet_silences_the_progress_line_even_on_a_terminal (checked),
   engine/cli/test_progress.py::test_the_line_shows_bytes_rate_and_time_left_and_redraws_at_most_ten_times_a_second;
   migrate's -> here::test_migrate_draws_a_progress_line_on_a_terminal_and_q_silences_it (checked)
 
@@ -41,10 +42,10 @@ Exit codes:
   a destination whose extension names no writable format ->
   engine/cli/test_exit_codes.py::test_a_pt_destination_is_a_usage_error_naming_format_and_saying_pt_cannot_be_written,
   here::test_a_destination_of_no_known_extension_is_a_usage_error; a mistyped command says "did you mean" ->
-  gui/test_launch.py::test_a_mistyped_command_is_a_usage_error_with_a_suggestion_and_no_window
-- 3 validation against `--template` failed -> engine/cli/test_exit_codes.py::test_template_validation_is_exit_3_and_counts_one_tensor_in_the_singular,
+  gui/test_launch.py::test_a_mistyped_command_is_a_usage_error_with_a_suggestion_and_no_window (checked)
+- 3 validation against `--template` failed -> engine/cli/test_exit_codes.py::test_template_validation_is_exit_3_and_counts_one_tensor_in_the_singular (checked),
   engine/cli/test_convert_trust.py::test_a_shape_mismatch_against_the_template_is_exit_3_and_writes_nothing;
-  `--strict` found a guess -> engine/cli/test_convert_trust.py::test_strict_refuses_while_a_guess_is_unsettled
+  `--strict` found a guess -> engine/cli/test_convert_trust.py::test_strict_refuses_while_a_guess_is_unsettled (checked)
 - `diff --exit-code` exits 1 when anything differs, else 0 (and 0 without the flag) ->
   engine/cli/test_exit_codes.py::test_diff_exit_code_is_1_only_when_asked_and_something_differs (checked)
 - no traceback; an unexpected error is one line asking for a report, `STORE_STUDIO_TRACEBACK=1` shows it ->

@@ -18,7 +18,7 @@ PyTorch files:
   byte-string keys read as UTF-8, else Latin-1 -> here::test_python2_byte_strings_read_as_utf8_else_latin1 (checked: the
   existing tests survived both mutants)
 - other classes become inert placeholders (class path, __args__, __dict__/__slots__ keys, __items__/__list__),
-  tensors inside listed -> pt/test_pytorch_placeholders.py::test_every_shape_of_state_is_kept_with_its_class,
+  tensors inside listed -> pt/test_pytorch_placeholders.py::test_every_shape_of_state_is_kept_with_its_class (checked),
   pt/test_pytorch_denylist.py::test_other_classes_become_placeholders; `config` prints them as JSON ->
   pt/test_pytorch_whole_models.py::test_config_prints_placeholders_as_json; the File panel shows the same tree ->
   gui/panels/test_file_info_pytorch_kinds.py (whole module)
@@ -31,7 +31,7 @@ PyTorch files:
   pt/test_pytorch_whole_models.py::test_torchscript_archive_reads_as_jit_load_state_dict,
   pt/test_pytorch_whole_models.py::test_torchscript_code_is_read_as_text_never_run
 - integer keys name tensors in decimal; other keys as Python prints them, and the note says burn-store refuses
-  them -> pt/test_pytorch_keys.py (whole module)
+  them -> pt/test_pytorch_keys.py (whole module; checked)
 - a file torch.load(weights_only=True) would refuse is said so: the note, one `class ... refuses: NAME` line per
   class in `inspect`, `refused_by_torch_weights_only` in `--json` -> here::test_inspect_lists_each_class_weights_only_refuses (checked:
   no existing test failed when the class lines were removed), pt/test_pytorch_whole_models.py::test_a_bare_pickled_model_of_unimportable_classes_lists_its_state_dict;

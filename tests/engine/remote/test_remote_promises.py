@@ -34,14 +34,14 @@ What is read:
 The token:
 - `HF_TOKEN`, else the one `hf auth login` saved -> rf::test_the_token_hf_auth_login_saved_is_used_when_hf_token_is_unset
 - sent only to the Hub endpoint, never to another host, a redirect's target included ->
-  rf::test_hf_address_and_page_url_read_the_resolve_url_with_the_token_only_on_the_hub,
+  rf::test_hf_address_and_page_url_read_the_resolve_url_with_the_token_only_on_the_hub (checked),
   rf::test_the_token_never_goes_to_another_host_even_when_the_url_names_it
 - never printed, nor written into a recipe (which keeps the address as written) ->
   rf::test_a_missing_token_and_a_refused_one_each_say_so_without_printing_it,
   here::test_a_recipe_keeps_an_hf_address_as_written_and_never_the_token
 
 Faults, one line, nothing left behind:
-- 401 and 403 say which -> rf::test_a_missing_token_and_a_refused_one_each_say_so_without_printing_it; 404 ->
+- 401 and 403 say which -> rf::test_a_missing_token_and_a_refused_one_each_say_so_without_printing_it (checked); 404 ->
   rf::test_a_missing_file_is_one_line
 - a dropped connection is retried, the interrupted range asked again -> rf::test_a_connection_dropped_mid_tensor_is_resumed,
   rf::test_a_first_answer_that_breaks_off_is_asked_again; a 429 or 5xx is retried -> here::test_429_and_5xx_are_retried (checked);
@@ -53,7 +53,7 @@ Faults, one line, nothing left behind:
   here::test_a_changed_identity_without_an_etag_is_refused[size] (checked)
 - a server ignoring ranges is downloaded whole with a warning, up to a limit ->
   rf::test_a_server_ignoring_ranges_is_downloaded_whole_with_a_warning,
-  rf::test_a_server_ignoring_ranges_is_refused_above_the_download_limit_naming_the_variable
+  rf::test_a_server_ignoring_ranges_is_refused_above_the_download_limit_naming_the_variable (checked)
 
 Variables: `HF_ENDPOINT` -> rf (every Hub test); `STORE_STUDIO_HTTP_TIMEOUT` -> rf::test_a_silent_server_times_out_in_one_line;
 `STORE_STUDIO_HTTP_RETRIES` (further tries) -> rf::test_a_connection_that_keeps_dropping_ends_in_one_line_and_no_output;
