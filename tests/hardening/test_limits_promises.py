@@ -8,9 +8,9 @@ pair verified by breaking the product line in a worktree and watching the test f
 Formats:
 - Burnpack version 1; metadata up to 100 MiB, 100,000 tensors, 10 GiB per tensor ->
   engine/formats/test_burnpack.py::test_malformed_files_are_refused_with_a_reason (version 2, 100 MiB + 1, 10 GiB cases),
-  engine/formats/test_burnpack.py::test_more_tensors_than_burn_allows_is_refused_before_reading_them
+  engine/formats/test_burnpack.py::test_more_tensors_than_burn_allows_is_refused_before_reading_them (checked)
 - quantized Burnpack tensors: surgery never changes them (a transform is refused, a rename keeps them) ->
-  engine/surgery/test_plan.py::test_quantized_tensors_may_be_renamed_but_not_decoded
+  engine/surgery/test_plan.py::test_quantized_tensors_may_be_renamed_but_not_decoded (checked)
 - SafeTensors headers up to 100 MB -> here::test_a_safetensors_header_one_byte_over_100_mb_is_refused_unread (checked),
   engine/formats/test_safetensors.py::test_absurd_header_length_is_refused_without_reading_it; F8_E8M0, F4, F6, C64
   listed, packed F4/F6 not decoded -> engine/formats/test_safetensors.py::test_newer_dtypes_are_listed_not_decoded
@@ -58,14 +58,14 @@ Hostile and changing files (one line naming the file, within 2 s of CPU and 300 
   descriptor field or `__metadata__` given twice -> hostile[official-refuses-duplicated-dtype],
   hostile[official-refuses-duplicated-metadata]; a Burnpack param_id outside 0..2^64-1 -> hostile[official-refuses-param-id--1]
 - a file changed on disk: every read and export step checks it, never SIGBUS, a rename keeps the old bytes ->
-  hardening/test_changed_on_disk.py (whole module); the window marks the tab and offers Reload -> gui/test_stale_tab.py (whole module)
-- export: permission bits kept -> hardening/test_export_edges.py::test_replacing_a_file_keeps_its_permission_bits;
+  hardening/test_changed_on_disk.py (whole module; checked); the window marks the tab and offers Reload -> gui/test_stale_tab.py (whole module)
+- export: permission bits kept -> hardening/test_export_edges.py::test_replacing_a_file_keeps_its_permission_bits (checked);
   SIGTERM/SIGHUP remove the partial -> hardening/test_export_edges.py::test_sigterm_and_sighup_remove_the_partial_file_and_still_end_the_process;
   the next export removes partials whose process is gone, never a live one ->
   hardening/test_export_crash.py::test_sigkill_at_20_points_leaves_the_old_file_or_a_complete_new_one,
   hardening/test_export_edges.py::test_a_partial_file_of_a_running_export_is_left_alone; a name too long for its partial ->
   hardening/test_export_edges.py::test_a_destination_name_too_long_for_a_partial_name_beside_it_still_exports; a dangling
-  symlink needs --overwrite -> hardening/test_export_edges.py::test_a_dangling_symlink_destination_needs_overwrite; a FIFO,
+  symlink needs --overwrite -> hardening/test_export_edges.py::test_a_dangling_symlink_destination_needs_overwrite (checked); a FIFO,
   device or socket is refused -> hardening/test_export_edges.py::test_a_fifo_destination_is_refused,
   hardening/test_export_edges.py::test_a_device_destination_is_refused_even_with_overwrite,
   here::test_a_socket_destination_is_refused_even_with_overwrite (checked)

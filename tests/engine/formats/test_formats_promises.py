@@ -42,11 +42,11 @@ PyTorch files:
   pt/test_pytorch_whole_models.py::test_a_pickled_module_whose_table_holds_a_refused_global_is_refused; every entry
   has a source -> pt/test_pytorch_denylist.py::test_every_entry_says_where_it_comes_from_and_none_is_allowed_too
 - quantized/sparse/nested/meta tensors refused -> pt/test_pytorch_whole_models.py::test_a_quantized_tensor_is_refused_saying_so
-- a TorchScript class without source refused -> pt/test_pytorch_whole_models.py::test_a_torchscript_module_without_its_class_source_is_refused_saying_why
+- a TorchScript class without source refused -> pt/test_pytorch_whole_models.py::test_a_torchscript_module_without_its_class_source_is_refused_saying_why (checked)
 - a checkpoint that contains itself refused -> pt/test_pytorch_forged.py::test_checkpoint_that_contains_itself
 
 Burn versions, bools and quantized tensors:
-- `--burn-version` on convert decides the Bool spelling per release -> fmt/test_burn_targets.py::test_bools_are_spelled_as_the_target_version_reads_them;
+- `--burn-version` on convert decides the Bool spelling per release -> fmt/test_burn_targets.py::test_bools_are_spelled_as_the_target_version_reads_them (checked);
   on migrate -> fmt/test_burn_targets.py::test_migrate_writes_for_the_burn_version_asked; in a recipe, the flag winning ->
   fmt/test_burn_targets.py::test_a_recipes_burn_version_decides_the_spelling; 0.22 when none is given ->
   fmt/test_quantized.py::test_bpk_to_bpk_keeps_the_bytes_and_writes_the_target_generation, engine/test_burn_versions.py (whole module)
@@ -55,7 +55,7 @@ Burn versions, bools and quantized tensors:
 - inspect and the File panel read which releases load a file from its bytes (Burn main reads a generation 1
   scheme as one F32 tensor scale) -> fmt/test_burn_targets.py::test_which_burn_releases_load_a_file_is_read_from_its_bytes (checked),
   fmt/test_burn_targets.py::test_inspect_names_the_scheme_and_the_releases, gui/panels/test_quantized_panels.py (whole module)
-- a U8/U32 bool cannot be written for 0.20 -> fmt/test_burn_targets.py::test_a_u32_bool_cannot_go_to_burn_0_20
+- a U8/U32 bool cannot be written for 0.20 -> fmt/test_burn_targets.py::test_a_u32_bool_cannot_go_to_burn_0_20 (checked)
 - quantized bytes decode as Burn's (packed words lowest bits first, sign-extended; scales per tensor or block;
   two-level global scale; zero scale read as 0.1; generation 1 runs, generation 2 rectangles; blocks
   right-aligned) -> fmt/test_quantized.py (the decoding tests, Burn's own vectors; checked for the zero scale)
@@ -71,7 +71,7 @@ Burn versions, bools and quantized tensors:
 - SafeTensors refuses quantized tensors; `--dequantize` writes F32 values ->
   fmt/test_quantized.py::test_convert_to_safetensors_refuses_quantized_unless_dequantize
 - SafeTensors bools as burn-store writes them (BOOL, U8, U32) ->
-  fmt/test_burn_targets.py::test_safetensors_bools_are_written_as_burn_stores_safetensors_store_writes_them
+  fmt/test_burn_targets.py::test_safetensors_bools_are_written_as_burn_stores_safetensors_store_writes_them (checked)
   (the v0.20.0 remark describes burn-store, not this tool: a 0.20 file has only native bools)
 
 Migrating from Burn's recorders:
@@ -93,7 +93,8 @@ Migrating from Burn's recorders:
   engine/cli/test_migrate_cli.py::test_migrate_again_skips_what_is_converted_and_dry_run_writes_nothing (checked),
   engine/cli/test_migrate_cli.py::test_migrate_converts_every_record_beside_itself_and_keeps_the_originals
 - a Bin record's names are positional (inspect and the File panel say so) unless `--template` names them,
-  shapes checked -> rec/test_burn_records.py::test_inspect_says_bin_names_are_positional,
+  shapes checked -> rec/test_burn_records.py::test_every_recorder_reads_names_shapes_dtypes_values_and_param_ids (checked:
+  test_inspect_says_bin_names_are_positional alone survived `param.N` renamed), rec/test_burn_records.py::test_inspect_says_bin_names_are_positional,
   rec/test_burn_records.py::test_a_template_names_bin_parameters_and_a_mismatch_is_refused
 """
 

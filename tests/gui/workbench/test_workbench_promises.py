@@ -49,7 +49,7 @@ verified by breaking the product line in a worktree and watching the test fail.
 - suggested recipe changes, best first, with the pairs they make and Apply ->
   wb/test_diff_panel.py::test_a_common_prefix_is_offered_as_one_remap_rule_with_the_pairs_it_makes; at most two
   (README said three; the fit work of issue 24 cut it to two, one line each: README fixed) ->
-  here::test_the_diff_view_offers_at_most_two_changes_best_first (checked); never one that pairs different shapes ->
+  here::test_the_diff_view_offers_at_most_two_changes_best_first (checked: 2 -> 3 and 2 -> 1 both fail it); never one that pairs different shapes ->
   engine/surgery/test_suggest.py (whole module)
 - a missing tensor offers the closest names, one click makes a remap rule (undoable) ->
   wb/test_diff_panel.py::test_a_suggestion_becomes_a_remap_rule_and_undo_removes_it
