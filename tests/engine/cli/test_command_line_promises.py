@@ -11,7 +11,7 @@ What each command does:
 - ... and a quantized tensor's scheme in words, and for a Burnpack the Burn releases that load it ->
   engine/formats/test_burn_targets.py::test_inspect_names_the_scheme_and_the_releases (checked)
 - `inspect --top-level-key KEY` looks only inside that branch -> here::test_inspect_top_level_key_lists_only_that_branch (checked)
-- `inspect --json` -> engine/cli/test_cli.py::test_inspect_json_is_machine_readable
+- `inspect --json` -> engine/cli/test_cli.py::test_inspect_json_is_machine_readable (checked)
 - `convert` writes beside OUT and renames only when complete: a failure leaves OUT as it was ->
   hardening/test_export_crash.py::test_sigkill_at_20_points_leaves_the_old_file_or_a_complete_new_one,
   hardening/test_changed_on_disk.py::test_an_export_from_a_file_changed_midway_stops_with_that_error_and_leaves_nothing;

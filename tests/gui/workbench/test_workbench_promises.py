@@ -23,11 +23,11 @@ verified by breaking the product line in a worktree and watching the test fail.
   wb/test_panels.py::test_a_second_source_overrides_and_reorders, wb/test_source_key.py (whole module),
   wb/test_panels.py::test_a_source_filter_is_checked_as_typed_and_the_source_removed
 - Preview: every tensor with its operations and the count line, F5, marks, the filter box, guesses, a warning for
-  recipe parts that find nothing -> wb/test_panels.py::test_f5_reruns_the_preview, wb/test_preview_filter.py (whole module),
+  recipe parts that find nothing -> wb/test_panels.py::test_f5_reruns_the_preview (checked), wb/test_preview_filter.py (whole module),
   wb/test_fused_preview.py (whole module), wb/test_preview_guesses.py (whole module),
   wb/test_recipe_fit.py::test_applying_a_recipe_that_does_not_fit_warns_in_status_bar_and_preview
 - Set Template… (and the diff view's Template button): the Template column, missing rows, tree marks, undo, Clear
-  Template -> wb/test_template_picker.py (whole module)
+  Template -> wb/test_template_picker.py (whole module; checked for Clear Template)
 - Save/Open Recipe, the same JSON `convert --recipe` replays; closing with unsaved edits asks ->
   wb/test_panels.py::test_save_and_open_recipe_round_trip, wb/test_panels.py::test_closing_with_unsaved_changes_asks_and_cancel_keeps_the_window,
   wb/test_save_prompt.py (whole module)
@@ -38,7 +38,7 @@ verified by breaking the product line in a worktree and watching the test fail.
   panels/test_quantized_panels.py::test_the_export_dialog_warns_before_writing_what_the_choice_cannot_hold; metadata
   prefilled -> wb/test_export_dialog.py::test_exports_the_plan_to_burnpack_with_edited_metadata,
   wb/test_export_validation.py::test_the_sources_metadata_is_offered_for_export_unless_the_recipe_clears_it; asks before
-  replacing -> wb/test_export_dialog.py::test_no_to_the_overwrite_question_leaves_the_file_untouched; Cancel leaves the
+  replacing -> wb/test_export_dialog.py::test_no_to_the_overwrite_question_leaves_the_file_untouched (checked); Cancel leaves the
   destination -> wb/test_export_dialog.py::test_cancel_during_a_large_export_leaves_the_old_file_and_no_partial; template
   validation and "Export Anyway" -> wb/test_export_validation.py (whole module); Burnpack scalars kept ->
   wb/test_export_validation.py::test_burnpack_scalars_survive_a_gui_export_burnpack_to_burnpack; "Diff Result Against
