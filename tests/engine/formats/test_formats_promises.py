@@ -58,7 +58,9 @@ Burn versions, bools and quantized tensors:
 - a U8/U32 bool cannot be written for 0.20 -> fmt/test_burn_targets.py::test_a_u32_bool_cannot_go_to_burn_0_20 (checked)
 - quantized bytes decode as Burn's (packed words lowest bits first, sign-extended; scales per tensor or block;
   two-level global scale; zero scale read as 0.1; generation 1 runs, generation 2 rectangles; blocks
-  right-aligned) -> fmt/test_quantized.py (the decoding tests, Burn's own vectors; checked for the zero scale)
+  right-aligned) -> fmt/test_quantized.py (the decoding tests, Burn's own vectors; checked for the zero scale); 8-bit
+  packed values unpadded, as QuantizedBytes::new writes them, and padded to whole words ->
+  here::test_8_bit_packed_values_read_unpadded_and_padded (checked: no existing test failed without the unpadded layout)
 - bytes that do not fit the scheme fail to open in one line naming the tensor ->
   fmt/test_quantized.py::test_bad_quantized_tensors_are_one_line_and_nothing_is_written
 - what Burn's reader does not decode is listed and copied without values; rows ending mid-word too ->
@@ -110,6 +112,9 @@ import torch
 from engine.cli import main
 from engine.formats import open_store
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quantized_files import f32, gen2, i8, write  # noqa: E402
+
 
 def test_python2_byte_strings_read_as_utf8_else_latin1(tmp_path):
     """Protocol 2, SHORT_BINSTRING keys: `ok\\xc3\\xa9` is UTF-8 for "oké"; `\\xe9t\\xe9` is not UTF-8, so Latin-1."""
@@ -147,3 +152,10 @@ def test_inspect_lists_each_class_weights_only_refuses(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["refused_by_torch_weights_only"] == ["userproj.cfg.Config"]
     assert [t["name"] for t in doc["tensors"]] == ["w"] and doc["values"]["cfg"]["lr"] == 0.5
+
+
+def test_8_bit_packed_values_read_unpadded_and_padded(tmp_path):
+    """Three Q8S values in PackedU32: 3 value bytes as QuantizedBytes::new writes them, or one whole u32 word."""
+    for raw in (i8(4, -2, 8) + f32(0.5), i8(4, -2, 8, 0) + f32(0.5)):
+        with open_store(write(tmp_path, {"w": ({"QFloat": gen2()}, [3], raw)})) as store:
+            assert store.read("w").tolist() == [2.0, -1.0, 4.0]
