@@ -8,7 +8,9 @@ The tree:
 - each file in a tab -> test_main_window.py::test_several_files_open_as_tabs_and_reopening_switches_tab; with no file,
   the bundled sample -> test_launch.py::test_screenshot_renders_the_window_offscreen_at_1400x900
 - tensors grouped by dotted names in the file's order -> test_tree_view.py::test_a_checkpoint_opens_in_the_order_the_model_saved_its_tensors;
-  "Name order" sorts naturally and header clicks sort largest first, a third click back ->
+  "Name order" sorts naturally (`layer.2` before `layer.10`, `block2` before `block10`) ->
+  here::test_name_order_sorts_digit_runs_by_value (checked: no existing test failed with mixed names sorted as text);
+  header clicks sort largest first, a third click back ->
   test_tree_view.py::test_clicking_a_header_sorts_largest_first_then_smallest_then_file_order
 - a chain of single-child groups is one row -> test_tree_view.py::test_a_t5_like_file_shows_its_single_child_chain_as_one_row;
   "Flat list" -> test_tree_view.py::test_the_flat_list_shows_every_full_name_once; over 64 tensors opens its first
@@ -61,11 +63,11 @@ Fitting and looks:
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QPoint, QPointF, Qt
 from PySide6.QtGui import QKeySequence, QMouseEvent, QWheelEvent
-from PySide6.QtWidgets import QApplication, QToolBar
+from PySide6.QtWidgets import QApplication, QComboBox, QToolBar
 
-from engine import ArrayStore
+from engine import ArrayStore, export
 from gui.main_window import MainWindow
 from gui.panels.values import ValuesPanel
 from gui.workers import TaskRunner
@@ -119,3 +121,18 @@ def test_the_heat_map_zooms_with_the_wheel_and_pans_by_dragging(qtbot):
     QApplication.sendEvent(heat, _event(QEvent.Type.MouseButtonRelease, dragged_to, Qt.MouseButton.LeftButton))
     assert heat.cell_at(dragged_to) == (32, 32)  # the cell under the pointer moved with it
     assert heat.cell_at(corner)[0] < zoomed[0] and heat.cell_at(corner)[1] < zoomed[1]
+
+
+def _children(model, parent) -> list[str]:
+    return [model.index(r, 0, parent).data() for r in range(model.rowCount(parent))]
+
+
+def test_name_order_sorts_digit_runs_by_value(window: MainWindow, open_view, tmp_path):
+    names = ["layer.10.w", "layer.2.w", "layer.1.w", "block10.w", "Block9.w", "block2.w"]
+    view = open_view(export(ArrayStore({n: np.ones(2, np.float32) for n in names}).entries, tmp_path / "m.bpk"))
+    order = view.findChild(QComboBox, "treeOrder")
+    order.setCurrentText("Name order")
+    top = _children(view.model, QModelIndex())
+    assert top == ["block2", "Block9", "block10", "layer"]
+    layer = view.model.index(top.index("layer"), 0, QModelIndex())
+    assert _children(view.model, layer) == ["1", "2", "10"]
