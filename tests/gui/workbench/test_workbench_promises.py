@@ -20,7 +20,9 @@ verified by breaking the product line in a worktree and watching the test fail.
   wb/test_panels.py::test_overriding_a_module_type_with_its_combo_changes_the_plan,
   wb/test_preview_guesses.py::test_guessed_tensors_are_listed_and_settling_them_in_adapters_clears_them
 - Sources: a later file replaces the same names, each with its own key and filter ->
-  wb/test_panels.py::test_a_second_source_overrides_and_reorders, wb/test_source_key.py (whole module),
+  wb/test_panels.py::test_a_second_source_overrides_and_reorders, wb/test_source_key.py (whole module); a source's own
+  key wins over the recipe's -> here::test_a_sources_own_key_wins_over_the_recipes (checked: no existing test failed
+  with the recipe's key winning),
   wb/test_panels.py::test_a_source_filter_is_checked_as_typed_and_the_source_removed
 - Preview: every tensor with its operations and the count line, F5, marks, the filter box, guesses, a warning for
   recipe parts that find nothing -> wb/test_panels.py::test_f5_reruns_the_preview (checked), wb/test_preview_filter.py (whole module),
@@ -61,13 +63,17 @@ verified by breaking the product line in a worktree and watching the test fail.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import torch
 
 from engine import ArrayStore, export, open_store
 from engine.surgery.suggest import suggest
 from gui.main_window import MainWindow
 from gui.workbench.diff_panel import show_diff_dock
 from gui.workbench.document import RecipeDocument
+from workbench_helpers import settle
 
 SOURCE = {"enc.a.w": np.ones((2, 3), np.float32), "enc.b.w": np.ones(4, np.float32),
           "dec.c.w": np.ones(5, np.float32), "dec.d.w": np.ones(6, np.float32), "x.w": np.ones(7, np.float32)}
@@ -93,3 +99,15 @@ def test_the_diff_view_offers_at_most_two_changes_best_first(window: MainWindow,
     finally:
         document.close()
         source.close()
+
+
+def test_a_sources_own_key_wins_over_the_recipes(window: MainWindow, surgery, qtbot, tmp_path):
+    path = tmp_path / "ckpt.pt"
+    torch.save({"model": {"fc.weight": torch.ones(2, 3), "fc.bias": torch.ones(2)},
+                "ema": {"fc.weight": torch.full((2, 3), 0.5)}}, path)
+    document = surgery(path)
+    own = replace(document.recipe.sources[0], top_level_key="ema")
+    document.push(document.recipe.with_changes(top_level_key="model", sources=(own,)), "Set keys")
+    settle(qtbot, document)
+    assert document.plan.names == ["fc.weight"]
+    assert document.plan.tensors[0].read().tolist() == [[0.5] * 3] * 2
