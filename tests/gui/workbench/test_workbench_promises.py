@@ -38,12 +38,12 @@ verified by breaking the product line in a worktree and watching the test fail.
 - Export: Burn version, a tensor that choice cannot hold named before writing, Dequantize ->
   panels/test_quantized_panels.py::test_the_export_dialog_writes_for_the_burn_version_chosen,
   panels/test_quantized_panels.py::test_the_export_dialog_warns_before_writing_what_the_choice_cannot_hold; metadata
-  prefilled -> wb/test_export_dialog.py::test_exports_the_plan_to_burnpack_with_edited_metadata,
+  prefilled -> wb/test_export_dialog.py::test_exports_the_plan_to_burnpack_with_edited_metadata (checked for the digest),
   wb/test_export_validation.py::test_the_sources_metadata_is_offered_for_export_unless_the_recipe_clears_it; asks before
   replacing -> wb/test_export_dialog.py::test_no_to_the_overwrite_question_leaves_the_file_untouched (checked); Cancel leaves the
   destination -> wb/test_export_dialog.py::test_cancel_during_a_large_export_leaves_the_old_file_and_no_partial; template
   validation and "Export Anyway" -> wb/test_export_validation.py (whole module); Burnpack scalars kept ->
-  wb/test_export_validation.py::test_burnpack_scalars_survive_a_gui_export_burnpack_to_burnpack; "Diff Result Against
+  wb/test_export_validation.py::test_burnpack_scalars_survive_a_gui_export_burnpack_to_burnpack (checked); "Diff Result Against
   Source" all identical -> wb/test_export_dialog.py::test_diff_result_against_source_shows_every_tensor_identical
 - Diff view: statuses with word, icon and colour, filters, summary bar, dropped rows ->
   wb/test_diff_panel.py::test_each_row_shows_its_status_as_word_icon_and_colour, wb/test_diff_panel.py::test_status_checkboxes_and_the_text_filter_hide_rows,
