@@ -84,11 +84,11 @@ Migrating from Burn's recorders:
   rec/test_burn_records.py::test_tensor_names_follow_lists_and_enum_variants,
   rec/test_burn_records.py::test_param_id_text_decodes_to_the_u64_burnpack_stores
 - metadata as burn.version/recorder/settings/float/int -> rec/test_burn_records.py::test_convert_to_burnpack_is_byte_exact (checked)
-- optimizer and scheduler numbers become scalars -> rec/test_burn_records.py::test_scheduler_numbers_become_burnpack_scalars_on_conversion,
+- optimizer and scheduler numbers become scalars -> rec/test_burn_records.py::test_scheduler_numbers_become_burnpack_scalars_on_conversion (checked),
   rec/test_burn_records.py::test_optimizer_state_tensors_values_and_scalars; the File panel shows every non-tensor
   field -> gui/panels/test_file_info_burn_record.py (whole module)
 - an optimizer's record in current Burn's layout (`{param_id}.{field}`, `__rank`, UInt counters) ->
-  rec/test_optimizer_migration.py (whole module)
+  rec/test_optimizer_migration.py (whole module; checked for `__rank`)
 - records keyed by pre-0.14 UUIDs keep their field paths -> rec/test_burn_records.py::test_old_uuid_ids_are_kept_as_metadata_without_a_param_id,
   rec/test_optimizer_migration.py::test_a_record_that_is_not_an_optimizers_keeps_its_field_paths
 - `migrate` skips a record whose .bpk exists, one line per file and a total, originals kept ->
