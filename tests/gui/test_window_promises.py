@@ -18,8 +18,8 @@ The tree:
 - counts tell parameters from buffers -> test_main_window.py::test_groups_show_totals_with_right_aligned_numbers,
   test_main_window.py::test_selecting_a_group_shows_its_totals_and_module (checked)
 - search filters as typed, regex toggle, count, a regex-looking text searched as text says so, matches compacted ->
-  test_main_window.py::test_search_filters_live_and_counts_matches, test_main_window.py::test_regex_search_and_an_invalid_regex_is_marked_not_fatal,
-  test_tree_view.py::test_search_results_are_compacted_and_a_regex_searched_as_text_says_so,
+  test_main_window.py::test_search_filters_live_and_counts_matches (checked), test_main_window.py::test_regex_search_and_an_invalid_regex_is_marked_not_fatal,
+  test_tree_view.py::test_search_results_are_compacted_and_a_regex_searched_as_text_says_so (checked),
   test_background_filter.py (whole module)
 
 A selected tensor:
@@ -40,7 +40,7 @@ The File tab, opening, shortcuts:
   panels/test_quantized_panels.py::test_the_file_panel_says_which_burn_releases_load_the_file,
   panels/test_file_info_pytorch_kinds.py (whole module), panels/test_file_info_burn_record.py (whole module)
 - files open off the UI thread, by drop, Open Recent; a file that cannot be read gives a dialog with details ->
-  test_main_window.py::test_drop_opens_files, test_main_window.py::test_a_broken_file_shows_an_error_dialog_and_the_window_lives_on,
+  test_main_window.py::test_drop_opens_files (checked), test_main_window.py::test_a_broken_file_shows_an_error_dialog_and_the_window_lives_on,
   test_survives_hostile_files.py (whole module)
 - the toolbar has Open, Export…, Diff…, Surgery; shortcuts Ctrl+O, Ctrl+W, Ctrl+F, Ctrl+Shift+C, Ctrl+1, Ctrl+2 ->
   here::test_the_toolbar_and_the_documented_shortcuts (checked), test_main_window.py::test_ctrl_f_focuses_the_search_box,
