@@ -40,7 +40,8 @@ Hostile and changing files (one line naming the file, within 2 s of CPU and 300 
   hostile[nesting-tuple-key-101] (checked); SafeTensors header 64 -> hostile[nesting-json-shape-65]; Burnpack CBOR 128 ->
   hostile[nesting-cbor-129]; placeholders and modules count like containers -> hostile[nesting-placeholders-101],
   a module that contains itself -> hostile[nesting-module-cycle]
-- integers in a pickle at most 1,024 bytes -> hostile[traceback-int-key-4400], hostile[traceback-int-value-4400]
+- integers in a pickle at most 1,024 bytes -> here::test_a_pickled_integer_of_1024_bytes_reads_and_1025_is_refused (checked:
+  the hostile cases, 1,827 bytes and up, survived a limit of 1,500), hostile[traceback-int-key-4400], hostile[traceback-int-value-4400]
 - at most 64 non-text keys with one hash -> hostile[hash-flooding-int-keys-1000], hostile[hash-flooding-placeholder-items-1000],
   engine/formats/pytorch/test_pytorch_unpickler.py::test_many_small_frozensets_with_equal_hashes_across_them_are_not_a_hash_flood
 - shared references: max(100,000, size / 8) objects, never over 5,000,000 -> hostile[memo-sharing-fan-50],
@@ -164,3 +165,16 @@ def test_a_socket_destination_is_refused_even_with_overwrite(tmp_path, monkeypat
             export(ArrayStore({"w": np.ones(2, np.float32)}).entries, tmp_path / "model.bpk", overwrite=True)
         assert stat.S_ISSOCK(os.lstat(tmp_path / "model.bpk").st_mode)
         assert [p.name for p in tmp_path.iterdir()] == ["model.bpk"]
+
+
+def test_a_pickled_integer_of_1024_bytes_reads_and_1025_is_refused(tmp_path):
+    """``{"n": LONG4 of N bytes}``: the bound is the README's, to the byte."""
+    for size, opens in ((1024, True), (1025, False)):
+        path = tmp_path / f"int{size}.pt"
+        path.write_bytes(b"\x80\x02}X\x01\x00\x00\x00n\x8b" + struct.pack("<I", size) + b"\x01" * size + b"s.")
+        if opens:
+            with open_store(path) as store:
+                assert store.values["n"] == int.from_bytes(b"\x01" * size, "little")
+        else:
+            with pytest.raises(FormatError, match="an integer of 1025 bytes, over the limit of 1024"):
+                open_store(path)
