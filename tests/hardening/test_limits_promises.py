@@ -37,8 +37,8 @@ Formats:
 
 Hostile and changing files (one line naming the file, within 2 s of CPU and 300 MiB):
 - nesting: pickle 100 levels, counted as built -> hostile[nesting-list-101], hostile[nesting-dict-101],
-  hostile[nesting-tuple-key-101] (checked); SafeTensors header 64 -> hostile[nesting-json-shape-65]; Burnpack CBOR 128 ->
-  hostile[nesting-cbor-129]; placeholders and modules count like containers -> hostile[nesting-placeholders-101],
+  hostile[nesting-tuple-key-101] (checked); SafeTensors header 64 -> hostile[nesting-json-shape-65] (checked); Burnpack CBOR 128 ->
+  hostile[nesting-cbor-129] (checked); placeholders and modules count like containers -> hostile[nesting-placeholders-101],
   a module that contains itself -> hostile[nesting-module-cycle]
 - integers in a pickle at most 1,024 bytes -> here::test_a_pickled_integer_of_1024_bytes_reads_and_1025_is_refused (checked:
   the hostile cases, 1,827 bytes and up, survived a limit of 1,500), hostile[traceback-int-key-4400], hostile[traceback-int-value-4400]
