@@ -44,13 +44,18 @@ Hostile and changing files (one line naming the file, within 2 s of CPU and 300 
   the hostile cases, 1,827 bytes and up, survived a limit of 1,500), hostile[traceback-int-key-4400], hostile[traceback-int-value-4400]
 - at most 64 non-text keys with one hash -> hostile[hash-flooding-int-keys-1000], hostile[hash-flooding-placeholder-items-1000],
   engine/formats/pytorch/test_pytorch_unpickler.py::test_many_small_frozensets_with_equal_hashes_across_them_are_not_a_hash_flood
-- shared references: max(100,000, size / 8) objects, never over 5,000,000 -> hostile[memo-sharing-fan-50],
+- shared references: max(100,000, size / 8) objects, never over 5,000,000 ->
+  here::test_the_walk_may_visit_max_100000_or_size_over_8_objects_at_most_5000000 (checked: the hostile cases survived
+  8 -> 4 bytes per object and a 10,000,000 cap), hostile[memo-sharing-fan-50] (checked for 100,000),
   hostile[memo-sharing-placeholder-fan-20], engine/formats/pytorch/test_pytorch_forged.py::test_exponential_sharing_is_cut_off
 - TorchScript: at most 4,096 source files -> hostile[torchscript-classes-5000]; only the classes data.pkl names ->
   hostile[torchscript-entries-100000]
 - compressed data.pkl: at most 64 times its size, inflated no further than its header states -> hostile[zip-bomb-deflate-64MiB],
-  hostile[zip-bomb-deflate-forged-256MiB]
-- repeating views: 256 MiB a tensor, 64 x file + 1 GiB in all -> hostile[broadcast-100x67108864]; statistics read
+  hostile[zip-bomb-deflate-forged-256MiB] (these hold the attack; the exact 64x, 16 MiB and 1 GiB bounds survived
+  doubling: not yet pinned by a test)
+- repeating views: 256 MiB a tensor, 64 x file + 1 GiB in all -> here::test_a_repeating_view_may_fill_256_mib_and_not_a_value_more,
+  here::test_repeating_views_together_stay_within_64_times_the_file_plus_1_gib (both checked: the hostile cases survived
+  both bounds doubled), hostile[broadcast-100x67108864]; statistics read
   each distinct value once -> hardening/test_hostile_classes.py::test_statistics_of_a_broadcast_view_read_each_value_once
 - sharded SafeTensors: each shard opened once -> hostile[shard-aliases-4000]; a tensor mapped to no file refused ->
   hostile[traceback-index-to-empty], hostile[traceback-index-to-dot],
@@ -83,9 +88,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from engine import ArrayStore, ExportError, FormatError, export, open_store
 from engine.cli import main
+from engine.formats.pytorch.checkpoint import node_budget
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "formats" / "burn_record"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "remote"))
@@ -177,4 +184,39 @@ def test_a_pickled_integer_of_1024_bytes_reads_and_1025_is_refused(tmp_path):
                 assert store.values["n"] == int.from_bytes(b"\x01" * size, "little")
         else:
             with pytest.raises(FormatError, match="an integer of 1025 bytes, over the limit of 1024"):
+                open_store(path)
+
+
+def test_the_walk_may_visit_max_100000_or_size_over_8_objects_at_most_5000000():
+    """The README's budget for walking a checkpoint, as a function of its size in bytes."""
+    assert [node_budget(size) for size in (0, 800_000, 8_000_000, 40_000_000, 10 ** 12)] == \
+        [100_000, 100_000, 1_000_000, 5_000_000, 5_000_000]
+
+
+def test_a_repeating_view_may_fill_256_mib_and_not_a_value_more(tmp_path):
+    """A saved ``expand()`` of one F32 value: 2^26 values are 256 MiB exactly."""
+    for count, opens in ((1 << 26, True), ((1 << 26) + 1, False)):
+        path = tmp_path / f"expand{count}.pt"
+        torch.save({"e": torch.ones(1).expand(count)}, path)
+        if opens:
+            with open_store(path) as store:
+                assert store.entry("e").shape == (count,)
+        else:
+            with pytest.raises(FormatError, match=r"repeats its storage's values into 268435460 bytes, over the "
+                                                  r"limit of 268435456"):
+                open_store(path)
+
+
+def test_repeating_views_together_stay_within_64_times_the_file_plus_1_gib(tmp_path):
+    """Four 256 MiB views are 1 GiB (within 64 x the file plus 1 GiB); a fifth is over."""
+    for views, opens in ((4, True), (5, False)):
+        path = tmp_path / f"views{views}.pt"
+        torch.save({f"e{i}": torch.ones(1).expand(1 << 26) for i in range(views)}, path)
+        if opens:
+            with open_store(path) as store:
+                assert len(store) == 4
+        else:
+            limit = 64 * path.stat().st_size + (1 << 30)
+            with pytest.raises(FormatError, match=f"claim {5 << 28} bytes in all, over the limit of {limit} "
+                                                  r"\(64 times the file's"):
                 open_store(path)
