@@ -51,8 +51,9 @@ Hostile and changing files (one line naming the file, within 2 s of CPU and 300 
 - TorchScript: at most 4,096 source files -> hostile[torchscript-classes-5000]; only the classes data.pkl names ->
   hostile[torchscript-entries-100000]
 - compressed data.pkl: at most 64 times its size, inflated no further than its header states -> hostile[zip-bomb-deflate-64MiB],
-  hostile[zip-bomb-deflate-forged-256MiB] (these hold the attack; the exact 64x, 16 MiB and 1 GiB bounds survived
-  doubling: not yet pinned by a test)
+  hostile[zip-bomb-deflate-forged-256MiB] (these hold the attack, but the bounds survived doubling); any ratio up to
+  16 MiB, 64 times past it, at most 1 GiB -> here::test_data_pkl_inflates_to_16_mib_at_any_ratio_and_64_times_beyond,
+  here::test_data_pkl_stating_more_than_1_gib_is_refused_unread (checked)
 - repeating views: 256 MiB a tensor, 64 x file + 1 GiB in all -> here::test_a_repeating_view_may_fill_256_mib_and_not_a_value_more,
   here::test_repeating_views_together_stay_within_64_times_the_file_plus_1_gib (both checked: the hostile cases survived
   both bounds doubled), hostile[broadcast-100x67108864]; statistics read
@@ -81,6 +82,7 @@ from __future__ import annotations
 
 import os
 import socket
+import zipfile
 import stat
 import struct
 import sys
@@ -96,7 +98,9 @@ from engine.formats.pytorch.checkpoint import node_budget
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "formats" / "burn_record"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "remote"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from burn_record_writers import Param, Settings, id_text, model_item, write_record  # noqa: E402
+from hostile import zip_bomb  # noqa: E402
 
 
 def test_a_safetensors_header_one_byte_over_100_mb_is_refused_unread(tmp_path):
@@ -220,3 +224,23 @@ def test_repeating_views_together_stay_within_64_times_the_file_plus_1_gib(tmp_p
             with pytest.raises(FormatError, match=f"claim {5 << 28} bytes in all, over the limit of {limit} "
                                                   r"\(64 times the file's"):
                 open_store(path)
+
+
+def test_data_pkl_inflates_to_16_mib_at_any_ratio_and_64_times_beyond(tmp_path):
+    """data.pkl deflated about 1,000 times: 16 MiB opens (a pickle of None), one byte more is a zip bomb."""
+    for size, opens in ((16 << 20, True), ((16 << 20) + 1, False)):
+        path = tmp_path / f"inflate{size}.pt"
+        path.write_bytes(zip_bomb(size, zipfile.ZIP_DEFLATED))
+        if opens:
+            with open_store(path) as store:
+                assert len(store) == 0
+        else:
+            with pytest.raises(FormatError, match=r"would expand \d+ times .* over the limit of 64 \(a zip bomb\?\)"):
+                open_store(path)
+
+
+def test_data_pkl_stating_more_than_1_gib_is_refused_unread(tmp_path):
+    path = tmp_path / "huge.pt"
+    path.write_bytes(zip_bomb(1 << 20, zipfile.ZIP_DEFLATED, forged_size=(1 << 30) + 1))
+    with pytest.raises(FormatError, match="data.pkl claims 1073741825 bytes, over the limit of 1073741824"):
+        open_store(path)
