@@ -394,3 +394,19 @@ def test_the_safetensors_header_is_compact_utf8_json_as_the_official_writer_writ
                            "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}},
                           separators=(",", ":"), ensure_ascii=False).encode()
     assert header.rstrip(b" ") == expected and (8 + size) % 8 == 0
+
+
+def test_the_depth_of_a_too_deep_index_counts_brackets_outside_strings_only(tmp_path):
+    safetensors_file(tmp_path / "s1.safetensors", {"a": F32}, VALUES.tobytes())
+    index = tmp_path / "deep.safetensors.index.json"
+    index.write_text('{"weight_map": {"a": "s1.safetensors"}, "metadata": {"s": "[[{{", "x": ' + "[" * 1000
+                     + "]" * 1000 + ', "y": ' + "[" * 3000 + "]" * 3000 + "}}")
+    assert refusal(index) == "deep.safetensors.index.json: index is nested deeper than 64 levels (3002 levels)"
+
+
+def test_a_pytorch_shard_lacking_a_tensor_its_index_maps_is_refused_naming_both(tmp_path):
+    torch.save({"a": torch.arange(3.0)}, tmp_path / "p1.bin")
+    torch.save({"b": torch.ones(2)}, tmp_path / "p2.bin")
+    index = tmp_path / "pytorch_model.bin.index.json"
+    index.write_text(json.dumps({"weight_map": {"a": "p1.bin", "b": "p2.bin", "c": "p2.bin"}}))
+    assert refusal(index) == "pytorch_model.bin.index.json: shard p2.bin lacks tensor 'c' that the index maps to it"
