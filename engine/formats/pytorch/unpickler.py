@@ -221,6 +221,11 @@ class _Machine:
                         raise ValueError("stack underflow")
                     memo[data[pos]] = stack[-1]
                     pos += 1
+                elif code == _REDUCE and len(stack) - 2 >= (marks[-1] if marks else 0):
+                    args = stack.pop()
+                    stack[-1] = self.call(stack[-1], args, "REDUCE")
+                elif code == _BINPERSID and len(stack) - 1 >= (marks[-1] if marks else 0):
+                    stack[-1] = self.persistent(stack[-1])
                 elif code == _NEWFALSE:
                     stack.append(False)
                 else:  # through the handler, which reads its arguments from the stream
@@ -687,4 +692,4 @@ _BY_CODE: list[Callable[[_Machine], Any] | None] = [_OPCODES.get(bytes((code,)))
 _MISSING = object()
 _U16, _U32, _I32 = (struct.Struct(fmt).unpack_from for fmt in ("<H", "<I", "<i"))
 (_MARK, _TUPLE, _EMPTY_TUPLE, _TUPLE1, _TUPLE3, _BININT, _BININT1, _BININT2, _BINUNICODE, _BINGET, _LONG_BINGET,
- _BINPUT, _LONG_BINPUT, _NEWFALSE) = b"(t)\x85\x87JKMXhjqr\x89"
+ _BINPUT, _LONG_BINPUT, _NEWFALSE, _REDUCE, _BINPERSID) = b"(t)\x85\x87JKMXhjqr\x89RQ"
