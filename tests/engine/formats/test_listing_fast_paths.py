@@ -122,3 +122,23 @@ def test_the_orjson_path_lists_or_refuses_as_the_reference_path_does(tmp_path, m
         patch.setattr(safetensors, "_shallow", lambda raw: False)  # every header to the reference parser
         reference = _listing(path)
     assert quick == reference
+
+
+@pytest.mark.parametrize(("body", "refusal"), [
+    ('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+     "names 'a' twice"),
+    ('{"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}}', "names 'dtype' twice"),
+    ('{"__metadata__":{},"__metadata__":{},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+     "names '__metadata__' twice"),
+    ('{"a:b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', None),  # a colon in a name is no repeat
+])
+def test_a_key_given_twice_is_refused_however_the_colons_count(tmp_path, body, refusal):
+    path = tmp_path / "twice.safetensors"
+    raw = body.encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0")
+    if refusal is None:
+        with open_store(path) as store:
+            assert store.names == ["a:b"]
+        return
+    with pytest.raises(FormatError, match=refusal):
+        open_store(path)
