@@ -166,10 +166,10 @@ class _Machine:
                 raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
 
     def run_in_memory(self, data: bytes) -> Any:
-        """``run`` over a pickle held whole (a zip's data.pkl): the opcodes a state dict is made of (three
-        in four are memo, integer, text and tuple opcodes) are decoded here by index into ``data``, with
-        the same checks and messages as their handlers; every other opcode, and any argument that would
-        run past the end, goes to its handler through the stream."""
+        """``run`` over a pickle held whole (a zip's data.pkl): the opcodes a state dict is made of (memo,
+        integer, text, tuple, REDUCE and BINPERSID: all but a handful) are decoded here by index into
+        ``data``, with the same checks and messages as their handlers; every other opcode, and any
+        argument that would run past the end, goes to its handler through the stream."""
         stream, stack, marks, memo = self.stream, self.stack, self.marks, self.memo
         end, pos = stream.end, stream.pos
         while True:
