@@ -114,7 +114,13 @@ def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
         raise _NotFast
     # Every key in the text has a colon after it: as many colons as parsed keys (two levels) means no
     # key was given twice (a repeat parses to one key fewer) and saves _refuse_repeats' four counts.
-    if raw.count(b":") != len(header) + sum([len(value) for value in header.values() if type(value) is dict]):
+    # A value that is not a dict miscounts here, but the fast path then refuses it below (to the
+    # reference path, which checks repeats itself); only a header of dicts is accepted.
+    try:
+        keys = len(header) + sum(map(len, header.values()))
+    except TypeError:  # a number or null among the values
+        keys = -1
+    if raw.count(b":") != keys:
         _refuse_repeats(path, raw, header)
     metadata = header.pop(METADATA_KEY, None) or {}
     if type(metadata) is not dict or not set(map(type, metadata.values())) <= {str}:
