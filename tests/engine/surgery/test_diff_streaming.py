@@ -1,4 +1,4 @@
-"""diff streams raw tensors through reused buffers, a chunk ahead in a thread, in float32 where both sides are
+"""diff streams raw tensors through a reused cache-sized buffer per side, in float32 where both sides are
 narrow floats: the numbers must still be float64's, and a file changed mid-diff must still be caught (issue 23)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from safetensors.numpy import save_file
 from engine import ArrayStore, FormatError, open_store
 from engine.surgery import diff
 
-N = 10_000  # 7 chunks of 1,500 elements: every buffer is reused, the read-ahead thread runs
+N = 10_000  # 7 chunks of 1,500 elements: every buffer is reused
 
 
 def reference(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
