@@ -42,7 +42,7 @@ def test_inspect_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_path):
     save_file({"w": np.arange(3, dtype=np.float32)}, path)
     report = probe("inspect", str(path))
     assert report["code"] == 0 and "w" in report["out"]
-    assert not {"ml_dtypes", "PySide6", "engine.surgery", "engine.export"} & set(report["modules"])
+    assert not {"ml_dtypes", "PySide6", "engine.surgery", "engine.export", "engine.formats.pytorch"} & set(report["modules"])
     assert {m for m in report["modules"] if m.startswith("gui.")} == {"gui.launch"}
 
 
@@ -55,7 +55,7 @@ def test_a_plain_convert_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_pat
     with open_store(out) as written:
         assert written.read("w").tolist() == [0.0, 1.0, 2.0] and written.metadata["who"] == "me"
     assert "engine.export" in report["modules"]  # the probe saw the conversion's imports
-    assert not {"ml_dtypes", "PySide6", "engine.surgery"} & set(report["modules"])
+    assert not {"ml_dtypes", "PySide6", "engine.surgery", "engine.formats.pytorch"} & set(report["modules"])
     assert {m for m in report["modules"] if m.startswith("gui.")} == {"gui.launch"}
 
 
