@@ -176,3 +176,39 @@ def test_many_bins_count_as_numpy_does_past_the_byte_sized_path():
     few = compute_stats(values, bins=253, chunk_elements=777)  # the largest count of bins counted in pairs
     expected, _ = np.histogram(values.astype(np.float64), bins=253, range=(values.min(), values.max()))
     assert np.abs(np.array(few.histogram) - expected).sum() <= 2
+
+
+def test_a_stored_tensor_is_summarized_without_a_copy_of_it_whole(tmp_path):
+    """A tensor whose bytes lie as-is in its file is read a chunk at a time into one buffer: the memory
+    statistics take stays the percentiles' sample (1 Mi values, copied once to partition) and a few chunks,
+    not the tensor (32 MiB here)."""
+    import tracemalloc
+
+    from safetensors.numpy import save_file
+    values = np.random.default_rng(9).standard_normal(8 << 20).astype(np.float32)
+    save_file({"w": values}, tmp_path / "big.safetensors")
+    with open_store(tmp_path / "big.safetensors") as store:
+        tracemalloc.start()
+        try:
+            stats = stats_for(store.entry("w"), chunk_elements=1 << 16)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    expected = compute_stats(values, chunk_elements=1 << 16)
+    assert (stats.histogram, stats.min, stats.max, stats.mean, stats.std, stats.percentiles) == \
+        (expected.histogram, expected.min, expected.max, expected.mean, expected.std, expected.percentiles)
+    assert stats.sampled == expected.sampled > 0
+
+
+def test_a_file_truncated_under_statistics_says_it_changed(tmp_path):
+    import os
+
+    from safetensors.numpy import save_file
+
+    from engine import FormatError
+    save_file({"w": np.arange(100_000, dtype=np.float32)}, tmp_path / "a.safetensors")
+    with open_store(tmp_path / "a.safetensors") as store:
+        os.truncate(tmp_path / "a.safetensors", 200_000)  # after opening: the header said 400,000 bytes of data
+        with pytest.raises(FormatError, match="a.safetensors: changed on disk since it was opened"):
+            stats_for(store.entry("w"), chunk_elements=10_000)
