@@ -13,7 +13,6 @@ import argparse
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from .. import humanize
@@ -202,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
 
 def copy_one(args: argparse.Namespace, source: str, output: str) -> int:
     """One file converted as it is: what ``run_recipe`` writes for an empty recipe, without building one (the
-    surgery's imports are a third of a command's start-up; against cp, start-up is what a conversion adds)."""
+    surgery's imports were a sixth of the command's start-up; against cp, start-up is what a conversion adds)."""
     fmt = FORMATS[args.format] if args.format else None
     check_destination(output, fmt, args.overwrite)
     fmt = fmt or format_for_path(output)
@@ -211,6 +210,7 @@ def copy_one(args: argparse.Namespace, source: str, output: str) -> int:
     with open_source(source, args.top_level_key) as store:
         metadata = {} if args.clear_metadata else carried_fields([store], fmt)
         with progress.line(args, f"writing {Path(output).name}") as report:
+            # the recipe path's order: the recipe's keys first, the sources' after them, the recipe's values winning
             out = export(store.entries, output, fmt, metadata={**extra, **metadata, **extra},
                          scalars=carried_scalars([store], fmt), overwrite=args.overwrite, progress=report,
                          burn_version=version, dequantize=args.dequantize)
