@@ -212,3 +212,12 @@ def test_a_file_truncated_under_statistics_says_it_changed(tmp_path):
         os.truncate(tmp_path / "a.safetensors", 200_000)  # after opening: the header said 400,000 bytes of data
         with pytest.raises(FormatError, match="a.safetensors: changed on disk since it was opened"):
             stats_for(store.entry("w"), chunk_elements=10_000)
+
+
+@pytest.mark.parametrize("name", ["sample_cnn.bpk", "sample_cnn.pt", "sample_cnn.safetensors"])
+def test_every_reader_streams_the_same_statistics_as_its_values_read_whole(name):
+    """Burnpack, PyTorch and SafeTensors tensors read from their files a chunk at a time summarize exactly as
+    the arrays their readers return."""
+    with open_store(SAMPLES / name) as store:
+        for entry in store.entries:
+            assert stats_for(entry, chunk_elements=97) == compute_stats(entry.read(), chunk_elements=97), entry.name
