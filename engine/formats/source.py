@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import tempfile
 from pathlib import Path, PurePath
 from typing import Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..errors import FormatError
 from ..locations import Location, RemoteLocation, is_url
 from ..store import CHUNK
 
@@ -70,8 +72,20 @@ def open_source(where: "str | os.PathLike | RemoteLocation | ByteSource") -> Byt
     if isinstance(where, RemoteLocation) or is_url(where):
         from ..remote import open_remote  # the network stack loads only when a URL is opened
         return open_remote(str(where))
+    refuse_other_schemes(where)
     from .mapped import MappedFile
     return MappedFile(where)
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")
+
+
+def refuse_other_schemes(where: "str | os.PathLike") -> None:
+    """Refuse ``s3://``, ``gs://``, ``ftp://``... by name: read as a path they would fail as a missing folder."""
+    scheme = _SCHEME.match(where) if isinstance(where, str) else None
+    if scheme:
+        raise FormatError(where, f"{scheme.group(1)}:// addresses are not read (only http://, https:// and hf://); "
+                                 "download the file and open it from disk")
 
 
 class SourceReader(io.RawIOBase):
