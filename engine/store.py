@@ -10,8 +10,8 @@ import math
 import operator
 import os
 from collections import deque
-from itertools import repeat
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, Iterator, Protocol
 
 import numpy as np
