@@ -20,7 +20,7 @@ import io
 import os
 import re
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Iterator, Protocol, runtime_checkable
 
 import numpy as np
@@ -60,9 +60,14 @@ class ByteSource(Protocol):
     def close(self) -> None: ...
 
 
+_SOURCE_TYPES: set[type] = set()  # classes already seen to be byte sources
+
+
 def open_source(where: "str | os.PathLike | RemoteLocation | ByteSource") -> ByteSource:
     """A byte source for a path, a URL (``http(s)://``, ``hf://``) or a source already open (returned as is)."""
-    if isinstance(where, ByteSource):
+    if type(where) in _SOURCE_TYPES or (not isinstance(where, (str, PurePath, RemoteLocation))
+                                        and isinstance(where, ByteSource)):
+        _SOURCE_TYPES.add(type(where))  # a protocol check costs 50 us, a tenth of listing a small file: once a class
         return where
     if isinstance(where, RemoteLocation) or is_url(where):
         from ..remote import open_remote  # the network stack loads only when a URL is opened

@@ -1,6 +1,7 @@
 """Store Studio's speed and memory, measured side by side with the tools users would otherwise use.
 
-    python tests/benchmarks/run.py [--quick] [--json OUT] [--workdir DIR] [--only burn-records|remote|plan|window|engine]
+    python tests/benchmarks/run.py [--quick] [--json OUT] [--workdir DIR]
+                                   [--only burn-records|remote|plan|window|engine|listing]
 
 Generates its own models, measures everything in this one run (ratios, never absolute times,
 are what a shared machine can compare) and prints a Markdown table with the targets.
@@ -371,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small models: checks the suite works, times mean little")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--workdir", type=Path, help="where to generate models (default: a temporary folder)")
-    parser.add_argument("--only", choices=["burn-records", "remote", "plan", "window", "engine"],
+    parser.add_argument("--only", choices=["burn-records", "remote", "plan", "window", "engine", "listing"],
                         help="run only these rows (the machine is shared)")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="store-studio-bench-"))
@@ -406,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
                                 "many_tensors", pt=False)
         rows: list[Row] = []
         bench_open(rows, files, many)
+        if args.only == "listing":
+            return _report(rows, "Listing rows only.", args.json)
         largest = max(int(np.prod(s)) for s in specs["large"].shapes().values()) * 4
         note = bench_convert(rows, files["large"], work, largest)
         other = models.write_all(work, models.arrays(specs["large"], seed=1), "transformer_large_b", pt=False)
