@@ -33,6 +33,7 @@ class Site:
     drops: dict[str, int] = field(default_factory=dict)  # path -> how many answers break off halfway
     errors: dict[str, list[int]] = field(default_factory=dict)  # path -> statuses answered first, in turn
     stall: set[str] = field(default_factory=set)  # paths never answered until the site is stopped
+    swaps: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # path -> (answers before, new contents)
     log: list[Request] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -58,6 +59,13 @@ class Handler(BaseHTTPRequestHandler):
             site.stop.wait()
             self.close_connection = True
             return
+        if path in site.swaps:  # the file is replaced on the server after this many more answers
+            before, contents = site.swaps[path]
+            if before == 0:
+                site.files[path] = contents
+                del site.swaps[path]
+            else:
+                site.swaps[path] = (before - 1, contents)
         if site.errors.get(path):
             return self._empty(site.errors[path].pop(0))
         if path in site.redirects:
@@ -81,7 +89,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._empty(416, {"Content-Range": f"bytes */{len(data)}"})
         headers = {"ETag": etag, "Content-Range": f"bytes {start}-{stop}/{len(data)}",
                    "Last-Modified": "Mon, 23 Nov 2026 10:00:00 GMT"}
-        body = data[start:stop + 1]
+        body = memoryview(data)[start:stop + 1]  # no copy: tests measure the client's memory in this process
         if site.drops.get(path):
             site.drops[path] -= 1
             return self._send(206, body, headers, cut=len(body) // 2)
@@ -90,7 +98,7 @@ class Handler(BaseHTTPRequestHandler):
     def _empty(self, status: int, headers: dict[str, str] | None = None) -> None:
         self._send(status, b"", headers or {})
 
-    def _send(self, status: int, body: bytes, headers: dict[str, str], cut: int | None = None) -> None:
+    def _send(self, status: int, body: "bytes | memoryview", headers: dict[str, str], cut: int | None = None) -> None:
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)

@@ -303,8 +303,38 @@ def test_a_large_tensor_streams_in_pieces_through_dropped_connections_to_the_sam
         export(store.entries, tmp_path / "remote.bpk")
     assert site.site.drops["/b.safetensors"] == 0
     assert (tmp_path / "remote.bpk").read_bytes() == (tmp_path / "local.bpk").read_bytes()
-    pieces = [RANGE.fullmatch(r.range) for r in site.site.log[1:]]
-    assert max(int(m[2]) + 1 - int(m[1]) for m in pieces) == 4 << 20  # streamed in 4 MiB pieces
+    asked = [(int(m[1]), int(m[2]) + 1) for m in (RANGE.fullmatch(r.range) for r in site.site.log[1:])]
+    answered = sorted(set(asked))
+    assert len(asked) == len(answered) + 2  # the two broken answers were asked again, nothing else
+    assert all(a[1] == b[0] for a, b in zip(answered, answered[1:]))  # one stream, its requests end to end
+    assert answered[-1][1] == len(site.site.files["/b.safetensors"]) and len(answered) <= 5  # growing requests
+
+
+def test_a_file_replaced_on_the_server_while_it_streams_is_refused_and_nothing_is_written(site, tmp_path, capsys):
+    big = {f"w{i}": np.full((1024, 1024), i, np.float32) for i in range(8)}  # 32 MiB, several requests
+    site.site.files["/m.safetensors"] = save_safetensors(big)
+    site.site.swaps["/m.safetensors"] = (3, save_safetensors({k: v + 1 for k, v in big.items()}))
+    assert main(["convert", site.url("/m.safetensors"), str(tmp_path / "o.bpk"), "-q"]) == 1
+    assert capsys.readouterr().err == "store-studio: m.safetensors: changed on the server since it was opened " \
+        "(its ETag, Last-Modified or size differ); reopen it to read the new contents\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_remote_conversion_holds_a_few_pieces_not_what_it_streams(site, tmp_path):
+    import tracemalloc
+    big = {f"l{i:02}.w": np.full((512, 512), i, np.float32) for i in range(48)} | \
+        {f"l{i:02}.z": np.full(1000, i, np.float32) for i in range(48)}  # 48 MiB, small tensors between big ones
+    site.site.files["/m.safetensors"] = save_safetensors(big)
+    with open_store(site.url("/m.safetensors")) as store:
+        tracemalloc.start()
+        try:
+            export(store.entries, tmp_path / "o.bpk")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    with open_store(tmp_path / "o.bpk") as out:
+        assert all(np.array_equal(out.read(k), v) for k, v in big.items())
+    assert peak < 24 << 20  # the stream's pieces (4 MiB each, two ahead), never the range cache's 32 MiB
 
 
 def test_the_token_hf_auth_login_saved_is_used_when_hf_token_is_unset(site, tmp_path, monkeypatch):
