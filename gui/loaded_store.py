@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine import RemoteLocation, Store, open_store
+from engine import RemoteLocation, Store, open_store, watch_downloads
 from engine.collector import collector_paused
 from engine.tree import TreeNode, build_tree, first_levels
 
@@ -33,9 +33,13 @@ class LoadedStore:
     file_size: int
 
 
-def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool]) -> LoadedStore:
-    """Open and index a file (or a URL); runs in a worker so a large header or a slow server never freezes the window."""
-    with collector_paused():
+def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool],
+               download_progress: Callable[[int, int], None] | None = None) -> LoadedStore:
+    """Open and index a file (or a URL); runs in a worker so a large header or a slow server never freezes the window.
+
+    ``download_progress`` hears of a whole-file download (a server that ignores byte ranges) and may raise to stop it.
+    """
+    with collector_paused(), watch_downloads(download_progress or _unwatched):
         store = open_store(path)
         if cancelled():  # nobody wants it any more: close it here rather than leave it open
             store.close()
@@ -47,6 +51,10 @@ def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool]) -> Lo
         # 100,000-tensor store holds the GIL for most of a second: the window would freeze at random).
         gc.freeze()
     return LoadedStore(store, tree, opened, by_dtype, store.file_size)
+
+
+def _unwatched(done: int, total: int) -> None:
+    """No one to tell about a download."""
 
 
 def release_frozen_objects() -> None:

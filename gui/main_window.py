@@ -20,6 +20,7 @@ from engine import FormatError, Location, RemoteLocation, StoreStudioError, huma
 from engine.surgery.printers import as_cli, as_rust
 from gui import settings
 from gui.actions import install
+from gui.download_status import STEPS, Download
 from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
 from gui.resources import icon
 from gui.stale_watch import StaleWatch
@@ -32,7 +33,7 @@ from gui.workbench.document import RecipeDocument, load_recipe
 from gui.workbench.export_dialog import run_export
 from gui.workbench.recipe_fit import misfit
 from gui.workbench.template_picker import choose_template
-from gui.workers import Failure, TaskRunner
+from gui.workers import Failure, ProgressRelay, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
 REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dwsb.]|^\^|\$$|\[.+\]|\(.*\||[^\\]\|")  # .* \d ^ $ [..] (a|b)
@@ -55,6 +56,7 @@ class MainWindow(QMainWindow):
 
     file_opened = Signal(object)
     open_failed = Signal(object, object)
+    download_progressed = Signal(object)  # the Download shown in the status bar, after it is shown
 
     def __init__(self) -> None:
         super().__init__()
@@ -64,6 +66,7 @@ class MainWindow(QMainWindow):
         self.opener = TaskRunner(self)  # opening files: drives the busy indicator
         self.work = TaskRunner(self)  # statistics, previews, module inference
         self._opening: set[Location] = set()
+        self._downloads: dict[Location, Download] = {}  # files downloaded whole to open (no byte ranges)
         self.undo_group = QUndoGroup(self)  # Edit > Undo follows the current tab's recipe
         self._diff_panels: dict[RecipeDocument, DiffPanel] = {}
 
@@ -171,6 +174,7 @@ class MainWindow(QMainWindow):
         """Forget the files being opened; their workers end on their own and close what they opened."""
         self.opener.cancel_all()
         self._opening.clear()
+        self._downloads.clear()
         self._set_busy()
 
     def open_files(self, paths: Iterable[str | Path]) -> None:
@@ -188,14 +192,26 @@ class MainWindow(QMainWindow):
             return
         self._opening.add(path)
         self._set_busy()
-        self.opener.run(lambda cancelled: load_store(path, cancelled),
-                        lambda loaded: self._opened(path, loaded), lambda failure: self._open_failed(path, failure))
+        relay = ProgressRelay(self)
+        relay.changed.connect(lambda done, total: self._downloading(path, done, total))
+        self.opener.run(lambda cancelled: load_store(path, cancelled, relay.reporter(cancelled)),
+                        lambda loaded: (relay.deleteLater(), self._opened(path, loaded)),
+                        lambda failure: (relay.deleteLater(), self._open_failed(path, failure)), relay.deleteLater)
+
+    def _downloading(self, path: Location, done: int, total: int) -> None:
+        if path not in self._opening:  # cancelled: its last reports may still be queued
+            return
+        download = self._downloads.setdefault(path, Download(path.name))
+        download.update(done, total)
+        self._set_busy()
+        self.download_progressed.emit(download)
 
     def _opened(self, path: Location, loaded: LoadedStore) -> None:
         if path not in self._opening:  # cancelled while it opened
             loaded.store.close()
             return
         self._opening.discard(path)
+        self._downloads.pop(path, None)
         self._set_busy()
         view = StoreView(loaded, self.work)
         view.tree_view.addAction(self.actions.copy_path)
@@ -215,6 +231,7 @@ class MainWindow(QMainWindow):
         if path not in self._opening:  # cancelled: its failure (a timeout, say) is no news
             return
         self._opening.discard(path)
+        self._downloads.pop(path, None)
         self._set_busy()
         error = failure.error
         message = error.problem if isinstance(error, FormatError) else failure.message
@@ -228,6 +245,11 @@ class MainWindow(QMainWindow):
         self.cancel_opening_button.setVisible(busy)
         names = sorted(p.name for p in self._opening)
         self.busy_label.setText(f"Opening {', '.join(names)}…" if names else "")
+        download = next(iter(self._downloads.values()), None)
+        self.busy.setRange(0, STEPS if download else 0)  # a percentage only while a download says its size
+        if download is not None:
+            self.busy.setValue(download.steps)
+            self.busy_label.setText(download.text())
 
     def is_idle(self) -> bool:
         """No file opening and no statistics, module inference, preview or recipe plan being computed."""

@@ -24,6 +24,7 @@ from typing import Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..downloads import report
 from ..locations import Location, RemoteLocation, is_url
 from ..store import CHUNK
 
@@ -110,8 +111,11 @@ def spool(source: ByteSource) -> Path:
     fd, name = tempfile.mkstemp(prefix="store-studio-download-")
     try:
         with os.fdopen(fd, "wb") as out:
+            done = 0
             for chunk in source.chunks(0, source.size):
                 out.write(chunk)
+                done += len(chunk)
+                report(done, source.size)  # the window's status bar; raises to cancel
     except BaseException:
         os.unlink(name)
         raise

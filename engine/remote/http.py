@@ -46,6 +46,7 @@ import numpy as np
 import urllib3
 
 from .. import __version__, humanize
+from ..downloads import report
 from ..errors import FormatError
 from ..formats.mapped import MappedFile
 from ..locations import RemoteLocation
@@ -554,10 +555,12 @@ def _download(location: RemoteLocation, target: hub.Target, response: urllib3.Ba
     try:
         with os.fdopen(fd, "wb") as out:
             received = 0
+            report(0, size)
             try:
                 for chunk in response.stream(1 << 20):
                     out.write(chunk)
                     received += len(chunk)
+                    report(received, size)  # the window's status bar; raises to cancel
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 raise FormatError(location, f"the download broke off after {received} of {size} bytes "
                                             f"({_reason(exc)})") from None

@@ -4,6 +4,7 @@ left behind with Cancel while the window keeps working. A real HTTP server on lo
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -104,3 +105,52 @@ def test_a_remote_model_exports_from_the_window_to_the_bytes_of_its_local_copy(w
     local.close()
     store.close()
     local_store.close()
+
+
+# --- a server that ignores byte ranges: the whole download shows in the status bar, and Cancel stops it -------
+
+@pytest.fixture
+def whole_file(server, tmp_path, monkeypatch):
+    """An 8 MiB model on a server that ignores Range; downloads go to ``tmp_path`` so leftovers can be seen."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    server.site.files["/whole.safetensors"] = save_safetensors({"w": np.arange(2 << 20, dtype=np.float32)})
+    server.site.no_ranges.add("/whole.safetensors")
+    return server.url("/whole.safetensors"), len(server.site.files["/whole.safetensors"])
+
+
+def _watch_status_bar(window) -> list[tuple[int, int, int, int, str]]:
+    """What the status bar showed at each download report: bytes, total, bar value and maximum, label."""
+    seen: list[tuple[int, int, int, int, str]] = []
+    window.download_progressed.connect(lambda d: seen.append(
+        (d.done, d.total, window.busy.value(), window.busy.maximum(), window.busy_label.text())))
+    return seen
+
+
+def test_a_whole_download_shows_its_bytes_rate_and_time_left_in_the_status_bar(window, qtbot, whole_file):
+    url, size = whole_file
+    seen = _watch_status_bar(window)
+    window.open_file(url)
+    qtbot.waitUntil(lambda: window.view_for(RemoteLocation(url)) is not None, timeout=10_000)
+    first, last = seen[0], seen[-1]
+    assert first[:4] == (0, size, 0, 1000) and "Downloading whole.safetensors" in first[4]
+    assert "0 B of 8 MiB" in first[4]
+    assert last[:4] == (size, size, 1000, 1000)
+    assert "8 MiB of 8 MiB" in last[4] and "/s · about" in last[4] and last[4].endswith("left")
+    assert not window.busy.isVisible() and window.busy.maximum() == 0  # back to a plain busy bar for the next open
+
+
+def test_cancelling_a_whole_download_leaves_no_tab_and_no_partial_copy(window, qtbot, server, whole_file, tmp_path):
+    url, size = whole_file
+    resume = threading.Event()
+    server.site.pauses["/whole.safetensors"] = (3 << 20, resume)  # 3 MiB, then the server waits
+    seen = _watch_status_bar(window)
+    window.open_file(url)
+    qtbot.waitUntil(lambda: bool(seen) and any(tmp_path.glob("store-studio-download-*")), timeout=10_000)
+    assert seen[0][:2] == (0, size) and "of 8 MiB" in window.busy_label.text()
+    window.cancel_opening_button.click()
+    assert not window.busy.isVisible() and not window.cancel_opening_button.isVisible()  # at once
+    resume.set()
+    qtbot.waitUntil(lambda: window.opener.active == 0, timeout=10_000)
+    assert window.tabs.count() == 0 and list(tmp_path.glob("store-studio-download-*")) == []
+    assert len(seen) == 1 or seen[-1][0] < size  # nothing reported after the cancel reached the worker

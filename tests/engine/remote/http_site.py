@@ -33,6 +33,7 @@ class Site:
     drops: dict[str, int] = field(default_factory=dict)  # path -> how many answers break off halfway
     errors: dict[str, list[int]] = field(default_factory=dict)  # path -> statuses answered first, in turn
     stall: set[str] = field(default_factory=set)  # paths never answered until the site is stopped
+    pauses: dict[str, tuple[int, threading.Event]] = field(default_factory=dict)  # path -> (after bytes, resume)
     swaps: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # path -> (answers before, new contents)
     log: list[Request] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -105,6 +106,13 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         sent = body if cut is None else body[:cut]
+        pause = self.server.site.pauses.get(self.path.split("?")[0])  # type: ignore[attr-defined]
+        if pause is not None:  # a slow server: part of the answer, then nothing until the test resumes it
+            self.wfile.write(sent[:pause[0]])
+            self.wfile.flush()
+            while not pause[1].wait(0.05) and not self.server.site.stop.is_set():  # type: ignore[attr-defined]
+                pass
+            sent = sent[pause[0]:]
         self.wfile.write(sent)
         self.server.site.served.append(len(sent))  # type: ignore[attr-defined]
         if cut is not None:
