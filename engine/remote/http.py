@@ -1,10 +1,12 @@
 """Remote files read by byte ranges over HTTP(S): the remote ``ByteSource``.
 
 Opening asks for the first 64 KiB (``Range: bytes=0-65535``); the answer also says the file's
-size (``Content-Range``) and identity (``ETag``, ``Last-Modified``). Every later read is a range
-request through a small in-memory cache of the ranges read so far (index reads hit it; tensor
+size (``Content-Range``) and identity (``ETag``, ``Last-Modified``). Reads of values are range
+requests through a small in-memory cache of the ranges read so far (index reads hit it; tensor
 data larger than a quarter of it goes straight through), so opening a model fetches only its
-index and a conversion streams each tensor once, a chunk at a time.
+index. Streaming (``chunks``: a conversion) goes by a ``_Stream`` instead: requests in file
+order, growing to 32 MiB, read a few 2 MiB pieces ahead on a thread and never kept in the cache,
+so a conversion costs a few dozen requests and its memory stays at those pieces.
 
 Why urllib3 (and not fsspec, requests or huggingface_hub's client): it is the well-kept HTTP
 core under requests, loads in ~85 ms (requests ~215 ms, fsspec's HTTP file system needs aiohttp,
@@ -19,7 +21,7 @@ formats read: one 64 KiB read covers a header, and streaming bypasses it.
 
 Faults end in one ``FormatError`` line: 401/403/404 say what they mean (a token needed or
 refused, not found); a dropped connection or a 5xx is retried (``STORE_STUDIO_HTTP_RETRIES``,
-default 3; the interrupted range, at most ``PIECE`` bytes when streaming, is asked for again),
+default 3; the interrupted range is asked for again from its first missing ``PIECE``),
 then reported; a silent server times out (``STORE_STUDIO_HTTP_TIMEOUT`` seconds, default 30).
 A server that ignores ``Range`` is read by one full download into an unlinked temporary file
 (so nothing is left behind), with a warning, up to ``STORE_STUDIO_MAX_DOWNLOAD`` bytes (default
@@ -54,10 +56,10 @@ from ..store import CHUNK
 from . import hub
 
 READ_AHEAD = 64 << 10  # the smallest request: a header read is one round trip
-PIECE = 4 << 20  # a stream hands its bytes over this many at a time: small enough to overlap fetching with writing
+PIECE = 2 << 20  # a stream hands its bytes over this many at a time: small enough to overlap fetching with writing
 STREAM_FIRST = 1 << 20  # a new stream's first request: a small tensor read out of file order wastes little
 STREAM_SPAN = 32 << 20  # a stream's requests double up to this; each answer is checked to be the file opened
-STREAM_PIECES = 3  # pieces a stream holds ready ahead of its reader
+STREAM_PIECES = 4  # pieces a stream holds ready ahead of its reader
 SKIP = 1 << 20  # a gap this small ahead of a stream (a zip's headers between storages) is read through
 LOOKBACK = 8  # cached ranges before a read's start that may still hold it (read-ahead windows overlap a little)
 COALESCE = 16 << 10  # prefetched ranges closer than this are fetched as one

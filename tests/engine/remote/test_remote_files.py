@@ -334,7 +334,7 @@ def test_a_remote_conversion_holds_a_few_pieces_not_what_it_streams(site, tmp_pa
             tracemalloc.stop()
     with open_store(tmp_path / "o.bpk") as out:
         assert all(np.array_equal(out.read(k), v) for k, v in big.items())
-    assert peak < 24 << 20  # the stream's pieces (4 MiB each, two ahead), never the range cache's 32 MiB
+    assert peak < 24 << 20  # the stream's few pieces, never the range cache's 32 MiB of what streamed by
 
 
 def test_the_token_hf_auth_login_saved_is_used_when_hf_token_is_unset(site, tmp_path, monkeypatch):
