@@ -368,3 +368,16 @@ def test_the_zip_headers_of_small_neighbouring_storages_come_in_few_requests(sit
     with open_store(site.url("/small.pt")) as store:
         assert float(store.read("norm.242.bias")[0]) == 242.0
     assert len(site.site.log) < 20  # not one request per storage in the middle of the file
+
+
+def test_two_readers_streaming_one_file_at_once_each_get_their_own_bytes(site):
+    big = {f"w{i}": np.arange(i, i + (1 << 20), dtype=np.float32) for i in range(3)}  # 4 MiB each
+    site.site.files["/m.safetensors"] = save_safetensors(big)
+    with open_store(site.url("/m.safetensors")) as store:
+        first, second = store.iter_bytes("w2", 1 << 20), store.iter_bytes("w0", 1 << 20)
+        got: dict[str, bytearray] = {"w2": bytearray(), "w0": bytearray()}
+        for a, b in zip(first, second):  # in turn: the second reader cannot share the first one's stream
+            got["w2"] += a
+            got["w0"] += b
+        assert {k: bytes(v) for k, v in got.items()} == {k: big[k].tobytes() for k in got}
+        assert b"".join(store.iter_bytes("w1")) == big["w1"].tobytes()  # kept chunks stay valid
