@@ -1,6 +1,7 @@
-"""The status bar's account of a whole-file download (a server that ignores byte ranges): bytes, rate, time left.
+"""The status bar's account of a whole-file download: bytes, rate, time left.
 
-Opening such a file downloads all of it before anything can be shown; the window says how far it
+A server that ignores byte ranges, or a format read from a whole local copy (a Bin record), means
+downloading all of the file before anything can be shown; the window says how far it
 has come, how fast, and how long is left, and the Cancel beside the bar stops it (the engine then
 removes its partial copy). The worker reports through a ``ProgressRelay`` a few times a second.
 """
@@ -40,5 +41,5 @@ class Download:
         rate = self.rate
         left = (f"about {humanize.duration((self.total - self.done) / rate)} left" if rate > 0
                 else "estimating time left")
-        return (f"Downloading {self.name} (the server ignores byte ranges): {humanize.size(self.done)} of "
-                f"{humanize.size(self.total)} · {humanize.size(round(rate))}/s · {left}")
+        return (f"Downloading all of {self.name}: {humanize.size(self.done)} of {humanize.size(self.total)} · "
+                f"{humanize.size(round(rate))}/s · {left}")

@@ -133,7 +133,7 @@ def test_a_whole_download_shows_its_bytes_rate_and_time_left_in_the_status_bar(w
     window.open_file(url)
     qtbot.waitUntil(lambda: window.view_for(RemoteLocation(url)) is not None, timeout=10_000)
     first, last = seen[0], seen[-1]
-    assert first[:4] == (0, size, 0, 1000) and "Downloading whole.safetensors" in first[4]
+    assert first[:4] == (0, size, 0, 1000) and first[4].startswith("Downloading all of whole.safetensors: ")
     assert "0 B of 8 MiB" in first[4]
     assert last[:4] == (size, size, 1000, 1000)
     assert "8 MiB of 8 MiB" in last[4] and "/s · about" in last[4] and last[4].endswith("left")
