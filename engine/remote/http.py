@@ -41,7 +41,7 @@ import time
 import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator, Union
+from typing import Iterator
 from urllib.parse import urljoin
 
 import numpy as np
@@ -308,8 +308,9 @@ class RemoteFile:
 
     def close(self) -> None:
         self.closed = True
-        with self._stream_lock:
-            self._end_stream()
+        stream = self._stream
+        if stream is not None:  # without its lock: a reader in another thread then hears "closed", never waits
+            stream.close()
         with self._lock:
             self._cache.clear()
             self._starts.clear()
@@ -424,7 +425,7 @@ class _Stream:
         self.file = file
         self.position = start  # the next byte ``read`` hands over
         self._left = memoryview(b"")  # the rest of the piece the last read stopped in
-        self._ready: queue.Queue[Union[bytes, BaseException]] = queue.Queue(STREAM_PIECES)
+        self._ready: queue.Queue[bytes | BaseException] = queue.Queue(STREAM_PIECES)
         self._stop = threading.Event()
         threading.Thread(target=self._run, args=(start,), name="store-studio-stream", daemon=True).start()
 
@@ -446,7 +447,11 @@ class _Stream:
             try:
                 self._ready.get_nowait()
             except queue.Empty:
-                return
+                break
+        try:  # for a reader in another thread (its file closed under it): an answer, never a wait
+            self._ready.put_nowait(FormatError(self.file.path, "was closed while it was being read"))
+        except queue.Full:
+            pass
 
     def _take(self, limit: int) -> memoryview:
         if not self._left:

@@ -381,3 +381,20 @@ def test_two_readers_streaming_one_file_at_once_each_get_their_own_bytes(site):
             got["w0"] += b
         assert {k: bytes(v) for k, v in got.items()} == {k: big[k].tobytes() for k in got}
         assert b"".join(store.iter_bytes("w1")) == big["w1"].tobytes()  # kept chunks stay valid
+
+
+def test_closing_a_file_while_another_thread_streams_it_ends_that_read_in_one_line(site):
+    import threading
+    big = {"w": np.arange(4 << 20, dtype=np.float32)}  # 16 MiB: the stream is still reading when the file closes
+    site.site.files["/m.safetensors"] = save_safetensors(big)
+    resume = threading.Event()
+    site.site.pauses["/m.safetensors"] = (3 << 20, resume)
+    store = open_store(site.url("/m.safetensors"))
+    chunks = store.iter_bytes("w", 1 << 20)
+    first = next(chunks)  # the stream is under way; the server now holds the rest back
+    store.close()  # from this thread, as a window closes a tab while a worker streams
+    resume.set()
+    with pytest.raises(FormatError, match="closed"):
+        for _ in chunks:
+            pass
+    assert bytes(first) == big["w"].tobytes()[:1 << 20]
