@@ -563,14 +563,18 @@ def _download(location: RemoteLocation, target: hub.Target, response: urllib3.Ba
         with os.fdopen(fd, "wb") as out:
             received = 0
             report(0, size)
-            try:
-                for chunk in response.stream(1 << 20):
+            pieces = response.stream(1 << 20)
+            while True:
+                try:
+                    chunk = next(pieces, None)
+                    if chunk is None:
+                        break
                     out.write(chunk)
-                    received += len(chunk)
-                    report(received, size)  # the window's status bar; raises to cancel
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                raise FormatError(location, f"the download broke off after {received} of {size} bytes "
-                                            f"({_reason(exc)})") from None
+                except (urllib3.exceptions.HTTPError, OSError) as exc:
+                    raise FormatError(location, f"the download broke off after {received} of {size} bytes "
+                                                f"({_reason(exc)})") from None
+                received += len(chunk)
+                report(received, size)  # the window's status bar; it raises to cancel, which removes the copy
             traffic.add(received)
         if received != size:
             raise FormatError(location, f"the download ended after {received} of {size} bytes")

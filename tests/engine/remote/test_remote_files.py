@@ -398,3 +398,26 @@ def test_closing_a_file_while_another_thread_streams_it_ends_that_read_in_one_li
         for _ in chunks:
             pass
     assert bytes(first) == big["w"].tobytes()[:1 << 20]
+
+
+def test_a_watcher_hears_a_whole_download_and_can_stop_it_leaving_nothing(served, tmp_path, monkeypatch):
+    import tempfile
+    from engine import watch_downloads
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(downloads))
+    served.site.no_ranges.add("/m.pt")
+    size = len(served.site.files["/m.pt"])
+    heard: list[tuple[int, int]] = []
+    with pytest.warns(RemoteWarning), watch_downloads(lambda done, total: heard.append((done, total))):
+        with open_store(served.url("/m.pt")) as store:
+            assert np.array_equal(store.read("head.bias"), ARRAYS["head.bias"])
+    assert heard[0] == (0, size) and heard[-1] == (size, size)
+
+    def stop(done: int, total: int) -> None:
+        if done:
+            raise InterruptedError("cancelled")
+
+    with pytest.warns(RemoteWarning), watch_downloads(stop), pytest.raises(InterruptedError):
+        open_store(served.url("/m.pt"))
+    assert list(downloads.iterdir()) == []
