@@ -33,9 +33,10 @@ from gui.workbench.document import RecipeDocument, load_recipe
 from gui.workbench.export_dialog import run_export
 from gui.workbench.recipe_fit import misfit
 from gui.workbench.template_picker import choose_template
-from gui.workers import Failure, ProgressRelay, TaskRunner
+from gui.workers import Failure, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
+DOWNLOAD_REFRESH_MS = 250  # the status bar shows a whole download's progress this often
 REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dwsb.]|^\^|\$$|\[.+\]|\(.*\||[^\\]\|")  # .* \d ^ $ [..] (a|b)
 DEFAULT_SIZE = (1280, 800)
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
@@ -56,7 +57,7 @@ class MainWindow(QMainWindow):
 
     file_opened = Signal(object)
     open_failed = Signal(object, object)
-    download_progressed = Signal(object)  # the Download shown in the status bar, after it is shown
+    download_progressed = Signal(object)  # the Download the status bar has just shown
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,7 +67,9 @@ class MainWindow(QMainWindow):
         self.opener = TaskRunner(self)  # opening files: drives the busy indicator
         self.work = TaskRunner(self)  # statistics, previews, module inference
         self._opening: set[Location] = set()
-        self._downloads: dict[Location, Download] = {}  # files downloaded whole to open (no byte ranges)
+        self._downloads: dict[Location, Download] = {}  # per file opening: a whole download's progress, if any
+        self._download_clock = QTimer(self, interval=DOWNLOAD_REFRESH_MS)  # shows it, stalls included
+        self._download_clock.timeout.connect(self._show_download)
         self.undo_group = QUndoGroup(self)  # Edit > Undo follows the current tab's recipe
         self._diff_panels: dict[RecipeDocument, DiffPanel] = {}
 
@@ -192,19 +195,15 @@ class MainWindow(QMainWindow):
             return
         self._opening.add(path)
         self._set_busy()
-        relay = ProgressRelay(self)
-        relay.changed.connect(lambda done, total: self._downloading(path, done, total))
-        self.opener.run(lambda cancelled: load_store(path, cancelled, relay.reporter(cancelled)),
-                        lambda loaded: (relay.deleteLater(), self._opened(path, loaded)),
-                        lambda failure: (relay.deleteLater(), self._open_failed(path, failure)), relay.deleteLater)
+        download = self._downloads[path] = Download(path.name)
+        self.opener.run(lambda cancelled: load_store(path, cancelled, download.listener(cancelled)),
+                        lambda loaded: self._opened(path, loaded), lambda failure: self._open_failed(path, failure))
+        self._download_clock.start()
 
-    def _downloading(self, path: Location, done: int, total: int) -> None:
-        if path not in self._opening:  # cancelled: its last reports may still be queued
-            return
-        download = self._downloads.setdefault(path, Download(path.name))
-        download.update(done, total)
-        self._set_busy()
-        self.download_progressed.emit(download)
+    def _show_download(self) -> None:
+        shown = self._set_busy()
+        if shown is not None:
+            self.download_progressed.emit(shown)
 
     def _opened(self, path: Location, loaded: LoadedStore) -> None:
         if path not in self._opening:  # cancelled while it opened
@@ -238,18 +237,22 @@ class MainWindow(QMainWindow):
         show_error(self, f"Store Studio could not open {path.name}.", message, failure.details)
         self.open_failed.emit(path, failure)
 
-    def _set_busy(self) -> None:
+    def _set_busy(self) -> Download | None:
+        """Show what is opening, and a whole download's progress (returned) if one is under way."""
         busy = bool(self._opening)
         self.busy.setVisible(busy)
         self.busy_label.setVisible(busy)
         self.cancel_opening_button.setVisible(busy)
         names = sorted(p.name for p in self._opening)
         self.busy_label.setText(f"Opening {', '.join(names)}…" if names else "")
-        download = next(iter(self._downloads.values()), None)
+        download = next((d for d in self._downloads.values() if d.started), None)
         self.busy.setRange(0, STEPS if download else 0)  # a percentage only while a download says its size
         if download is not None:
             self.busy.setValue(download.steps)
             self.busy_label.setText(download.text())
+        if not busy:
+            self._download_clock.stop()
+        return download
 
     def is_idle(self) -> bool:
         """No file opening and no statistics, module inference, preview or recipe plan being computed."""
