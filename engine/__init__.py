@@ -20,7 +20,8 @@ _LAZY = {
     "Compatibility": (".burn_compat", "Compatibility"), "burn_compatibility": (".burn_compat", "burn_compatibility"),
     "BURN_VERSIONS": (".burn_versions", "CHOICES"), "NEWEST_BURN": (".burn_versions", "NEWEST"),
     "BurnVersion": (".burn_versions", "BurnVersion"), "parse_burn_version": (".burn_versions", "parse_burn_version"),
-    "DType": (".dtypes", "DType"), "watch_downloads": (".downloads", "watch_downloads"), "export": (".export", "export"), "open_store": (".formats", "open_store"),
+    "DType": (".dtypes", "DType"), "export": (".export", "export"), "open_store": (".formats", "open_store"),
+    "watch_downloads": (".downloads", "watch_downloads"),
     "Location": (".locations", "Location"), "RemoteLocation": (".locations", "RemoteLocation"),
     "is_url": (".locations", "is_url"), "location": (".locations", "location"),
     "QuantizedValues": (".quantized", "QuantizedValues"), "scheme_description": (".quantized", "scheme_description"),
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["ArrayStore", "BURN_VERSIONS", "BurnVersion", "Compatibility", "DType", "ExportCancelled", "ExportError",
            "FormatError", "Location", "NEWEST_BURN", "QuantizedValues", "RecipeError", "RemoteLocation", "Store",
            "StoreStudioError", "TensorEntry", "TensorSource", "burn_compatibility", "export", "is_url", "location",
-           "open_store", "parse_burn_version", "scheme_description", "stored_values", "watch_downloads", "why_undecoded",
-           "__version__"]
+           "open_store", "parse_burn_version", "scheme_description", "stored_values", "watch_downloads",
+           "why_undecoded", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

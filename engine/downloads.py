@@ -20,8 +20,8 @@ _watcher: ContextVar[Progress | None] = ContextVar("store_studio_download_watche
 
 
 @contextmanager
-def watch_downloads(progress: Progress) -> Iterator[None]:
-    """Whole-file downloads started in this context (this thread) report to ``progress``."""
+def watch_downloads(progress: Progress | None) -> Iterator[None]:
+    """Whole-file downloads started in this context (this thread) report to ``progress`` (None: to no one)."""
     token = _watcher.set(progress)
     try:
         yield

@@ -37,9 +37,10 @@ def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool],
                download_progress: Callable[[int, int], None] | None = None) -> LoadedStore:
     """Open and index a file (or a URL); runs in a worker so a large header or a slow server never freezes the window.
 
-    ``download_progress`` hears of a whole-file download (a server that ignores byte ranges) and may raise to stop it.
+    ``download_progress`` hears of a whole-file download (a server ignoring byte ranges, a remote Bin record)
+    and may raise to stop it.
     """
-    with collector_paused(), watch_downloads(download_progress or _unwatched):
+    with collector_paused(), watch_downloads(download_progress):
         store = open_store(path)
         if cancelled():  # nobody wants it any more: close it here rather than leave it open
             store.close()
@@ -51,10 +52,6 @@ def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool],
         # 100,000-tensor store holds the GIL for most of a second: the window would freeze at random).
         gc.freeze()
     return LoadedStore(store, tree, opened, by_dtype, store.file_size)
-
-
-def _unwatched(done: int, total: int) -> None:
-    """No one to tell about a download."""
 
 
 def release_frozen_objects() -> None:

@@ -20,8 +20,8 @@ from engine import FormatError, Location, RemoteLocation, StoreStudioError, huma
 from engine.surgery.printers import as_cli, as_rust
 from gui import settings
 from gui.actions import install
-from gui.download_status import STEPS, Download
 from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
+from gui.download_status import STEPS, Download
 from gui.resources import icon
 from gui.stale_watch import StaleWatch
 from gui.loaded_store import LoadedStore, load_store

@@ -29,7 +29,7 @@ class ModelPicker(OpenUrlDialog):
         self.folder = folder  # where Browse… starts
         super().__init__(parent, title, HINT)
         self.label.setText("File or address:")
-        self.box.lineEdit().setPlaceholderText("/path/to/model.safetensors, hf://ORG/REPO/model.safetensors or https://…")
+        self.box.lineEdit().setPlaceholderText("/path/to/model.safetensors, hf://ORG/REPO/PATH or https://…")
         self.browse = QPushButton("Browse…")
         self.browse.setObjectName(BROWSE_BUTTON)
         self.browse.clicked.connect(self._browse)
