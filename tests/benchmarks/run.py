@@ -1,6 +1,6 @@
 """Store Studio's speed and memory, measured side by side with the tools users would otherwise use.
 
-    python tests/benchmarks/run.py [--quick] [--json OUT] [--workdir DIR] [--only burn-records|remote|plan]
+    python tests/benchmarks/run.py [--quick] [--json OUT] [--workdir DIR] [--only burn-records|remote|plan|window]
 
 Generates its own models, measures everything in this one run (ratios, never absolute times,
 are what a shared machine can compare) and prints a Markdown table with the targets.
@@ -90,6 +90,7 @@ def finish():
 
 
 def opened(view):
+    view.select("layers.5.block.1.weight")  # a user looking at a tensor, which the filter keeps selected
     window.search.setFocus()
     heart = QTimer(window)
     heart.setInterval(2)
@@ -366,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small models: checks the suite works, times mean little")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--workdir", type=Path, help="where to generate models (default: a temporary folder)")
-    parser.add_argument("--only", choices=["burn-records", "remote", "plan"],
+    parser.add_argument("--only", choices=["burn-records", "remote", "plan", "window"],
                         help="run only these rows (the machine is shared)")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="store-studio-bench-"))
@@ -384,6 +385,12 @@ def main(argv: list[str] | None = None) -> int:
             rows = []
             note = run_remote(rows, work, None if args.quick else "1GB")
             return _report(rows, note, args.json)
+        if args.only == "window":
+            rows = []
+            many = models.write_all(work, models.many_arrays(models.MANY_QUICK if args.quick else models.MANY_FULL),
+                                    "many_tensors", pt=False)
+            bench_gui(rows, many["safetensors"])
+            return _report(rows, "Window rows only.", args.json)
         if args.only == "plan":
             rows = []
             bench_surgery(rows, work)

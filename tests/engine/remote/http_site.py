@@ -35,6 +35,8 @@ class Site:
     stall: set[str] = field(default_factory=set)  # paths never answered until the site is stopped
     pauses: dict[str, tuple[int, threading.Event]] = field(default_factory=dict)  # path -> (after bytes, resume)
     swaps: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # path -> (answers before, new contents)
+    no_etag: set[str] = field(default_factory=set)  # paths answered without an ETag (identity by Last-Modified, size)
+    modified: dict[str, str] = field(default_factory=dict)  # path -> its Last-Modified, when not the default
     log: list[Request] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -89,7 +91,9 @@ class Handler(BaseHTTPRequestHandler):
         if start >= len(data):
             return self._empty(416, {"Content-Range": f"bytes */{len(data)}"})
         headers = {"ETag": etag, "Content-Range": f"bytes {start}-{stop}/{len(data)}",
-                   "Last-Modified": "Mon, 23 Nov 2026 10:00:00 GMT"}
+                   "Last-Modified": site.modified.get(path, "Mon, 23 Nov 2026 10:00:00 GMT")}
+        if path in site.no_etag:
+            del headers["ETag"]
         body = memoryview(data)[start:stop + 1]  # no copy: tests measure the client's memory in this process
         if site.drops.get(path):
             site.drops[path] -= 1
