@@ -181,3 +181,13 @@ def test_the_last_ten_addresses_are_remembered_and_clear_recent_forgets_them(tmp
     settings.remember_recent("/models/a.bpk")
     settings.clear_recent()
     assert settings.recent_urls() == [] and settings.recent_files() == []
+
+
+@pytest.mark.parametrize("address", ["s3://bucket/m.safetensors", "gs://b/m.bpk", "ftp://host/m.pt"])
+def test_an_address_of_another_scheme_is_refused_by_its_scheme(address, capsys):
+    assert main(["inspect", address]) == 1
+    err = capsys.readouterr().err.strip()
+    scheme = address.split("://")[0]
+    assert err.endswith(f"{scheme}:// addresses are not read (only http://, https:// and hf://); "
+                        "download the file and open it from disk")
+    assert len(err.splitlines()) == 1
