@@ -21,6 +21,7 @@ _LAZY = {
     "BURN_VERSIONS": (".burn_versions", "CHOICES"), "NEWEST_BURN": (".burn_versions", "NEWEST"),
     "BurnVersion": (".burn_versions", "BurnVersion"), "parse_burn_version": (".burn_versions", "parse_burn_version"),
     "DType": (".dtypes", "DType"), "export": (".export", "export"), "open_store": (".formats", "open_store"),
+    "watch_downloads": (".downloads", "watch_downloads"),
     "Location": (".locations", "Location"), "RemoteLocation": (".locations", "RemoteLocation"),
     "is_url": (".locations", "is_url"), "location": (".locations", "location"),
     "QuantizedValues": (".quantized", "QuantizedValues"), "scheme_description": (".quantized", "scheme_description"),
@@ -32,6 +33,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from .burn_compat import Compatibility, burn_compatibility
     from .burn_versions import CHOICES as BURN_VERSIONS, NEWEST as NEWEST_BURN, BurnVersion, parse_burn_version
+    from .downloads import watch_downloads
     from .dtypes import DType
     from .export import export
     from .formats import open_store
@@ -42,7 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["ArrayStore", "BURN_VERSIONS", "BurnVersion", "Compatibility", "DType", "ExportCancelled", "ExportError",
            "FormatError", "Location", "NEWEST_BURN", "QuantizedValues", "RecipeError", "RemoteLocation", "Store",
            "StoreStudioError", "TensorEntry", "TensorSource", "burn_compatibility", "export", "is_url", "location",
-           "open_store", "parse_burn_version", "scheme_description", "stored_values", "why_undecoded", "__version__"]
+           "open_store", "parse_burn_version", "scheme_description", "stored_values", "watch_downloads",
+           "why_undecoded", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

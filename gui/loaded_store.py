@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine import RemoteLocation, Store, open_store
+from engine import RemoteLocation, Store, open_store, watch_downloads
 from engine.collector import collector_paused
 from engine.tree import TreeNode, build_tree, first_levels, values_by_dtype
 
@@ -31,9 +31,14 @@ class LoadedStore:
     file_size: int
 
 
-def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool]) -> LoadedStore:
-    """Open and index a file (or a URL); runs in a worker so a large header or a slow server never freezes the window."""
-    with collector_paused():
+def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool],
+               download_progress: Callable[[int, int], None] | None = None) -> LoadedStore:
+    """Open and index a file (or a URL); runs in a worker so a large header or a slow server never freezes the window.
+
+    ``download_progress`` hears of a whole-file download (a server ignoring byte ranges, a remote Bin record)
+    and may raise to stop it.
+    """
+    with collector_paused(), watch_downloads(download_progress):
         store = open_store(path)
         if cancelled():  # nobody wants it any more: close it here rather than leave it open
             store.close()

@@ -21,6 +21,7 @@ from engine.surgery.printers import as_cli, as_rust
 from gui import settings
 from gui.actions import install
 from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
+from gui.download_status import STEPS, Download
 from gui.resources import icon
 from gui.stale_watch import StaleWatch
 from gui.loaded_store import LoadedStore, load_store
@@ -35,6 +36,7 @@ from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, TaskRunner
 
 FILTER_DELAY_MS = 150  # typing pauses this long before the tree is filtered
+DOWNLOAD_REFRESH_MS = 250  # the status bar shows a whole download's progress this often
 REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dwsb.]|^\^|\$$|\[.+\]|\(.*\||[^\\]\|")  # .* \d ^ $ [..] (a|b)
 DEFAULT_SIZE = (1280, 800)
 SAVE_PROMPT = "saveRecipePrompt"  # object name of the "save the recipe?" question
@@ -55,6 +57,7 @@ class MainWindow(QMainWindow):
 
     file_opened = Signal(object)
     open_failed = Signal(object, object)
+    download_progressed = Signal(object)  # the Download the status bar has just shown
 
     def __init__(self) -> None:
         super().__init__()
@@ -64,6 +67,9 @@ class MainWindow(QMainWindow):
         self.opener = TaskRunner(self)  # opening files: drives the busy indicator
         self.work = TaskRunner(self)  # statistics, previews, module inference
         self._opening: set[Location] = set()
+        self._downloads: dict[Location, Download] = {}  # per file opening: a whole download's progress, if any
+        self._download_clock = QTimer(self, interval=DOWNLOAD_REFRESH_MS)  # shows it, stalls included
+        self._download_clock.timeout.connect(self._show_download)
         self.undo_group = QUndoGroup(self)  # Edit > Undo follows the current tab's recipe
         self._diff_panels: dict[RecipeDocument, DiffPanel] = {}
 
@@ -171,6 +177,7 @@ class MainWindow(QMainWindow):
         """Forget the files being opened; their workers end on their own and close what they opened."""
         self.opener.cancel_all()
         self._opening.clear()
+        self._downloads.clear()
         self._set_busy()
 
     def open_files(self, paths: Iterable[str | Path]) -> None:
@@ -188,14 +195,22 @@ class MainWindow(QMainWindow):
             return
         self._opening.add(path)
         self._set_busy()
-        self.opener.run(lambda cancelled: load_store(path, cancelled),
+        download = self._downloads[path] = Download(path.name)
+        self.opener.run(lambda cancelled: load_store(path, cancelled, download.listener(cancelled)),
                         lambda loaded: self._opened(path, loaded), lambda failure: self._open_failed(path, failure))
+        self._download_clock.start()
+
+    def _show_download(self) -> None:
+        shown = self._set_busy()
+        if shown is not None:
+            self.download_progressed.emit(shown)
 
     def _opened(self, path: Location, loaded: LoadedStore) -> None:
         if path not in self._opening:  # cancelled while it opened
             loaded.store.close()
             return
         self._opening.discard(path)
+        self._downloads.pop(path, None)
         self._set_busy()
         view = StoreView(loaded, self.work)
         view.tree_view.addAction(self.actions.copy_path)
@@ -215,19 +230,29 @@ class MainWindow(QMainWindow):
         if path not in self._opening:  # cancelled: its failure (a timeout, say) is no news
             return
         self._opening.discard(path)
+        self._downloads.pop(path, None)
         self._set_busy()
         error = failure.error
         message = error.problem if isinstance(error, FormatError) else failure.message
         show_error(self, f"Store Studio could not open {path.name}.", message, failure.details)
         self.open_failed.emit(path, failure)
 
-    def _set_busy(self) -> None:
+    def _set_busy(self) -> Download | None:
+        """Show what is opening, and a whole download's progress (returned) if one is under way."""
         busy = bool(self._opening)
         self.busy.setVisible(busy)
         self.busy_label.setVisible(busy)
         self.cancel_opening_button.setVisible(busy)
         names = sorted(p.name for p in self._opening)
         self.busy_label.setText(f"Opening {', '.join(names)}…" if names else "")
+        download = next((d for d in self._downloads.values() if d.started), None)
+        self.busy.setRange(0, STEPS if download else 0)  # a percentage only while a download says its size
+        if download is not None:
+            self.busy.setValue(download.steps)
+            self.busy_label.setText(download.text())
+        if not busy:
+            self._download_clock.stop()
+        return download
 
     def is_idle(self) -> bool:
         """No file opening and no statistics, module inference, preview or recipe plan being computed."""

@@ -19,9 +19,11 @@ HINT = ("An <b>https://</b> address of a model file, a Hub page (…/blob/…), 
 
 
 class OpenUrlDialog(QDialog):
-    def __init__(self, parent: QWidget | None = None) -> None:
+    """An address, typed or chosen from the recent ones; ``gui.model_picker`` adds a file on disk to it."""
+
+    def __init__(self, parent: QWidget | None = None, title: str = "Open URL", hint: str = HINT) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Open URL")
+        self.setWindowTitle(title)
         self.setMinimumWidth(560)
         layout = QVBoxLayout(self)
         self.box = QComboBox()
@@ -32,15 +34,16 @@ class OpenUrlDialog(QDialog):
         self.box.setCurrentText("")
         self.box.lineEdit().setPlaceholderText("hf://ORG/REPO/model.safetensors or https://…")
         self.box.lineEdit().textChanged.connect(self._changed)
-        hint = QLabel(HINT)
-        hint.setWordWrap(True)
-        hint.setProperty("role", "hint")
+        self.hint = QLabel(hint)
+        self.hint.setWordWrap(True)
+        self.hint.setProperty("role", "hint")
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
-        layout.addWidget(QLabel("Address:"))
+        self.label = QLabel("Address:")
+        layout.addWidget(self.label)
         layout.addWidget(self.box)
-        layout.addWidget(hint)
+        layout.addWidget(self.hint)
         layout.addWidget(self.buttons)
         self._changed()
 

@@ -25,6 +25,7 @@ from typing import Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..downloads import report
 from ..errors import FormatError
 from ..locations import Location, RemoteLocation, is_url
 from ..store import CHUNK
@@ -129,8 +130,11 @@ def spool(source: ByteSource) -> Path:
     fd, name = tempfile.mkstemp(prefix="store-studio-download-")
     try:
         with os.fdopen(fd, "wb") as out:
+            done = 0
             for chunk in source.chunks(0, source.size):
                 out.write(chunk)
+                done += len(chunk)
+                report(done, source.size)  # the window's status bar; raises to cancel
     except BaseException:
         os.unlink(name)
         raise

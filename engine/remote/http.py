@@ -1,10 +1,12 @@
 """Remote files read by byte ranges over HTTP(S): the remote ``ByteSource``.
 
 Opening asks for the first 64 KiB (``Range: bytes=0-65535``); the answer also says the file's
-size (``Content-Range``) and identity (``ETag``, ``Last-Modified``). Every later read is a range
-request through a small in-memory cache of the ranges read so far (index reads hit it; tensor
+size (``Content-Range``) and identity (``ETag``, ``Last-Modified``). Reads of values are range
+requests through a small in-memory cache of the ranges read so far (index reads hit it; tensor
 data larger than a quarter of it goes straight through), so opening a model fetches only its
-index and a conversion streams each tensor once, a chunk at a time.
+index. Streaming (``chunks``: a conversion) goes by a ``_Stream`` instead: requests in file
+order, growing to 32 MiB, read a few 2 MiB pieces ahead on a thread and never kept in the cache,
+so a conversion costs a few dozen requests and its memory stays at those pieces.
 
 Why urllib3 (and not fsspec, requests or huggingface_hub's client): it is the well-kept HTTP
 core under requests, loads in ~85 ms (requests ~215 ms, fsspec's HTTP file system needs aiohttp,
@@ -19,7 +21,7 @@ formats read: one 64 KiB read covers a header, and streaming bypasses it.
 
 Faults end in one ``FormatError`` line: 401/403/404 say what they mean (a token needed or
 refused, not found); a dropped connection or a 5xx is retried (``STORE_STUDIO_HTTP_RETRIES``,
-default 3; the interrupted range, at most ``PIECE`` bytes when streaming, is asked for again),
+default 3; the interrupted range is asked for again from its first missing ``PIECE``),
 then reported; a silent server times out (``STORE_STUDIO_HTTP_TIMEOUT`` seconds, default 30).
 A server that ignores ``Range`` is read by one full download into an unlinked temporary file
 (so nothing is left behind), with a warning, up to ``STORE_STUDIO_MAX_DOWNLOAD`` bytes (default
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import queue
 import re
 import tempfile
 import threading
@@ -45,6 +48,7 @@ import numpy as np
 import urllib3
 
 from .. import __version__, humanize
+from ..downloads import report
 from ..errors import FormatError
 from ..formats.mapped import MappedFile
 from ..locations import RemoteLocation
@@ -52,11 +56,14 @@ from ..store import CHUNK
 from . import hub
 
 READ_AHEAD = 64 << 10  # the smallest request: a header read is one round trip
-PIECE = 4 << 20  # a streamed tensor's request: small enough to overlap fetching with writing
+PIECE = 2 << 20  # a stream hands its bytes over this many at a time: small enough to overlap fetching with writing
+STREAM_FIRST = 1 << 20  # a new stream's first request: a small tensor read out of file order wastes little
+STREAM_SPAN = 32 << 20  # a stream's requests double up to this; each answer is checked to be the file opened
+STREAM_PIECES = 4  # pieces a stream holds ready ahead of its reader
+SKIP = 1 << 20  # a gap this small ahead of a stream (a zip's headers between storages) is read through
 LOOKBACK = 8  # cached ranges before a read's start that may still hold it (read-ahead windows overlap a little)
 COALESCE = 16 << 10  # prefetched ranges closer than this are fetched as one
 PREFETCH_REQUESTS = 8  # at once, as many as the connection pool keeps per host
-STREAM_AHEAD = 1 << 20  # a small streamed tensor reads this far ahead: its small neighbours, not the next big one
 CACHE_BYTES = 32 << 20  # ranges kept per open file
 MAX_REDIRECTS = 10
 RETRIES_VARIABLE = "STORE_STUDIO_HTTP_RETRIES"
@@ -168,6 +175,8 @@ class RemoteFile:
         self._starts: list[int] = []  # the cache's starts, sorted
         self._cached = 0
         self._changed = False
+        self._stream: _Stream | None = None  # where the last ``chunks`` left off, reading on
+        self._stream_lock = threading.Lock()  # one reader at a time uses it
         self.closed = False
         start, _, total = _content_range(location, first)
         self.size = total
@@ -254,40 +263,54 @@ class RemoteFile:
         array.flags.writeable = False
         return array
 
-    def chunks(self, offset: int, length: int, chunk_size: int = CHUNK) -> Iterator[bytes]:
-        """The bytes in pieces of at most ``chunk_size``; memory stays at two pieces.
+    def chunks(self, offset: int, length: int, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        """The bytes in pieces of at most ``chunk_size``, read in file order by one ``_Stream``.
 
-        A small range (a small tensor) reads ``STREAM_AHEAD`` ahead into the cache: a conversion
-        streams tensors in file order, so the small ones next to it (biases, norms) then cost no round
-        trip of their own. A large one is fetched ``PIECE`` by ``PIECE`` (from the cache where it is
-        already there) with the next piece on its way while the caller writes this one: the network
-        and the disk work at once, as downloading then converting cannot.
+        Bytes already in the cache (a header's neighbours, read at open) come from it; the rest
+        from the file's stream, which continues where the last ``chunks`` ended: a conversion
+        reads tensors in file order, so one stream of growing requests serves them all, its
+        next pieces on their way while the caller writes this one (the network and the disk work
+        at once, as downloading then converting cannot). Streamed bytes never enter the cache,
+        so memory stays at the stream's few pieces whatever the file's size.
         """
         self._check_range(offset, length, "data")
-        end = offset + length
-        if length < PIECE:
-            while offset < end:
-                n = min(chunk_size, end - offset)
-                yield self._cached_read(offset, n, STREAM_AHEAD)
-                offset += n
+        if length == 0:
             return
-        step = max(1, min(PIECE, chunk_size))
-        pieces = [(start, min(step, end - start)) for start in range(offset, end, step)]
-        with ThreadPoolExecutor(1, thread_name_prefix="store-studio-fetch") as ahead:
-            pending = ahead.submit(self._piece, *pieces[0])
-            for following in pieces[1:] + [None]:
-                data = pending.result()
-                if following is not None:
-                    pending = ahead.submit(self._piece, *following)
-                yield data
-
-    def _piece(self, start: int, length: int) -> bytes:
         with self._lock:
-            hit = self._lookup(start, length)
-        return hit if hit is not None else self._fetch_piece(start, length)
+            hit = self._lookup(offset, length)
+        if hit is not None:
+            for start in range(0, length, chunk_size):
+                yield hit[start:start + chunk_size]
+            return
+        if not self._stream_lock.acquire(blocking=False):  # another reader streams this file: one of its own
+            stream = _Stream(self, offset)
+            try:
+                yield from stream.read(offset, length, chunk_size)
+            finally:
+                stream.close()
+            return
+        try:
+            if self._stream is None or not self._stream.reaches(offset):
+                self._end_stream()
+                self._stream = _Stream(self, offset)
+            try:
+                yield from self._stream.read(offset, length, chunk_size)
+            except BaseException:  # failed, cancelled or abandoned: the next read starts a fresh stream
+                self._end_stream()
+                raise
+        finally:
+            self._stream_lock.release()
+
+    def _end_stream(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
 
     def close(self) -> None:
         self.closed = True
+        stream = self._stream
+        if stream is not None:  # without its lock: a reader in another thread then hears "closed", never waits
+            stream.close()
         with self._lock:
             self._cache.clear()
             self._starts.clear()
@@ -353,6 +376,17 @@ class RemoteFile:
                 time.sleep(min(2.0, 0.1 * 2 ** failures))
 
     def _request_range(self, start: int, length: int) -> bytes:
+        response = self.open_range(start, length)
+        try:
+            data = _body(response)
+            if len(data) != length:
+                raise _Dropped("the server closed the connection early")
+            return data
+        finally:
+            response.release_conn()
+
+    def open_range(self, start: int, length: int) -> urllib3.BaseHTTPResponse:
+        """The answer to one range request, its body unread, checked to hold those bytes of the file opened."""
         response, _, _ = _get(self.path, self._target, self._url, f"bytes={start}-{start + length - 1}")
         try:
             if response.status != 206:
@@ -362,12 +396,11 @@ class RemoteFile:
             if first != start or last != start + length - 1:
                 raise FormatError(self.path, f"the server sent bytes {first}..{last} when asked for {start}.."
                                              f"{start + length - 1}")
-            data = _body(response)
-            if len(data) != length:
-                raise _Dropped("the server closed the connection early")
-            return data
-        finally:
+        except BaseException:
+            response.drain_conn()
             response.release_conn()
+            raise
+        return response
 
     def _check_same(self, response: urllib3.BaseHTTPResponse) -> None:
         """Refuse an answer from a file other than the one opened (size, ETag or Last-Modified changed)."""
@@ -376,6 +409,120 @@ class RemoteFile:
         if total != self.size or (self._etag and etag != self._etag) or (self._modified and modified != self._modified):
             self._changed = True
             raise changed_on_server(self.path)
+
+
+class _Stream:
+    """A remote file's bytes from one offset on, in file order, read on a thread a few pieces ahead.
+
+    Requests grow from ``STREAM_FIRST`` to ``STREAM_SPAN`` bytes as reading goes on in order, so a
+    whole conversion costs a few dozen requests; each answer is checked to come from the file as
+    opened (size, ETag, Last-Modified), and one that breaks off is asked again from its first
+    missing piece, a bounded number of times. ``STREAM_PIECES`` pieces wait at most: memory stays
+    at a few ``PIECE`` whatever the file's size.
+    """
+
+    def __init__(self, file: RemoteFile, start: int):
+        self.file = file
+        self.position = start  # the next byte ``read`` hands over
+        self._left = memoryview(b"")  # the rest of the piece the last read stopped in
+        self._ready: queue.Queue[bytes | BaseException] = queue.Queue(STREAM_PIECES)
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, args=(start,), name="store-studio-stream", daemon=True).start()
+
+    def reaches(self, offset: int) -> bool:
+        """Whether ``offset`` is at or a little ahead of this stream (a small gap is read through)."""
+        return self.position <= offset <= self.position + SKIP
+
+    def read(self, offset: int, length: int, chunk_size: int) -> Iterator[memoryview]:
+        while self.position < offset:
+            self._take(offset - self.position)
+        end = offset + length
+        while self.position < end:
+            yield self._take(min(chunk_size, end - self.position))
+
+    def close(self) -> None:
+        """Stop reading ahead: the thread ends after its current piece (its answer is dropped, or drained if short)."""
+        self._stop.set()
+        while True:
+            try:
+                self._ready.get_nowait()
+            except queue.Empty:
+                break
+        try:  # for a reader in another thread (its file closed under it): an answer, never a wait
+            self._ready.put_nowait(FormatError(self.file.path, "was closed while it was being read"))
+        except queue.Full:
+            pass
+
+    def _take(self, limit: int) -> memoryview:
+        if not self._left:
+            piece = self._ready.get()
+            if isinstance(piece, BaseException):
+                raise piece
+            self._left = memoryview(piece)
+        data, self._left = self._left[:limit], self._left[limit:]
+        self.position += len(data)
+        return data
+
+    # --- the reading thread -------------------------------------------------------------------
+    def _run(self, position: int) -> None:
+        span = STREAM_FIRST
+        try:
+            while position < self.file.size and not self._stop.is_set():
+                stop = min(self.file.size, position + span)
+                position = self._read_span(position, stop)
+                span = min(STREAM_SPAN, span * 2)
+        except BaseException as exc:  # handed to the reader, who raises it
+            self._put(exc)
+
+    def _read_span(self, start: int, stop: int) -> int:
+        failures = 0
+        while start < stop and not self._stop.is_set():
+            response = self.file.open_range(start, stop - start)
+            try:
+                while start < stop and not self._stop.is_set():
+                    piece = _piece(response, min(PIECE, stop - start))
+                    self.file.verify()
+                    self._put(piece)
+                    start += len(piece)
+                    failures = 0
+            except _Dropped as exc:
+                failures += 1
+                if failures > retries():
+                    raise FormatError(self.file.path, f"the connection failed {failures} times while reading bytes "
+                                                      f"{start}..{stop} ({exc})") from None
+                time.sleep(min(2.0, 0.1 * 2 ** failures))
+            finally:
+                _finish(response, stop - start)
+        return start
+
+    def _put(self, item: "bytes | BaseException") -> None:
+        """Wait for room (the reader takes pieces, or ``close`` empties the queue)."""
+        if not self._stop.is_set():
+            self._ready.put(item)
+
+
+def _piece(response: urllib3.BaseHTTPResponse, length: int) -> bytes:
+    """The next ``length`` bytes of an answer's body, or ``_Dropped`` if it breaks off first."""
+    try:
+        data = response.read(length)
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise _Dropped(_reason(exc)) from None
+    traffic.add(len(data))
+    if len(data) != length:
+        raise _Dropped("the server closed the connection early")
+    return data
+
+
+def _finish(response: urllib3.BaseHTTPResponse, unread: int) -> None:
+    """Give an answer's connection back: drained when little is left, else closed (a new one is cheaper)."""
+    if 0 < unread <= SKIP:
+        try:
+            response.drain_conn()
+        except (urllib3.exceptions.HTTPError, OSError):
+            pass
+    elif unread:
+        response.close()
+    response.release_conn()
 
 
 class DownloadedFile(MappedFile):
@@ -415,13 +562,19 @@ def _download(location: RemoteLocation, target: hub.Target, response: urllib3.Ba
     try:
         with os.fdopen(fd, "wb") as out:
             received = 0
-            try:
-                for chunk in response.stream(1 << 20):
+            report(0, size)
+            pieces = response.stream(1 << 20)
+            while True:
+                try:
+                    chunk = next(pieces, None)
+                    if chunk is None:
+                        break
                     out.write(chunk)
-                    received += len(chunk)
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                raise FormatError(location, f"the download broke off after {received} of {size} bytes "
-                                            f"({_reason(exc)})") from None
+                except (urllib3.exceptions.HTTPError, OSError) as exc:
+                    raise FormatError(location, f"the download broke off after {received} of {size} bytes "
+                                                f"({_reason(exc)})") from None
+                received += len(chunk)
+                report(received, size)  # the window's status bar; it raises to cancel, which removes the copy
             traffic.add(received)
         if received != size:
             raise FormatError(location, f"the download ended after {received} of {size} bytes")

@@ -9,20 +9,20 @@ name into a remap rule on the document (an undoable edit).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QItemSelection, Qt, Signal
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QPushButton, QSplitter, QVBoxLayout,
+from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QPushButton, QSplitter, QVBoxLayout,
                                QWidget)
 
-from engine import Store, open_store
+from engine import Location, Store, location, open_store
 from engine.surgery import Plan, align, diff
 from engine.surgery.diff import ValueDifference, value_difference
 from engine.surgery.ops import Rename
 from engine.surgery.plan import PlannedTensor
 from engine.surgery.suggest import Suggestion, suggest
-from gui.dialogs import MODEL_FILES, show_error
+from gui.dialogs import show_error
+from gui.model_picker import choose_model
 from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
                                    dropped_tensors)
 from gui.numbers import format_number
@@ -145,9 +145,9 @@ class DiffPanel(QWidget):
         self._follow_template = False
         self._set_other(store, role, owned=owned, values=values)
 
-    def compare_with_file(self, path: str | Path, *, role: str = "file", values: bool = True) -> None:
-        """Open ``path`` in a worker, then compare with it."""
-        path = Path(path)
+    def compare_with_file(self, path: str | Location, *, role: str = "file", values: bool = True) -> None:
+        """Open ``path`` (a file or an address) in a worker, then compare with it."""
+        path = location(path)
         if self._compare_task is not None:
             self._compare_task.cancel()
         self._generation += 1
@@ -159,12 +159,11 @@ class DiffPanel(QWidget):
                          lambda: self._set_busy(False))
 
     def _choose_file(self) -> None:
-        start = str(self.document.store.path.parent)
-        path, _ = QFileDialog.getOpenFileName(self, "Compare with", start, MODEL_FILES)
+        path = choose_model(self, "Compare with", self.document.store.path)
         if path:
             self.compare_with_file(path)
 
-    def _open_failed(self, path: Path, failure: Failure) -> None:
+    def _open_failed(self, path: Location, failure: Failure) -> None:
         self._set_busy(False)
         self._show_message(f"Could not open {path.name}.", problem=True)
         show_error(self, f"Store Studio could not open {path.name}.", failure.message, failure.details)

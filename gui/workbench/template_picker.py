@@ -5,12 +5,11 @@ The Surgery menu and the diff view's "Template" button both come here, so they b
 
 from __future__ import annotations
 
-from pathlib import Path
+from PySide6.QtWidgets import QWidget
 
-from PySide6.QtWidgets import QFileDialog, QWidget
-
-from engine import open_store
-from gui.dialogs import MODEL_FILES, show_error
+from engine import Location, open_store
+from gui.dialogs import show_error
+from gui.model_picker import choose_model
 from gui.workbench.document import RecipeDocument
 from gui.workers import Failure, Task, TaskRunner
 
@@ -19,15 +18,14 @@ TEMPLATE_TITLE = "Choose a template: a file saved from the target model"
 
 def choose_template(parent: QWidget, document: RecipeDocument, runner: TaskRunner) -> bool:
     """Ask for a template file and open it; False when the user cancelled."""
-    start = str((document.template or document.store).path.parent)
-    path, _ = QFileDialog.getOpenFileName(parent, TEMPLATE_TITLE, start, MODEL_FILES)
+    path = choose_model(parent, TEMPLATE_TITLE, (document.template or document.store).path)
     if not path:
         return False
-    open_template(parent, document, runner, Path(path))
+    open_template(parent, document, runner, path)
     return True
 
 
-def open_template(parent: QWidget, document: RecipeDocument, runner: TaskRunner, path: Path) -> Task:
+def open_template(parent: QWidget, document: RecipeDocument, runner: TaskRunner, path: Location) -> Task:
     """Open ``path`` in a worker and make it the document's template (Edit › Undo takes it back)."""
 
     def failed(failure: Failure) -> None:

@@ -4,6 +4,7 @@ left behind with Cancel while the window keeps working. A real HTTP server on lo
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -104,3 +105,57 @@ def test_a_remote_model_exports_from_the_window_to_the_bytes_of_its_local_copy(w
     local.close()
     store.close()
     local_store.close()
+
+
+# --- a server that ignores byte ranges: the whole download shows in the status bar, and Cancel stops it -------
+
+@pytest.fixture
+def whole_file(server, tmp_path, monkeypatch):
+    """An 8 MiB model on a server that ignores Range and pauses after 3 MiB until ``resume`` is set; downloads go
+    to ``tmp_path`` so leftovers can be seen."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("STORE_STUDIO_HTTP_TIMEOUT", "30")
+    server.site.files["/whole.safetensors"] = save_safetensors({"w": np.arange(2 << 20, dtype=np.float32)})
+    server.site.no_ranges.add("/whole.safetensors")
+    resume = threading.Event()
+    server.site.pauses["/whole.safetensors"] = (3 << 20, resume)
+    yield server.url("/whole.safetensors"), len(server.site.files["/whole.safetensors"]), resume
+    resume.set()
+
+
+def _watch_status_bar(window) -> list[tuple[tuple[int, int], int, int, str]]:
+    """What the status bar showed each time it showed a download: bytes and total, bar value and maximum, label."""
+    seen: list[tuple[tuple[int, int], int, int, str]] = []
+    window.download_progressed.connect(lambda d: seen.append(
+        (d.progress, window.busy.value(), window.busy.maximum(), window.busy_label.text())))
+    return seen
+
+
+def test_a_whole_download_shows_its_bytes_rate_and_time_left_in_the_status_bar(window, qtbot, whole_file):
+    url, size, resume = whole_file
+    seen = _watch_status_bar(window)
+    window.open_file(url)
+    qtbot.waitUntil(lambda: bool(seen) and seen[-1][0] == (3 << 20, size), timeout=10_000)
+    progress, value, maximum, label = seen[-1]
+    assert (value, maximum) == (round(1000 * (3 << 20) / size), 1000) and window.busy.isVisible()
+    assert label.startswith("Downloading all of whole.safetensors: 3 MiB of 8 MiB · ") and label.endswith(" left")
+    count = len(seen)
+    qtbot.waitUntil(lambda: window.busy_label.text() != label, timeout=10_000)  # stalled: the rate falls, shown
+    assert seen[-1][0] == (3 << 20, size) and len(seen) > count
+    resume.set()
+    qtbot.waitUntil(lambda: window.view_for(RemoteLocation(url)) is not None, timeout=10_000)
+    assert not window.busy.isVisible() and window.busy.maximum() == 0  # a plain busy bar again for the next open
+
+
+def test_cancelling_a_whole_download_leaves_no_tab_and_no_partial_copy(window, qtbot, whole_file, tmp_path):
+    url, size, resume = whole_file
+    seen = _watch_status_bar(window)
+    window.open_file(url)
+    qtbot.waitUntil(lambda: bool(seen) and seen[-1][0] == (3 << 20, size), timeout=10_000)
+    assert len(list(tmp_path.glob("store-studio-download-*"))) == 1  # the partial copy, unlinked only once open
+    window.cancel_opening_button.click()
+    assert not window.busy.isVisible() and not window.cancel_opening_button.isVisible()  # at once
+    resume.set()  # the worker hears of the cancel at its next bytes
+    qtbot.waitUntil(lambda: window.opener.active == 0, timeout=10_000)
+    assert window.tabs.count() == 0 and list(tmp_path.glob("store-studio-download-*")) == []

@@ -12,7 +12,6 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QGroupBox,
     QLabel,
@@ -23,11 +22,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import Store, open_store
+from engine import Location, Store, open_store
 from engine.errors import RecipeError
 from engine.surgery import Filter, Plan
 from engine.surgery.filters import compile_pattern
-from gui.dialogs import MODEL_FILES, show_error
+from gui.dialogs import show_error
+from gui.model_picker import choose_model
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
 from gui.widgets import FlowLayout
@@ -103,12 +103,11 @@ class SourcesPanel(DocumentPanel):
 
     # --- adding (a file opens in a worker) -------------------------------------------------------------------
     def add_dialog(self) -> None:
-        start = str(Path(self.document.store.path).parent) if self.document is not None else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Add a source to merge", start, MODEL_FILES)
+        path = choose_model(self, "Add a source to merge", self.document.store.path if self.document else None)
         if path:
-            self.add_file(Path(path))
+            self.add_file(path)
 
-    def add_file(self, path: Path) -> None:
+    def add_file(self, path: Location) -> None:
         document = self.document
         if document is None:
             return

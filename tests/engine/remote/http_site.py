@@ -33,6 +33,8 @@ class Site:
     drops: dict[str, int] = field(default_factory=dict)  # path -> how many answers break off halfway
     errors: dict[str, list[int]] = field(default_factory=dict)  # path -> statuses answered first, in turn
     stall: set[str] = field(default_factory=set)  # paths never answered until the site is stopped
+    pauses: dict[str, tuple[int, threading.Event]] = field(default_factory=dict)  # path -> (after bytes, resume)
+    swaps: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # path -> (answers before, new contents)
     no_etag: set[str] = field(default_factory=set)  # paths answered without an ETag (identity by Last-Modified, size)
     modified: dict[str, str] = field(default_factory=dict)  # path -> its Last-Modified, when not the default
     log: list[Request] = field(default_factory=list)
@@ -60,6 +62,13 @@ class Handler(BaseHTTPRequestHandler):
             site.stop.wait()
             self.close_connection = True
             return
+        if path in site.swaps:  # the file is replaced on the server after this many more answers
+            before, contents = site.swaps[path]
+            if before == 0:
+                site.files[path] = contents
+                del site.swaps[path]
+            else:
+                site.swaps[path] = (before - 1, contents)
         if site.errors.get(path):
             return self._empty(site.errors[path].pop(0))
         if path in site.redirects:
@@ -85,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
                    "Last-Modified": site.modified.get(path, "Mon, 23 Nov 2026 10:00:00 GMT")}
         if path in site.no_etag:
             del headers["ETag"]
-        body = data[start:stop + 1]
+        body = memoryview(data)[start:stop + 1]  # no copy: tests measure the client's memory in this process
         if site.drops.get(path):
             site.drops[path] -= 1
             return self._send(206, body, headers, cut=len(body) // 2)
@@ -94,13 +103,20 @@ class Handler(BaseHTTPRequestHandler):
     def _empty(self, status: int, headers: dict[str, str] | None = None) -> None:
         self._send(status, b"", headers or {})
 
-    def _send(self, status: int, body: bytes, headers: dict[str, str], cut: int | None = None) -> None:
+    def _send(self, status: int, body: "bytes | memoryview", headers: dict[str, str], cut: int | None = None) -> None:
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         sent = body if cut is None else body[:cut]
+        pause = self.server.site.pauses.get(self.path.split("?")[0])  # type: ignore[attr-defined]
+        if pause is not None:  # a slow server: part of the answer, then nothing until the test resumes it
+            self.wfile.write(sent[:pause[0]])
+            self.wfile.flush()
+            while not pause[1].wait(0.05) and not self.server.site.stop.is_set():  # type: ignore[attr-defined]
+                pass
+            sent = sent[pause[0]:]
         self.wfile.write(sent)
         self.server.site.served.append(len(sent))  # type: ignore[attr-defined]
         if cut is not None:

@@ -303,8 +303,38 @@ def test_a_large_tensor_streams_in_pieces_through_dropped_connections_to_the_sam
         export(store.entries, tmp_path / "remote.bpk")
     assert site.site.drops["/b.safetensors"] == 0
     assert (tmp_path / "remote.bpk").read_bytes() == (tmp_path / "local.bpk").read_bytes()
-    pieces = [RANGE.fullmatch(r.range) for r in site.site.log[1:]]
-    assert max(int(m[2]) + 1 - int(m[1]) for m in pieces) == 4 << 20  # streamed in 4 MiB pieces
+    asked = [(int(m[1]), int(m[2]) + 1) for m in (RANGE.fullmatch(r.range) for r in site.site.log[1:])]
+    answered = sorted(set(asked))
+    assert len(asked) == len(answered) + 2  # the two broken answers were asked again, nothing else
+    assert all(a[1] == b[0] for a, b in zip(answered, answered[1:]))  # one stream, its requests end to end
+    assert answered[-1][1] == len(site.site.files["/b.safetensors"]) and len(answered) <= 5  # growing requests
+
+
+def test_a_file_replaced_on_the_server_while_it_streams_is_refused_and_nothing_is_written(site, tmp_path, capsys):
+    big = {f"w{i}": np.full((1024, 1024), i, np.float32) for i in range(8)}  # 32 MiB, several requests
+    site.site.files["/m.safetensors"] = save_safetensors(big)
+    site.site.swaps["/m.safetensors"] = (3, save_safetensors({k: v + 1 for k, v in big.items()}))
+    assert main(["convert", site.url("/m.safetensors"), str(tmp_path / "o.bpk"), "-q"]) == 1
+    assert capsys.readouterr().err == "store-studio: m.safetensors: changed on the server since it was opened " \
+        "(its ETag, Last-Modified or size differ); reopen it to read the new contents\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_remote_conversion_holds_a_few_pieces_not_what_it_streams(site, tmp_path):
+    import tracemalloc
+    big = {f"l{i:02}.w": np.full((512, 512), i, np.float32) for i in range(48)} | \
+        {f"l{i:02}.z": np.full(1000, i, np.float32) for i in range(48)}  # 48 MiB, small tensors between big ones
+    site.site.files["/m.safetensors"] = save_safetensors(big)
+    with open_store(site.url("/m.safetensors")) as store:
+        tracemalloc.start()
+        try:
+            export(store.entries, tmp_path / "o.bpk")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    with open_store(tmp_path / "o.bpk") as out:
+        assert all(np.array_equal(out.read(k), v) for k, v in big.items())
+    assert peak < 24 << 20  # the stream's few pieces, never the range cache's 32 MiB of what streamed by
 
 
 def test_the_token_hf_auth_login_saved_is_used_when_hf_token_is_unset(site, tmp_path, monkeypatch):
@@ -338,3 +368,56 @@ def test_the_zip_headers_of_small_neighbouring_storages_come_in_few_requests(sit
     with open_store(site.url("/small.pt")) as store:
         assert float(store.read("norm.242.bias")[0]) == 242.0
     assert len(site.site.log) < 20  # not one request per storage in the middle of the file
+
+
+def test_two_readers_streaming_one_file_at_once_each_get_their_own_bytes(site):
+    big = {f"w{i}": np.arange(i, i + (1 << 20), dtype=np.float32) for i in range(3)}  # 4 MiB each
+    site.site.files["/m.safetensors"] = save_safetensors(big)
+    with open_store(site.url("/m.safetensors")) as store:
+        first, second = store.iter_bytes("w2", 1 << 20), store.iter_bytes("w0", 1 << 20)
+        got: dict[str, bytearray] = {"w2": bytearray(), "w0": bytearray()}
+        for a, b in zip(first, second):  # in turn: the second reader cannot share the first one's stream
+            got["w2"] += a
+            got["w0"] += b
+        assert {k: bytes(v) for k, v in got.items()} == {k: big[k].tobytes() for k in got}
+        assert b"".join(store.iter_bytes("w1")) == big["w1"].tobytes()  # kept chunks stay valid
+
+
+def test_closing_a_file_while_another_thread_streams_it_ends_that_read_in_one_line(site):
+    import threading
+    big = {"w": np.arange(4 << 20, dtype=np.float32)}  # 16 MiB: the stream is still reading when the file closes
+    site.site.files["/m.safetensors"] = save_safetensors(big)
+    resume = threading.Event()
+    site.site.pauses["/m.safetensors"] = (3 << 20, resume)
+    store = open_store(site.url("/m.safetensors"))
+    chunks = store.iter_bytes("w", 1 << 20)
+    first = next(chunks)  # the stream is under way; the server now holds the rest back
+    store.close()  # from this thread, as a window closes a tab while a worker streams
+    resume.set()
+    with pytest.raises(FormatError, match="closed"):
+        for _ in chunks:
+            pass
+    assert bytes(first) == big["w"].tobytes()[:1 << 20]
+
+
+def test_a_watcher_hears_a_whole_download_and_can_stop_it_leaving_nothing(served, tmp_path, monkeypatch):
+    import tempfile
+    from engine import watch_downloads
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(downloads))
+    served.site.no_ranges.add("/m.pt")
+    size = len(served.site.files["/m.pt"])
+    heard: list[tuple[int, int]] = []
+    with pytest.warns(RemoteWarning), watch_downloads(lambda done, total: heard.append((done, total))):
+        with open_store(served.url("/m.pt")) as store:
+            assert np.array_equal(store.read("head.bias"), ARRAYS["head.bias"])
+    assert heard[0] == (0, size) and heard[-1] == (size, size)
+
+    def stop(done: int, total: int) -> None:
+        if done:
+            raise InterruptedError("cancelled")
+
+    with pytest.warns(RemoteWarning), watch_downloads(stop), pytest.raises(InterruptedError):
+        open_store(served.url("/m.pt"))
+    assert list(downloads.iterdir()) == []

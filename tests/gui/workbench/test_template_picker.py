@@ -15,7 +15,7 @@ from workbench_helpers import model_and_template, settle
 
 
 def pick(monkeypatch, path: Path) -> None:
-    monkeypatch.setattr("gui.workbench.template_picker.QFileDialog.getOpenFileName", lambda *a, **k: (str(path), ""))
+    monkeypatch.setattr("gui.workbench.template_picker.choose_model", lambda *a, **k: path)
 
 
 def preview_rows(window: MainWindow) -> dict[str, tuple[str, str]]:
