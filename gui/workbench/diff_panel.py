@@ -116,6 +116,7 @@ class DiffPanel(QWidget):
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)  # a dock's own frame is margin enough: the rows go to the table
         layout.setSpacing(4)
         for widget in (self.header, self.summary_bar, self.filters, self.bulk_box):
             layout.addWidget(widget)
