@@ -17,10 +17,9 @@ from gui.workers import Failure, Task, TaskRunner
 TEMPLATE_TITLE = "Choose a template: a file saved from the target model"
 
 
-def choose_template(parent: QWidget, document: RecipeDocument, runner: TaskRunner) -> bool:
-    """Ask for a template file and open it; False when the user cancelled."""
-    start = str((document.template or document.store).path.parent)
-    path, _ = QFileDialog.getOpenFileName(parent, TEMPLATE_TITLE, start, MODEL_FILES)
+def choose_template(parent: QWidget, document: RecipeDocument, runner: TaskRunner, start: Path) -> bool:
+    """Ask for a template file (the dialog opens in ``start``) and open it; False when the user cancelled."""
+    path, _ = QFileDialog.getOpenFileName(parent, TEMPLATE_TITLE, str(start), MODEL_FILES)
     if not path:
         return False
     open_template(parent, document, runner, Path(path))
