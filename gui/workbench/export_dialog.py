@@ -76,6 +76,7 @@ class ExportDialog(QDialog):
         self._listen(document)
         self._path_edited(self.path_edit.text())
         self._derive_metadata()
+        self._plan_changed()
 
     # --- building -------------------------------------------------------------------------------------
     def _build(self) -> None:
