@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QP
                                QWidget)
 
 from engine import Store, open_store
-from engine.surgery import Plan, RemapRule, align, diff
+from engine.surgery import Plan, align, diff
 from engine.surgery.diff import ValueDifference, value_difference
 from engine.surgery.ops import Rename
 from engine.surgery.plan import PlannedTensor
@@ -254,12 +254,6 @@ class DiffPanel(QWidget):
         self._state = state
         self._update_controls()
 
-    def _add_remap(self, pattern: str, target: str) -> None:
-        """Turn a closest-name suggestion into a remap rule after the recipe's own, as one undoable step."""
-        rule = RemapRule(pattern, target)
-        self.document.push(self._state.recipe.with_changes(remaps=self._state.recipe.remaps + (rule,)),
-                           f"Add remap rule {pattern} → {target}")
-
     def _show_result(self, result: PlanResult) -> None:
         self._result = result
         template = result.template
@@ -398,7 +392,7 @@ class DiffPanel(QWidget):
             else:
                 pattern = f"^{re.escape(remap_input_name(tensor))}$"
                 button.setToolTip(f"Add the remap rule {pattern} → {target} (undo with Ctrl+Z)")
-                button.clicked.connect(lambda _=False, p=pattern: self._add_remap(p, target))
+                button.clicked.connect(lambda _=False, p=pattern: self.document.add_remap(p, target))
             layout.addWidget(button)
 
     def _clear_suggestions(self) -> None:

@@ -241,8 +241,7 @@ class RemapPanel(DocumentPanel):
         if problem:
             self._problem(problem)
             return False
-        self.push(lambda recipe: recipe.with_changes(remaps=recipe.remaps + (rule,)),
-                  f"Add remap rule {rule.pattern} → {rule.replacement}")
+        self.document.add_remap(rule.pattern, rule.replacement)
         self.pattern.clear()
         self.replacement.clear()
         return True

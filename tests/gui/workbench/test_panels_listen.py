@@ -14,7 +14,7 @@ from pathlib import Path
 
 GUI = Path(__file__).parents[3] / "gui" / "workbench"
 LISTENERS = [*sorted((GUI / "panels").glob("*.py")), GUI / "diff_panel.py", GUI / "export_dialog.py"]
-EDITS_AND_SIGNALS = {"push", "add_source", "remove_source", "move_source", "set_template", "replan",
+EDITS_AND_SIGNALS = {"push", "add_remap", "add_source", "remove_source", "move_source", "set_template", "replan",
                      "recipeChanged", "resultReady", "planReady", "planFailed", "busyChanged"}
 HANDSHAKE = {"set_document", "__init__"}  # where a listener takes the document's state once
 PANEL_CLASSES = {"FiltersPanel", "RemapPanel", "AdaptersPanel", "SourcesPanel", "PreviewPanel", "DiffPanel"}
