@@ -183,30 +183,50 @@ class Filter:
                 return reason
         return None
 
-    def verdicts(self, names: Sequence[str]) -> list[str | None]:
-        """``verdict`` for every name at once, when no predicate needs facts: one regex pass a rule (hot)."""
-        if self._selects:
-            paths, includes = self._paths, self._includes
-            out: list[str | None] = [None if name in paths or any(r.search(name) for r in includes)
-                                     else "matched no include rule" for name in names]
+    def judge(self, names: Sequence[str]) -> tuple[list[str | None], tuple[int, ...]]:
+        """``verdict`` for every name, and each rule's match count (``rule_hits``' counts, a path's 0 or 1),
+        when no predicate needs facts: one regex pass a rule serves both (hot: every plan runs it)."""
+        if self.where:
+            raise ValueError("judge is for filters without predicates: they need each tensor's facts")
+        found = [list(map(regex.search, names)) for regex in self._includes]  # a match or None, per name
+        counts = [len(names) - column.count(None) for column in found]
+        if self.full_paths:
+            present = set(names)
+            counts += [int(path in present) for path in self.full_paths]
+            paths = self._paths
+            found.append([name in paths or None for name in names])
+        if not found:
+            out: list[str | None] = [None] * len(names)
+        elif len(found) == 1:
+            out = [None if hit is not None else "matched no include rule" for hit in found[0]]
         else:
-            out = [None] * len(names)
+            out = [None if any(hits) else "matched no include rule" for hits in zip(*found)]
         for regex, reason in self._excludes:  # the first exclusion that matches names the reason
-            search = regex.search
-            out = [found if found is not None or not search(name) else reason for found, name in zip(out, names)]
-        return out
+            column = list(map(regex.search, names))
+            counts.append(len(names) - column.count(None))
+            out = [verdict if verdict is not None or hit is None else reason for verdict, hit in zip(out, column)]
+        return out, tuple(counts)
 
     def rule_hits(self, names: Sequence[str], tensors: Sequence[Mapping[str, Any]] | None = None) -> list[RuleHits]:
         """Each rule's match count over the names (and, for predicates, the tensors' facts), in rule order:
         includes, paths, predicates, excludes."""
-        hits = [RuleHits(INCLUDE, i, r.pattern, sum(1 for n in names if r.search(n))) for i, r in enumerate(self._includes)]
         present = set(names) if self.full_paths else set()
-        hits += [RuleHits(PATH, i, p, int(p in present)) for i, p in enumerate(self.full_paths)]
-        hits += [RuleHits(WHERE, i, rule.label, sum(1 for t in tensors or () if rule.accepts(t)))
-                 for i, rule in enumerate(self.where)]
-        hits += [RuleHits(EXCLUDE, i, r.pattern, sum(1 for n in names if r.search(n)))
-                 for i, (r, _) in enumerate(self._excludes)]
-        return hits
+        counts = [*(sum(1 for n in names if r.search(n)) for r in self._includes),
+                  *(int(p in present) for p in self.full_paths),
+                  *(sum(1 for t in tensors or () if rule.accepts(t)) for rule in self.where),
+                  *(sum(1 for n in names if r.search(n)) for r, _ in self._excludes)]
+        return self.hits(counts)
+
+    def hits(self, counts: Sequence[int]) -> list[RuleHits]:
+        """``RuleHits`` for counts in ``rule_hits``' order (includes, paths, predicates, excludes)."""
+        rules = [*((INCLUDE, i, p) for i, p in enumerate(self.include)), *((PATH, i, p) for i, p in enumerate(self.full_paths)),
+                 *((WHERE, i, r.label) for i, r in enumerate(self.where)), *((EXCLUDE, i, p) for i, p in enumerate(self.exclude))]
+        return [RuleHits(kind, index, pattern, count) for (kind, index, pattern), count in zip(rules, counts)]
+
+    def merged_counts(self, per_source: Sequence[Sequence[int]]) -> list[int]:
+        """Counts over several sources' names from each source's: summed, but a path is there (1) or not (0)."""
+        paths = range(len(self.include), len(self.include) + len(self.full_paths))
+        return [max(column) if i in paths else sum(column) for i, column in enumerate(zip(*per_source))]
 
     # --- JSON -----------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

@@ -74,6 +74,11 @@ def logical_leaf(name: str) -> tuple[str, str]:
     the module is ``m`` (a Linear or Conv), not ``m.parametrizations.weight``.
     """
     module, _, leaf = name.rpartition(".")
+    return _folded(module, leaf)
+
+
+def _folded(module: str, leaf: str) -> tuple[str, str]:
+    """``logical_leaf`` of a name already split at its last dot."""
     if module.endswith("parametrizations.weight") and leaf in ("original0", "original1"):
         owner = module[:-len("parametrizations.weight")].rstrip(".")
         return owner, "weight_g" if leaf == "original0" else "weight_v"
@@ -101,31 +106,41 @@ def infer_modules(entries: Iterable[ShapedTensor], overrides: Mapping[str, str] 
 
 
 def infer_columns(names: Sequence[str], shapes: Sequence[tuple[int, ...]],
-                  overrides: Mapping[str, str] | None = None, paths: list[str] | None = None) -> dict[str, ModuleGuess]:
+                  overrides: Mapping[str, str] | None = None, paths: list[str] | None = None,
+                  leaves: list[str] | None = None) -> dict[str, ModuleGuess]:
     """``infer_modules`` over a column of names and one of shapes (tuples): the plan's form, hot on every edit.
 
-    ``paths``, when given, receives each name's module path (``module_path``), in order.
+    ``paths`` and ``leaves``, when given, receive each name's module path (``module_path``) and last
+    segment, in order (the adapters need them too).
     """
-    leaves: dict[str, dict[str, tuple[int, ...]]] = {}
-    add_path = paths.append if paths is not None else None
-    for name, shape in zip(names, shapes):
-        module, _, leaf = name.rpartition(".")
-        if add_path is not None:
-            add_path(module)
+    split = [name.rpartition(".") for name in names]
+    if paths is not None:
+        paths.extend([parts[0] for parts in split])
+    if leaves is not None:
+        leaves.extend([parts[2] for parts in split])
+    modules: dict[str, dict[str, tuple[int, ...]]] = {}
+    siblings_of = modules.get
+    for (module, _, leaf), shape in zip(split, shapes):
         if leaf == "original0" or leaf == "original1":
-            module, leaf = logical_leaf(name)
-        siblings = leaves.get(module)
+            module, leaf = _folded(module, leaf)
+        siblings = siblings_of(module)
         if siblings is None:
-            siblings = leaves[module] = {}
-        siblings[leaf] = shape
+            modules[module] = {leaf: shape}
+        else:
+            siblings[leaf] = shape
     guesses = {}
-    for path, siblings in leaves.items():
+    new = object.__new__
+    for path, siblings in modules.items():
         if overrides and path in overrides:
             guesses[path] = ModuleGuess(path, check_kind(overrides[path], path), "set by user", True)
             continue
         last = path.rpartition(".")[2]  # the label, unless it is an index (then ``_label`` walks back)
         label = _label(path) if last[:1].isdigit() or last[:1] == "+" else last
-        guesses[path] = _guess(label, tuple(siblings.items())).at(path)
+        # ``_guess(...).at(path)`` inlined: a module each, on every edit
+        guess = guesses[path] = new(ModuleGuess)
+        state = guess.__dict__
+        state.update(_guess(label, tuple(siblings.items())).__dict__)
+        state["path"] = path
     return guesses
 
 

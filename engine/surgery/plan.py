@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..burn_versions import BurnVersion
+from ..collector import collector_paused
 from ..dtypes import DType
 from ..errors import ExportError
 from ..export import Cancel, Progress, export, header_metadata
@@ -52,22 +53,30 @@ class PlannedTensor:
     ``ops`` may be given as records (``ops.OpRecord``): they are built into operations when first read.
     """
 
-    __slots__ = ("name", "dtype", "shape", "nbytes", "param_id", "inputs", "_ops", "source", "module")
+    __slots__ = ("name", "dtype", "shape", "inputs", "_ops", "source", "module")
 
     def __init__(self, name: str, dtype: DType, shape: tuple[int, ...], inputs: Sequence[TensorEntry],
                  ops: Sequence[Op | OpRecord], source: str, module: str):
         self.name = name
         self.dtype = dtype
         self.shape = shape
-        self.inputs = inputs = inputs if type(inputs) is tuple else tuple(inputs)
+        self.inputs = inputs if type(inputs) is tuple else tuple(inputs)
         self._ops = ops if type(ops) is tuple else tuple(ops)
-        first = inputs[0]
-        # same dtype, one input, as many elements (renames, transposes): the same bytes; a split has fewer
-        same = len(inputs) == 1 and dtype is first.dtype and (shape is first.shape or math.prod(shape) == first.numel)
-        self.nbytes = first.nbytes if same or dtype.bits is None else dtype.nbytes(shape)
-        self.param_id = inputs[-1].param_id
         self.source = source
         self.module = module
+
+    @property
+    def nbytes(self) -> int:
+        """The output's size: the input's when the bytes are the same (renames, transposes), else by dtype
+        and shape (a split has fewer). Computed when asked: a plan makes every tensor on every edit."""
+        inputs, dtype, shape = self.inputs, self.dtype, self.shape
+        first = inputs[0]
+        same = len(inputs) == 1 and dtype is first.dtype and (shape is first.shape or math.prod(shape) == first.numel)
+        return first.nbytes if same or dtype.bits is None else dtype.nbytes(shape)
+
+    @property
+    def param_id(self) -> int | None:
+        return self.inputs[-1].param_id
 
     @property
     def ops(self) -> tuple[Op, ...]:
@@ -244,6 +253,7 @@ class StageCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._items: dict[str, OrderedDict[Any, tuple[int, Any, int]]] = {}
+        self._same: dict[str, OrderedDict[int, tuple[int, Any]]] = {}
         self.ran: Counter[str] = Counter()
 
     def run(self, stage: str, key: Any, compute: Callable[[], Any], tensors: int = 0) -> tuple[int, Any]:
@@ -269,6 +279,27 @@ class StageCache:
                                           or sum(size for _, _, size in items.values()) > self.TENSORS):
                     items.popitem(last=False)
         return token, result
+
+    def same(self, stage: str, token: int, result: Any, content: Callable[[], Any], tensors: int = 0) -> tuple[int, Any]:
+        """The earlier ``(token, result)`` whose ``content()`` equals this one's, else ``(token, result)``.
+
+        An edit that changes a stage's inputs but not what the stages after it read (a remap pattern
+        typed halfway that matches nothing yet, its undo, a filter that keeps the same tensors) then
+        hands them the earlier result's token, so they are taken from the cache. ``content`` is asked
+        only for a result not seen before: an undo costs a lookup, not a pass over the names.
+        """
+        with self._lock:
+            seen = self._same.setdefault(stage, OrderedDict())
+            found = seen.get(token)
+            if found is not None:
+                seen.move_to_end(token)
+                return found
+        found = self.run(stage, content(), lambda: (token, result), tensors)[1]
+        with self._lock:
+            seen[token] = found
+            while len(seen) > self.SIZE:
+                seen.popitem(last=False)
+        return found
 
 
 _STAGES = StageCache()
@@ -306,8 +337,11 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
     resulting names, cast; then the sources merge. Each stage's result is kept by its inputs
     (``cache``, shared by default), so a re-plan after an edit re-runs only the stages after it.
     """
-    recipe = recipe or Recipe()
-    cache = cache or _STAGES
+    with collector_paused():  # tens of thousands of long-lived objects, no garbage: scans were 40% of a re-plan
+        return _plan(stores, recipe or Recipe(), template, cache or _STAGES)
+
+
+def _plan(stores: Sequence[Store], recipe: Recipe, template: Store | None, cache: StageCache) -> Plan:
     rules = compile_rules(recipe.remaps)
     wanted = _template_index(template) if template is not None else None
     selection = _SELECTIONS.get(stores, recipe)
@@ -338,10 +372,20 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
         return cache.run(stage, key, compute, len(selection.kept[index]))
 
     token, batch = run("source", (selection.token, index), lambda: stages.Batch.of(selection.kept[index]))
-    token, (batch, hits) = run("remap", (token, recipe.remaps), lambda: stages.remap(batch, rules))
+    source, names = token, batch.names
+    hits: list[int] = []
+    for k, rule in enumerate(rules):  # each rule's column kept: an edit re-runs the rules from the edited one on
+        token, (names, count) = run(f"remap rule {k + 1}", (token, recipe.remaps[k]),
+                                    lambda names=names, rule=rule: stages.remap_rule(names, rule))
+        hits.append(count)
+    token, batch = run("remap", (source, token), lambda: stages.remapped(batch, names))
+    # the remapped batch is its input's with these names (and a Rename where one changed): same names, same batch
+    token, batch = cache.same("remapped names", token, batch, lambda: (source, tuple(batch.names)), len(batch))
     if ad.CONTIGUOUS_INDICES in adapters:
         every = None if len(batch) == len(store.entries) else [remap_name(e.name, rules) for e in store.entries]
-        token, batch = run("renumber", (token,), lambda: stages.renumber(batch, every))
+        # with a source filter, the indices count the names it dropped too: they depend on the rules as well
+        token, batch = run("renumber", (token, recipe.remaps if every is not None else None),
+                           lambda: stages.renumber(batch, every))
     skip = ad.SKIP_ENUM_VARIANTS in adapters
     if skip or ENUM_VARIANT in recipe.module_overrides.values():
         token, batch = run("enum variants", (token, skip, overrides, wanted),
@@ -358,10 +402,12 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
     label = str(store.path)
     filter_token, filtered = run("filter", (token, recipe.filter),
                                  lambda: stages.filter_names(adapted, recipe.filter, label))
-    token, casted = run("cast", (filter_token, recipe.casts), lambda: stages.cast(adapted, filtered.kept, recipe.casts))
+    # the cast and what follows read only which tensors are kept: a filter edit that keeps the same ones re-runs none
+    kept_token, _ = cache.same("kept", filter_token, filtered, lambda: (token, tuple(filtered.kept)), len(batch))
+    token, casted = run("cast", (kept_token, recipe.casts), lambda: stages.cast(adapted, filtered.kept, recipe.casts))
     _, found = run("guesses", (token, direction),
                    lambda: stages.guesses_of(adapted, casted, direction, recipe.casts, conventions, wanted))
-    return _SourceResult(label, adapted, casted, filtered, modules.guesses, hits, found, (filter_token, token))
+    return _SourceResult(label, adapted, casted, filtered, modules.guesses, tuple(hits), found, (filter_token, token))
 
 
 def _merge(sources: Sequence[_SourceResult]) -> tuple[list[PlannedTensor], list[Conflict], list[Override]]:
@@ -394,9 +440,14 @@ def _merge(sources: Sequence[_SourceResult]) -> tuple[list[PlannedTensor], list[
 
 def _filter_hits(keep: Filter, sources: Sequence[_SourceResult]) -> list[RuleHits]:
     """Each filter rule's matches over every source's names as the filter saw them (none when nothing was filtered)."""
+    if not any(source.filtered.names for source in sources):
+        return []
+    counts = [source.filtered.counts for source in sources if source.filtered.names]
+    if all(c is not None for c in counts):  # counted by the filter stage, in the same pass as its verdicts
+        return keep.hits(keep.merged_counts(counts))
     names = [name for source in sources for name in source.filtered.names]
     seen = [f for source in sources for f in source.filtered.facts or ()] if keep.where else None
-    return keep.rule_hits(names, seen) if names else []
+    return keep.rule_hits(names, seen)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ slots, not 10,000 objects.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from itertools import repeat
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..dtypes import DType
 from ..errors import RecipeError
@@ -25,7 +26,7 @@ from .guesses import Guess, kind_guess, placed_guess, variant_guess
 from .modules import ENUM_VARIANT, NORM_KINDS, ModuleGuess, infer_columns, module_path
 from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose, built
 from .recipe import CastRule
-from .remap import CompiledRule, remap_name
+from .remap import CompiledRule
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Dropped:
     matched: str = ""
 
     @classmethod
-    def many(cls, source: str, rows: Sequence[tuple[str, str, str]]) -> list["Dropped"]:
+    def many(cls, source: str, rows: Iterable[tuple[str, str, str]]) -> list["Dropped"]:
         """One per ``(name, reason, matched)``, built as fast as dicts: a filter may drop 100,000 on every edit."""
         new = object.__new__
         out = []
@@ -98,18 +99,32 @@ def _check_bytes(entry: TensorEntry, dtype: DType, op: Op) -> None:
 
 # --- 1. remap -------------------------------------------------------------------------------------------
 def remap(batch: Batch, rules: Sequence[CompiledRule]) -> tuple[Batch, tuple[int, ...]]:
-    """burn-store's ``KeyRemapper``: every rule in order on each name; also each rule's hit count."""
+    """burn-store's ``KeyRemapper``: every rule in order on each name; also each rule's hit count.
+
+    Rule by rule over the whole column (the same as name by name: each rule sees the previous one's
+    result), so ``plan`` can keep each rule's column and an edit re-runs only the rules after it.
+    """
     if not rules:
         return batch, ()
-    hits = [0] * len(rules)
-    if len(rules) == 1:  # the common case, inlined: it runs on every keystroke in a remap field
-        subn, template = rules[0].regex.subn, rules[0].template
-        results = [subn(template, name) for name in batch.names]
-        hits[0] = sum(1 for _, n in results if n)
-        new_names = [new for new, _ in results]
-    else:
-        new_names = [remap_name(name, rules, hits) for name in batch.names]
-    return _rename_all(batch, new_names, "remap"), tuple(hits)
+    names, hits = batch.names, []
+    for rule in rules:
+        names, count = remap_rule(names, rule)
+        hits.append(count)
+    return remapped(batch, names), tuple(hits)
+
+
+def remap_rule(names: list[str], rule: CompiledRule) -> tuple[list[str], int]:
+    """One rule on every name (one ``map`` at C speed: it runs on every keystroke in a remap field), and how
+    many names it matched."""
+    if not names:
+        return names, 0
+    changed, counts = zip(*map(rule.regex.subn, repeat(rule.template), names))
+    return list(changed), len(counts) - counts.count(0)
+
+
+def remapped(batch: Batch, names: list[str]) -> Batch:
+    """``batch`` under the names the rules made, with a Rename for each that changed."""
+    return _rename_all(batch, names, "remap")
 
 
 # --- 2. renumber ------------------------------------------------------------------------------------------
@@ -250,17 +265,21 @@ def _append(out: Batch, batch: Batch, i: int) -> None:
 # --- 5. module inference ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Modules:
-    """Every module path's kind (``guesses``, in order of first appearance) and each tensor's (``per_tensor``)."""
+    """Every module path's kind (``guesses``, in order of first appearance) and each tensor's (``per_tensor``),
+    with each tensor's name split into its module path and last segment (``paths``, ``leaves``)."""
 
     guesses: dict[str, ModuleGuess]
     per_tensor: list[ModuleGuess | None]
+    paths: list[str]
+    leaves: list[str]
 
 
 def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str, str],
           known: Mapping[str, ModuleGuess] | None = None) -> Modules:
     """Every module path's kind: shapes and siblings, then what earlier stages know, the template, the user."""
     paths: list[str] = []
-    guesses = infer_columns(batch.names, batch.shapes, paths=paths)
+    leaves: list[str] = []
+    guesses = infer_columns(batch.names, batch.shapes, paths=paths, leaves=leaves)
     if known:
         guesses.update((path, guess) for path, guess in known.items() if path in guesses)
     if template is not None:
@@ -269,7 +288,7 @@ def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str
         if path in guesses:
             guesses[path] = ModuleGuess(path, kind, "set by user", True)
     get = guesses.get
-    return Modules(guesses, [get(path) for path in paths])
+    return Modules(guesses, list(map(get, paths)), paths, leaves)
 
 
 # --- 6. adapters ----------------------------------------------------------------------------------------------
@@ -293,37 +312,53 @@ def adapt(batch: Batch, modules: Modules, direction: str | None, template: "Temp
     if not direction and template is None:
         return Adapted(batch, per_tensor, batch)
     names, shapes, ops = list(batch.names), list(batch.shapes), list(batch.ops)
-    layout_kinds = ad.LAYOUT_KINDS if direction else frozenset()
-    layout = ad.layout
-    for i, guess in enumerate(per_tensor):
-        if guess is not None and guess.kind in layout_kinds:
-            module, _, leaf = names[i].rpartition(".")
-            shape = shapes[i]
-            new_leaf, transpose = layout(direction, leaf, len(shape), guess.kind)
-            if transpose:
-                if batch.dtypes[i].kind == "quantized":
-                    _check_bytes(batch.inputs[i][0], batch.dtypes[i], Transpose((shape[0], shape[1])))
-                ops[i] = (*ops[i], (Transpose, (shape[0], shape[1])))
-                shapes[i] = shape[::-1]
-            elif new_leaf:
-                new = f"{module}.{new_leaf}" if module else new_leaf
-                ops[i] = (*ops[i], (Rename, names[i], new, f"{direction}, {guess.kind}"))
-                names[i] = new
-        if template is not None and names[i] not in template.shapes and names[i] in template.variants:
-            names[i], ops[i] = _renamed(names[i], template.variants[names[i]], ops[i], "template enum variant")
+    if direction:
+        _layout(batch, modules, direction, names, shapes, ops)
+    if template is not None:
+        for i, name in enumerate(names):
+            if name not in template.shapes and name in template.variants:
+                names[i], ops[i] = _renamed(name, template.variants[name], ops[i], "template enum variant")
     return Adapted(replace(batch, names=names, shapes=shapes, ops=ops), per_tensor, batch)
+
+
+def _layout(batch: Batch, modules: Modules, direction: str, names: list[str], shapes: list[tuple[int, ...]],
+            ops: list[tuple[Op, ...]]) -> None:
+    """``direction``'s layout by module kind, into ``names``, ``shapes`` and ``ops`` (one pass: hot on every edit)."""
+    layout_kinds, layout = ad.LAYOUT_KINDS, ad.layout
+    whys = {kind: f"{direction}, {kind}" for kind in layout_kinds}
+    paths, leaves = modules.paths, modules.leaves
+    for i, guess in enumerate(modules.per_tensor):
+        if guess is None:
+            continue
+        kind = guess.kind
+        if kind not in layout_kinds:
+            continue
+        shape = shapes[i]
+        new_leaf, transpose = layout(direction, leaves[i], len(shape), kind)
+        if transpose:
+            if batch.dtypes[i].kind == "quantized":
+                _check_bytes(batch.inputs[i][0], batch.dtypes[i], Transpose((shape[0], shape[1])))
+            ops[i] = (*ops[i], (Transpose, (shape[0], shape[1])))
+            shapes[i] = shape[::-1]
+        elif new_leaf:
+            module = paths[i]
+            new = f"{module}.{new_leaf}" if module else new_leaf
+            ops[i] = (*ops[i], (Rename, names[i], new, whys[kind]))
+            names[i] = new
 
 
 # --- 7. filter -----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Filtered:
     """Which tensors the recipe's filter keeps (indices), why it drops the others, and what it saw: every
-    name, and the facts the predicates asked for (None when none did), for the rules' hit counts."""
+    name, and the facts the predicates asked for (None when none did); ``counts`` are the rules' hit
+    counts over these names (``Filter.rule_hits``' order), None when predicates leave them to the plan."""
 
     kept: list[int]
     dropped: list[Dropped]
     names: list[str]
     facts: list[dict[str, Any]] | None
+    counts: tuple[int, ...] | None = None
 
 
 def filter_names(adapted: Adapted, keep: Filter, label: str) -> Filtered:
@@ -332,16 +367,19 @@ def filter_names(adapted: Adapted, keep: Filter, label: str) -> Filtered:
     names = batch.names
     if keep.is_empty:
         return Filtered(list(range(len(batch))), [], [], None)
-    verdict = keep.verdict
+    counts = None
     if keep.where:
+        verdict = keep.verdict
         seen = [facts(name, batch.dtypes[i], batch.shapes[i], adapted.kind(i)) for i, name in enumerate(names)]
         verdicts = [verdict(name, tensor_facts) for name, tensor_facts in zip(names, seen)]
     else:
-        seen, verdicts = None, keep.verdicts(names)
+        seen, (verdicts, counts) = None, keep.judge(names)
     kept = [i for i, reason in enumerate(verdicts) if reason is None]
-    dropped = Dropped.many(label, [(batch.source_name(i), f"filter: {reason}", names[i])
-                                   for i, reason in enumerate(verdicts) if reason is not None])
-    return Filtered(kept, dropped, names, seen)
+    inputs, source_name = batch.inputs, batch.source_name
+    why = {reason: f"filter: {reason}" for reason in set(verdicts) if reason is not None}
+    dropped = Dropped.many(label, ((inputs[i][0].name if len(inputs[i]) == 1 else source_name(i), why[reason], names[i])
+                                   for i, reason in enumerate(verdicts) if reason is not None))
+    return Filtered(kept, dropped, names, seen, counts)
 
 
 # --- 8. cast --------------------------------------------------------------------------------------------------
