@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import signal
 import stat
 import threading
@@ -60,7 +59,7 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
     replacing = os.path.lexists(dest)
     mode = stat.S_IMODE(os.stat(dest).st_mode) if dest.exists() else None
     _clean_stale_partials(dest)
-    partial = dest.with_name(f"{_partial_prefix(dest)}{os.getpid()}-{secrets.token_hex(4)}{PARTIAL}")
+    partial = dest.with_name(f"{_partial_prefix(dest)}{os.getpid()}-{os.urandom(4).hex()}{PARTIAL}")
     total = sum(item.nbytes for item in items)
     try:
         with _signals_clean_up():

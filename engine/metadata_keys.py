@@ -12,7 +12,7 @@ carried under a name that says where it came from (``pytorch.archive_version``, 
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Protocol
+from typing import Iterable, Mapping, Protocol, Sequence
 
 RESERVED = ("format", "producer", "version")  # burn-store's default_metadata, in Burnpack and SafeTensors alike
 RECIPE_KEY = "store_studio.recipe"  # the digest of the recipe that made a file: it describes only that file
@@ -70,3 +70,15 @@ def carried_fields(stores: Iterable[_Source], out_format: str | None) -> dict[st
             own.setdefault(name, value)
         metadata.update(own)
     return metadata
+
+
+class _ScalarSource(_Source, Protocol):
+    scalars: dict
+
+
+def carried_scalars(stores: Sequence[_ScalarSource], out_format: str | None) -> dict | None:
+    """The Burnpack scalars (an optimizer's numbers) an export keeps: only a single Burnpack or Burn record
+    source's, and only into a Burnpack."""
+    only = stores[0] if len(stores) == 1 else None
+    return only.scalars if only is not None and only.format in ("burnpack", "burn-record") and out_format == "burnpack" \
+        else None

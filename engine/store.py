@@ -7,8 +7,11 @@ Formats subclass ``Store`` and implement ``_read``; everything else is shared.
 from __future__ import annotations
 
 import math
+import operator
 import os
+from collections import deque
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, Iterator, Protocol
 
 import numpy as np
@@ -18,6 +21,7 @@ from .errors import FormatError
 from .locations import Location, RemoteLocation, location
 
 CHUNK = 16 << 20  # bytes moved at a time when streaming a tensor
+_NAME = operator.attrgetter("name")
 
 
 class TensorSource(Protocol):
@@ -80,16 +84,21 @@ class TensorEntry:
 
 def make_entries(names: list[str], dtypes: list[DType], shapes: list[tuple[int, ...]], nbytes: list[int],
                  param_ids: list[int | None], offsets: list[int | None]) -> list[TensorEntry]:
-    """Entries from columns of fields, at a third less than the dataclass's ``__init__`` (a frozen one sets
-    each field through ``object.__setattr__``): what a header of 100,000 tensors spends most on."""
-    new, put = object.__new__, object.__setattr__
-    entries = []
-    for name, dtype, shape, size, param_id, offset in zip(names, dtypes, shapes, nbytes, param_ids, offsets):
-        entry = new(TensorEntry)
-        put(entry, "__dict__", {"name": name, "dtype": dtype, "shape": shape, "nbytes": size, "param_id": param_id,
-                                "offset": offset, "store": None})
-        entries.append(entry)
-    return entries
+    """Entries from columns of fields: what a header of 100,000 tensors spends most on, so built by
+    ``_EntryBuilder`` at a third less than the frozen dataclass's ``__init__``."""
+    return list(map(_EntryBuilder, names, dtypes, shapes, nbytes, param_ids, offsets))
+
+
+class _EntryBuilder:
+    """Makes a ``TensorEntry`` the quick way: plain attribute stores (kept inline in the object, no dict of
+    its own, where the frozen ``__init__`` calls ``object.__setattr__`` per field), then the object becomes
+    a ``TensorEntry``, the same in every respect. Both classes have the same layout, so Python allows it."""
+
+    def __init__(self, name: str, dtype: DType, shape: tuple[int, ...], nbytes: int, param_id: int | None,
+                 offset: int | None):
+        self.name, self.dtype, self.shape, self.nbytes = name, dtype, shape, nbytes
+        self.param_id, self.offset, self.store = param_id, offset, None
+        self.__class__ = TensorEntry  # type: ignore[assignment]
 
 
 class Store:
@@ -113,10 +122,10 @@ class Store:
         self.values: Any = values if values is not None else {}
         self.files: list[Location] = files or [self.path]
         self.entries: list[TensorEntry] = list(entries)
-        for e in self.entries:
-            # Formats make entries before their store exists; attaching here avoids copying 100,000 of them.
-            object.__setattr__(e, "store", self)
-        self._by_name = {e.name: e for e in self.entries}
+        # Formats make entries before their store exists; attaching here avoids copying 100,000 of them.
+        # Both passes run in C (``map``): a quarter of opening a small file went to these loops in Python.
+        deque(map(object.__setattr__, self.entries, repeat("store"), repeat(self)), maxlen=0)
+        self._by_name = dict(zip(map(_NAME, self.entries), self.entries))
         if len(self._by_name) != len(self.entries):
             seen: set[str] = set()
             dup = next(e.name for e in self.entries if e.name in seen or seen.add(e.name))

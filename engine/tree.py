@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Callable, Iterable, Iterator
 
 from .store import TensorEntry
@@ -74,7 +76,30 @@ class TreeShape:
     flat: bool = False
 
 
-_UNKNOWN = object()  # TreeNode._next before anyone looked
+class _Table:
+    """Every tensor of one tree in file order, as columns its nodes index into by row number.
+
+    A group holds the row numbers of the tensors below it (a list of ints), not a tuple per tensor: a tree
+    of 100,000 tensors then gives the garbage collector a list per opened group to scan, not 100,000
+    tuples (a collection over those, in whichever thread, holds the GIL and freezes the window).
+    """
+
+    __slots__ = ("names", "entries", "numel", "nbytes", "buffers")
+
+    def __init__(self, entries: list[TensorEntry]) -> None:
+        self.entries = entries
+        self.names: list[str] = []
+        self.numel: list[int] = []
+        self.nbytes: list[int] = []
+        self.buffers: list[int] = []
+        for entry in entries:  # one pass over 100,000 entries: kept flat
+            numel = math.prod(entry.shape)
+            name = entry.name
+            self.names.append(name)
+            self.numel.append(numel)
+            self.nbytes.append(entry.nbytes)
+            self.buffers.append(numel if entry.dtype.kind not in FLOAT_KINDS or (
+                name.endswith(BUFFER_ENDINGS) and is_buffer(entry)) else 0)
 
 
 class TreeNode:
@@ -88,9 +113,10 @@ class TreeNode:
     """
 
     __slots__ = ("name", "path", "parent", "entry", "params", "buffer_values", "nbytes", "tensors", "row",
-                 "folded_into", "_shape", "_below", "_offset", "_next", "_by_name", "_children")
+                 "folded_into", "_shape", "_table", "_rows", "_offset", "_by_name", "_children")
 
-    def __init__(self, name: str, path: str, parent: "TreeNode | None", shape: TreeShape | None = None) -> None:
+    def __init__(self, name: str, path: str, parent: "TreeNode | None", shape: TreeShape | None = None,
+                 table: _Table | None = None) -> None:
         self.name = name
         self.path = path
         self.parent = parent
@@ -102,9 +128,9 @@ class TreeNode:
         self.row = 0  # position among the parent's children, valid once the parent's children are laid out
         self.folded_into: TreeNode | None = None  # set on a group a compact tree shows as part of a longer row
         self._shape = shape if shape is not None else parent._shape if parent is not None else TreeShape()
-        self._below: list[tuple[str, TensorEntry, int, int]] = []  # (full name, entry, numel, buffer numel)
-        self._offset = 0  # where this node's part of each full name in _below starts
-        self._next: object = _UNKNOWN  # the one segment all names below continue with (None: they do not)
+        self._table = table if table is not None else parent._table if parent is not None else _Table([])
+        self._rows: list[int] | None = None  # table rows of the tensors below (not this node's own entry)
+        self._offset = 0  # where this node's part of each full name below starts
         self._by_name: dict[str, TreeNode] | None = None
         self._children: list[TreeNode] | None = None
 
@@ -129,7 +155,7 @@ class TreeNode:
 
     @property
     def has_children(self) -> bool:
-        return bool(self._below or self._by_name)
+        return self._rows is not None or bool(self._by_name)
 
     @property
     def is_tensor(self) -> bool:
@@ -186,44 +212,57 @@ class TreeNode:
     def _split(self) -> dict[str, "TreeNode"]:
         """Group the names below this node by their next segment (the whole name in a flat tree), once.
 
-        Names are never sliced into new strings per level: each node keeps the offset where its part of
-        the full names starts. Splitting also notes, per child, the one segment every name continues with
-        (``_next``), so compaction folds a chain without splitting it again.
+        Names are never sliced into new strings per level beyond their next segment: each node keeps the
+        offset where its part of the full names starts. A child's totals are sums over its rows (C loops).
         """
         if self._by_name is None:
-            by_name: dict[str, TreeNode] = {}
-            prefix = f"{self.path}." if self.parent is not None else ""
-            offset = self._offset
-            flat = self._shape.flat
-            for item in self._below:  # the hot loop of opening a group: kept flat
-                name = item[0]
-                dot = -1 if flat else name.find(".", offset)
-                head = name[offset:] if dot < 0 else name[offset:dot]
-                child = by_name.get(head)
-                if child is None:
-                    child = by_name[head] = TreeNode(head, prefix + head, self)
-                    child._offset = offset + len(head) + 1
-                child.params += item[2]
-                child.buffer_values += item[3]
-                child.nbytes += item[1].nbytes
-                child.tensors += 1
-                if dot < 0:
-                    child.entry = item[1]
-                    child._next = None
-                    continue
-                child._below.append(item)
-                if child._next is not None:
-                    end = name.find(".", dot + 1)
-                    segment = name[dot + 1:end] if end >= 0 else None  # None: a tensor right below
-                    child._next = segment if child._next is _UNKNOWN or child._next == segment else None
-            self._by_name = by_name
-            self._below = []
+            self._by_name = self._split_rows() if self._rows else {}
+            self._rows = None
         return self._by_name
+
+    def _split_rows(self) -> dict[str, "TreeNode"]:
+        table, offset, flat = self._table, self._offset, self._shape.flat
+        names = table.names
+        groups: dict[str, list[int]] = {}
+        ends_here: list[tuple[str, int]] = []
+        for row in self._rows:  # the hot loop of opening a group: kept flat
+            name = names[row]
+            dot = -1 if flat else name.find(".", offset)
+            if dot < 0:
+                head = name[offset:]
+                ends_here.append((head, row))
+                if head not in groups:
+                    groups[head] = []
+                continue
+            head = name[offset:dot]
+            rows = groups.get(head)
+            if rows is None:
+                rows = groups[head] = []
+            rows.append(row)
+        prefix = f"{self.path}." if self.parent is not None else ""
+        by_name: dict[str, TreeNode] = {}
+        numel, buffers, nbytes = table.numel.__getitem__, table.buffers.__getitem__, table.nbytes.__getitem__
+        for head, rows in groups.items():
+            child = by_name[head] = TreeNode(head, prefix + head, self)
+            child._offset = offset + len(head) + 1
+            if rows:
+                child._rows = rows
+                child.params, child.buffer_values = sum(map(numel, rows)), sum(map(buffers, rows))
+                child.nbytes, child.tensors = sum(map(nbytes, rows)), len(rows)
+        for head, row in ends_here:  # a name ending here: the child is (also) that tensor
+            child = by_name[head]
+            child.entry = table.entries[row]
+            child.params += numel(row)
+            child.buffer_values += buffers(row)
+            child.nbytes += nbytes(row)
+            child.tensors += 1
+        return by_name
 
     def _single_group(self) -> "TreeNode | None":
         """The only child of a group whose names all continue below one group (``block.0.*``), else None.
 
-        Usually answered from what the parent's split noted, and the child is then made without a split.
+        Found by reading names until the first that goes elsewhere (usually the second); the child is then
+        made without a split.
         """
         if self.entry is not None:
             return None
@@ -231,14 +270,12 @@ class TreeNode:
             children = self._by_name
             only = next(iter(children.values())) if len(children) == 1 else None
             return only if only is not None and only.entry is None else None
-        if self._next is _UNKNOWN:  # the root's children: nobody split above them with notes
-            self._next = self._common_next()
-        head = self._next
-        if head is None or head is _UNKNOWN:
+        head = self._common_next()
+        if head is None:
             return None
         only = TreeNode(head, f"{self.path}.{head}", self)
         only._offset = self._offset + len(head) + 1
-        only._below, self._below = self._below, []
+        only._rows, self._rows = self._rows, None
         only.params, only.buffer_values, only.nbytes, only.tensors = (self.params, self.buffer_values, self.nbytes,
                                                                       self.tensors)
         self._by_name = {head: only}
@@ -246,9 +283,11 @@ class TreeNode:
 
     def _common_next(self) -> str | None:
         """The segment every name below continues with, when each goes on below it; stops at the first misfit."""
-        offset, common = self._offset, None
-        for item in self._below:
-            name = item[0]
+        if not self._rows or self._shape.flat:
+            return None
+        offset, common, names = self._offset, None, self._table.names
+        for row in self._rows:
+            name = names[row]
             dot = name.find(".", offset)
             if dot < 0:
                 return None
@@ -287,20 +326,33 @@ def build_tree(entries: Iterable[TensorEntry], *, order: str = "natural", compac
     One pass totals the whole store (parameters, buffers, bytes); groups split when first opened.
     """
     key, reverse = ORDERS[order]
-    root = TreeNode("", "", None, TreeShape(key, reverse, compact, flat))
-    below = root._below
-    params = buffers = nbytes = 0
-    for entry in entries:  # one pass over 100,000 entries: kept flat
-        numel = math.prod(entry.shape)
-        name = entry.name
-        buffer = numel if entry.dtype.kind not in FLOAT_KINDS or (name.endswith(BUFFER_ENDINGS)
-                                                                   and is_buffer(entry)) else 0
-        below.append((name, entry, numel, buffer))
-        params += numel
-        buffers += buffer
-        nbytes += entry.nbytes
-    root.tensors, root.params, root.buffer_values, root.nbytes = len(below), params, buffers, nbytes
+    table = _Table(list(entries))
+    root = TreeNode("", "", None, TreeShape(key, reverse, compact, flat), table)
+    root._rows = list(range(len(table.entries))) or None
+    root.tensors = len(table.entries)
+    root.params, root.buffer_values, root.nbytes = sum(table.numel), sum(table.buffers), sum(table.nbytes)
     return root
+
+
+def values_by_dtype(root: TreeNode) -> list[tuple[str, int]]:
+    """Values (parameters and buffer values) per dtype name, most first, from the sizes ``build_tree`` took.
+
+    Keyed by the dtype object's identity first (formats share one per dtype): hashing a frozen dataclass per
+    tensor, and naming it, add up at 100,000 tensors. Equal dtypes held as distinct objects sum under one name.
+    """
+    table = root._table
+    totals: dict[int, int] = {}
+    kinds: dict[int, Any] = {}
+    for dtype, numel in zip(map(attrgetter("dtype"), table.entries), table.numel):  # 100,000 entries: kept lean
+        key = id(dtype)
+        if key in totals:
+            totals[key] += numel
+        else:
+            totals[key], kinds[key] = numel, dtype
+    named: Counter[str] = Counter()
+    for key, count in totals.items():
+        named[str(kinds[key])] += count
+    return named.most_common()
 
 
 LONE_ROW_LIMIT = 256  # a lone top row opens even past the row budget, up to this many rows in view

@@ -6,15 +6,13 @@ Its own module so that the tab (store_view) and the file panel (file_info) both 
 from __future__ import annotations
 
 import gc
-import math
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from engine import RemoteLocation, Store, open_store
 from engine.collector import collector_paused
-from engine.tree import TreeNode, build_tree, first_levels
+from engine.tree import TreeNode, build_tree, first_levels, values_by_dtype
 
 SMALL_STORE = 64  # a store this small opens fully expanded: everything in it at a glance
 
@@ -42,11 +40,19 @@ def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool]) -> Lo
             raise InterruptedError("cancelled")
         tree = build_tree(store.entries, order="file", compact=True)
         opened = first_levels(tree) if tree.tensors > SMALL_STORE else []
-        by_dtype = _params_by_dtype(store)
-        # A store lives as long as its tab: its objects leave the collector's scans (a full scan of a
-        # 100,000-tensor store holds the GIL for most of a second: the window would freeze at random).
-        gc.freeze()
+        by_dtype = values_by_dtype(tree)
+        freeze_lasting_objects()
     return LoadedStore(store, tree, opened, by_dtype, store.file_size)
+
+
+def freeze_lasting_objects() -> None:
+    """Take what a tab keeps for its lifetime (a store, its tree, its module guesses) out of the collector's scans.
+
+    Made while the collector was paused, 100,000 tensors' objects would all wait in its youngest generation,
+    and the next collection, in whichever thread allocates next, would scan them with the GIL held: a
+    0.1 s freeze of the window in the middle of typing. A full scan of them later would hold it for longer.
+    """
+    gc.freeze()
 
 
 def release_frozen_objects() -> None:
@@ -57,18 +63,3 @@ def release_frozen_objects() -> None:
     stores still open are frozen again by the next load.
     """
     gc.unfreeze()
-
-
-def _params_by_dtype(store: Store) -> list[tuple[str, int]]:
-    """Parameters per dtype, most first. Keyed by the dtype object's identity (formats share one per dtype):
-    hashing a frozen dataclass per tensor, and naming it, add up at 100,000 tensors."""
-    counts: Counter = Counter()
-    kinds = {}
-    for entry in store.entries:
-        key = id(entry.dtype)
-        kinds[key] = entry.dtype
-        counts[key] += math.prod(entry.shape)
-    named: Counter = Counter()
-    for key, count in counts.items():  # equal dtypes that are distinct objects are summed under one name
-        named[str(kinds[key])] += count
-    return named.most_common()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -14,7 +15,7 @@ from PySide6.QtWidgets import QHeaderView, QSplitter, QVBoxLayout, QWidget
 from engine.collector import collector_paused
 from engine.surgery.modules import ModuleGuess, infer_modules, logical_leaf
 from engine.tree import TreeNode, build_tree, filter_entries, first_levels, name_matcher
-from gui.loaded_store import SMALL_STORE, LoadedStore, release_frozen_objects
+from gui.loaded_store import SMALL_STORE, LoadedStore, freeze_lasting_objects, release_frozen_objects
 from gui.models.tree_model import Column, TreeModel
 from gui.resources import monospace
 from gui.store_sections import BASE_ORDERS, SidePanel, TreePane
@@ -27,6 +28,8 @@ EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this man
 NAME_SHARE = 0.42  # the Name column keeps at least this share of the tree's width; the others shrink first
 COLUMN_SAMPLES = {Column.DTYPE: "BF16", Column.SHAPE: "[128, 64, 3, 3]", Column.PARAMS: "99,999,999",
                   Column.SIZE: "999 MiB", Column.RECIPE: "transposed"}  # usual content; longer text elides (tooltip)
+DTYPE_CAP = "F8_E4M3FNUZ"  # the DType column grows to the store's longest dtype name (QFLOAT, BOOL(U32)) up to this
+CELL_PADDING = 20  # pixels a cell's text needs beyond its own width (margins, the header's sort arrow)
 HIDE_FIRST = (Column.SIZE, Column.PARAMS, Column.DTYPE, Column.SHAPE)  # what a narrow tree gives up, in order
 COLUMN_MINIMUM = 36
 COLLAPSE_INTO_NAME = (Column.DTYPE, Column.SHAPE)  # hidden, these are drawn at the end of the Name cell
@@ -83,11 +86,28 @@ class StoreView(QWidget):
         layout.addWidget(self.main_split)
 
         # Inference of 100,000 module types holds the GIL for a while: let the tree paint first.
-        QTimer.singleShot(INFER_DELAY_MS, self, lambda: runner.run(self._infer_modules, self._modules_ready))
+        QTimer.singleShot(INFER_DELAY_MS, self, self._start_inference)
 
-    def _infer_modules(self, cancelled: Callable[[], bool]) -> dict[str, ModuleGuess]:
-        with collector_paused():  # its many lasting objects would set off a full collection, which holds the GIL
-            return infer_modules(self.store.entries)
+    def _start_inference(self) -> None:
+        """Guess module types in a worker. The task holds neither this tab nor, once done, its store: a tab
+        closed while its modules are guessed is freed as soon as the guessing ends."""
+        store, ready = self.store, weakref.WeakMethod(self._modules_ready)
+
+        def work(cancelled: Callable[[], bool]) -> dict[str, ModuleGuess]:
+            with collector_paused():  # its many lasting objects would set off a full collection, holding the GIL
+                modules = infer_modules(store.entries)
+                if not store.closed:
+                    freeze_lasting_objects()  # they live as long as the tab
+            return modules
+
+        def done(modules: dict[str, ModuleGuess]) -> None:
+            method = ready()
+            if method is None:  # the tab went away while guessing: give back what the worker froze
+                release_frozen_objects()
+            else:
+                method(modules)
+
+        self._runner.run(work, done)
 
     def _size_columns(self) -> None:
         header = self.tree_view.header()
@@ -103,7 +123,8 @@ class StoreView(QWidget):
         so Name keeps NAME_SHARE of the width and no column shows a squeezed ``2 t…ors``."""
         header = self.tree_view.header()
         metrics = QFontMetrics(monospace())
-        wanted = {column: metrics.horizontalAdvance(sample) + 20 for column, sample in COLUMN_SAMPLES.items()}
+        wanted = {column: metrics.horizontalAdvance(sample) + CELL_PADDING for column, sample in COLUMN_SAMPLES.items()}
+        wanted[Column.DTYPE] = self._dtype_width(metrics)
         shown = [c for c in COLUMN_SAMPLES if c != Column.RECIPE or self.model.has_marks]
         room = self.tree_view.viewport().width() * (1 - NAME_SHARE)
         for column in HIDE_FIRST:
@@ -117,6 +138,13 @@ class StoreView(QWidget):
         if collapsed != self.name_delegate.collapsed:
             self.name_delegate.collapsed = collapsed
             self.tree_view.viewport().update()
+
+    def _dtype_width(self, metrics: QFontMetrics) -> int:
+        """Room for the widest dtype this store holds (its names are known from loading), up to DTYPE_CAP:
+        a quantized ``QFLOAT`` shows whole rather than as ``QF…AT``; a longer name elides, its tooltip whole."""
+        names = [COLUMN_SAMPLES[Column.DTYPE], *(name for name, _ in self.loaded.params_by_dtype)]
+        widest = max(metrics.horizontalAdvance(name) for name in names)
+        return min(widest, metrics.horizontalAdvance(DTYPE_CAP)) + CELL_PADDING
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Resize:
@@ -204,6 +232,9 @@ class StoreView(QWidget):
         return self.modules.get(path)
 
     def _modules_ready(self, modules: dict[str, ModuleGuess]) -> None:
+        if self.store.closed:  # the tab closed while its modules were guessed: give back what the worker froze
+            release_frozen_objects()
+            return
         self.modules = modules
         self.details.set_module(self._module_of(self.current_node()))
 
@@ -238,11 +269,14 @@ class StoreView(QWidget):
             return
         self._filter_generation += 1
         generation, entries, flat = self._filter_generation, self.store.entries, self.flat.isChecked()
+        current = self.current_node()
+        keep = current.path if current is not None else ""
 
         def work(cancelled: Callable[[], bool]) -> TreeNode:
             with collector_paused():  # a collection over 100,000 nodes would hold the GIL, freezing the window
                 tree = build_tree(filter_entries(entries, matcher), order="file", compact=True, flat=flat)
                 tree.children  # noqa: B018 - the first level is laid out here, not in the view's first paint
+                tree.find(keep)  # so are the levels down to the selection, which the view selects again
             return tree
 
         def done(tree: TreeNode) -> None:

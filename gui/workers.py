@@ -45,7 +45,7 @@ class Task(QRunnable):
         super().__init__()
         self.setAutoDelete(False)  # Python owns it: the runner drops it once its result is delivered
         self.signals = _TaskSignals()
-        self._work = work
+        self._work: Work | None = work
         self._cancel = threading.Event()
 
     def cancel(self) -> None:
@@ -61,8 +61,9 @@ class Task(QRunnable):
         self._run()
 
     def _run(self) -> None:
+        work, self._work = self._work, None  # the runner keeps a task until its result is delivered: not what it used
         try:
-            result = self._work(self.is_cancelled)
+            result = work(self.is_cancelled)
         except BaseException as exc:  # a worker must never take the process down
             if self.is_cancelled():
                 self._report(self.signals.cancelled, self)

@@ -8,7 +8,6 @@ traceback, not even for a bug (set STORE_STUDIO_TRACEBACK=1 to see it when repor
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import sys
@@ -46,6 +45,7 @@ def parser(commands: Iterable[str] = COMMANDS) -> argparse.ArgumentParser:
 
 def suggest_command(word: str) -> str | None:
     """The subcommand ``word`` is most likely a typo of (``inpsect`` -> ``inspect``), if any is close."""
+    import difflib  # only for a mistyped command: every other start-up skips it
     close = difflib.get_close_matches(word, sorted(COMMANDS), n=1, cutoff=0.6)
     return close[0] if close else None
 

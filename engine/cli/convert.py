@@ -13,26 +13,34 @@ import argparse
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import humanize
 from ..burn_versions import CHOICES, NEWEST, parse_burn_version
 from ..errors import ExportError, FormatError, RecipeError
+from ..export import export
 from ..formats import format_for_path, open_store
 from ..locations import is_url
+from ..metadata_keys import carried_fields, carried_scalars
 from ..store import Store
-from ..surgery import adapters as ad
-from ..surgery.align import align
-from ..surgery.filters import Filter, compile_pattern
-from ..surgery.modules import parse_kind
-from ..surgery.plan import Plan, carried_metadata, plan
-from ..surgery.recipe import CAST_TARGETS, CastRule, Recipe, SourceSpec
-from ..surgery.remap import RemapRule, compile_rules
 from . import exits, progress
 from .exits import UsageError
+
+if TYPE_CHECKING:
+    from ..surgery.plan import Plan
+    from ..surgery.recipe import Recipe
 
 NAME = "convert"
 FORMATS = {"bpk": "burnpack", "burnpack": "burnpack", "safetensors": "safetensors"}
 EXIT_MISSING = exits.VALIDATION
+# The surgery's names for the flags' choices, spelled here so that a plain conversion never imports the
+# surgery (a test checks them against engine.surgery's own).
+ADAPTERS = ("pytorch-to-burn", "burn-to-pytorch")
+CASTS = ("bf16", "f16", "f32")
+# Flags that need a recipe and a plan; a conversion without any copies one file as it is, without them.
+SURGERY_FLAGS = ("include", "exclude", "remap", "adapter", "contiguous_indices", "skip_enum_variants",
+                 "fuse_weight_norm", "cast", "module", "strict", "template", "allow_partial", "no_validate",
+                 "dry_run", "recipe", "save_recipe")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,13 +58,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--exclude", action="append", default=[], metavar="REGEX", help="drop tensors matching")
     s.add_argument("--remap", action="append", nargs=2, default=[], metavar=("PATTERN", "REPLACEMENT"),
                    help="rename tensors by regex ($1 or \\1); rules apply in order")
-    s.add_argument("--adapter", action="append", default=[], choices=[ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH],
+    s.add_argument("--adapter", action="append", default=[], choices=ADAPTERS,
                    help="transpose Linear weights and rename norm parameters")
     s.add_argument("--contiguous-indices", action="store_true", help="renumber fc.0, fc.2, fc.4 as fc.0, fc.1, fc.2")
     s.add_argument("--skip-enum-variants", action="store_true", help="drop CamelCase (enum variant) path segments")
     s.add_argument("--fuse-weight-norm", action="store_true", help="fuse weight_g/weight_v into weight")
     s.add_argument("--top-level-key", metavar="KEY", help="PyTorch: read only this branch of the checkpoint")
-    s.add_argument("--cast", action="append", default=[], choices=sorted(CAST_TARGETS), help="cast float tensors")
+    s.add_argument("--cast", action="append", default=[], choices=CASTS, help="cast float tensors")
     s.add_argument("--module", action="append", default=[], metavar="PATH=TYPE",
                    help="settle a module's type (Linear, Embedding, LayerNorm, RmsNorm, PRelu, EnumVariant, ...)")
     s.add_argument("--strict", action="store_true", help="refuse (exit 3) while any decision rests on a name alone")
@@ -91,6 +99,8 @@ def parse_metadata(pairs: list[str]) -> dict[str, str]:
 
 def check_patterns(args: argparse.Namespace) -> None:
     """A regex typed on the command line that does not compile is a usage error (2), not a file's (1)."""
+    from ..surgery.filters import compile_pattern
+    from ..surgery.remap import RemapRule, compile_rules
     try:
         for flag in ("include", "exclude"):
             for pattern in getattr(args, flag):
@@ -111,6 +121,7 @@ def check_destination(output: str, fmt: str | None, overwrite: bool) -> None:
 
 def parse_modules(pairs: list[str]) -> dict[str, str]:
     """``--module PATH=TYPE`` flags as module overrides; a bad one is a usage error."""
+    from ..surgery.modules import parse_kind
     result = {}
     for pair in pairs:
         path, sep, kind = pair.rpartition("=")
@@ -130,6 +141,10 @@ def _same_file(path: str) -> str | Path:
 
 def build_recipe(args: argparse.Namespace, inputs: list[str], modules: dict[str, str] | None = None) -> Recipe:
     """The recipe the arguments describe: ``--recipe``'s, extended by the flags."""
+    from ..surgery import adapters as ad
+    from ..surgery.filters import Filter
+    from ..surgery.recipe import CAST_TARGETS, CastRule, Recipe, SourceSpec
+    from ..surgery.remap import RemapRule
     check_patterns(args)
     base = Recipe.load(args.recipe) if args.recipe else Recipe()
     known = {_same_file(s.path): s for s in base.sources}
@@ -162,20 +177,50 @@ def open_sources(recipe: Recipe, stack: ExitStack, template: str | None = None) 
 
     ``template`` also names the parameters of Burn Bin records, which have no names of their own.
     """
-    stores = []
-    for spec in recipe.sources:
-        key = spec.top_level_key or recipe.top_level_key
-        options = {**({"top_level_key": key} if key else {}), **({"template": template} if template else {})}
-        store = stack.enter_context(open_store(spec.path, **options))
-        if key and store.format != "pytorch":
-            raise FormatError(store.path, f"is a {store.format} file: --top-level-key {key!r} only picks a branch of a "
-                                          "PyTorch checkpoint (drop the flag)")
-        stores.append(store)
-    return stores
+    return [stack.enter_context(open_source(spec.path, spec.top_level_key or recipe.top_level_key, template))
+            for spec in recipe.sources]
+
+
+def open_source(path: str, key: str | None, template: str | None = None) -> Store:
+    """One source, opened; a top-level key on a file that is not a PyTorch checkpoint is an error."""
+    options = {**({"top_level_key": key} if key else {}), **({"template": template} if template else {})}
+    store = open_store(path, **options)
+    if key and store.format != "pytorch":
+        store.close()
+        raise FormatError(store.path, f"is a {store.format} file: --top-level-key {key!r} only picks a branch of a "
+                                      "PyTorch checkpoint (drop the flag)")
+    return store
 
 
 def run(args: argparse.Namespace) -> int:
     *inputs, output = args.paths
+    if len(inputs) == 1 and not any(getattr(args, flag) for flag in SURGERY_FLAGS):
+        return copy_one(args, inputs[0], output)
+    return run_recipe(args, inputs, output)
+
+
+def copy_one(args: argparse.Namespace, source: str, output: str) -> int:
+    """One file converted as it is: what ``run_recipe`` writes for an empty recipe, without building one (the
+    surgery's imports were a sixth of the command's start-up; against cp, start-up is what a conversion adds)."""
+    fmt = FORMATS[args.format] if args.format else None
+    check_destination(output, fmt, args.overwrite)
+    fmt = fmt or format_for_path(output)
+    extra = parse_metadata(args.metadata)
+    version = parse_burn_version(args.burn_version) if args.burn_version else NEWEST
+    with open_source(source, args.top_level_key) as store:
+        metadata = {} if args.clear_metadata else carried_fields([store], fmt)
+        with progress.line(args, f"writing {Path(output).name}") as report:
+            # the recipe path's order: the recipe's keys first, the sources' after them, the recipe's values winning
+            out = export(store.entries, output, fmt, metadata={**extra, **metadata, **extra},
+                         scalars=carried_scalars([store], fmt), overwrite=args.overwrite, progress=report,
+                         burn_version=version, dequantize=args.dequantize)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def run_recipe(args: argparse.Namespace, inputs: list[str], output: str) -> int:
+    """A conversion through a recipe (surgery flags, ``--recipe``, several sources): planned, then written."""
+    from ..surgery.plan import carried_metadata, plan
     if len(args.cast) > 1:
         raise UsageError(f"--cast given {len(args.cast)} times ({', '.join(args.cast)}): give one target")
     modules = parse_modules(args.module)
@@ -209,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
 
 def refusal(result: Plan, template: Store | None, args: argparse.Namespace) -> int:
     """The exit code that stops the conversion before a byte is written (0 to go on), with its reason."""
+    from ..surgery.align import align
     empty = result.emptied_by()
     if empty:
         print(f"store-studio: nothing to write: {empty}", file=sys.stderr)

@@ -1,10 +1,12 @@
 """One module per file format behind one interface: ``sniff(head)`` and ``open(path, **options)``.
 
-``open_store`` asks each format's ``sniff`` in turn and knows nothing else about formats.
+``open_store`` asks each format's ``sniff`` in turn and knows nothing else about formats. A reader is
+imported when it is first asked: a SafeTensors or Burnpack file never loads the PyTorch reader.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 from types import ModuleType
@@ -14,14 +16,14 @@ from ..collector import collector_paused
 from ..errors import FormatError
 from ..locations import RemoteLocation
 from ..store import Store
-from . import burn_record, burnpack, pytorch, safetensors
+from . import burnpack, safetensors
 from .source import ByteSource, open_source
 
 SNIFF_BYTES = 4096
 OPTIONS = {"top_level_key", "template"}  # options some format understands; the others ignore them
 
 
-READERS: tuple[ModuleType, ...] = (burnpack, burn_record, safetensors, pytorch)  # asked in this order
+READERS = ("burnpack", "burn_record", "safetensors", "pytorch")  # modules here, asked in this order
 WRITERS: tuple[ModuleType, ...] = (burnpack, safetensors)
 
 
@@ -39,7 +41,7 @@ def open_store(where: "str | os.PathLike | RemoteLocation | ByteSource", **optio
         head = source.pread(0, min(source.size, SNIFF_BYTES), "the first bytes")
         if not head:
             raise FormatError(source.path, "file is empty")
-        for fmt in READERS:
+        for fmt in map(reader, READERS):
             if fmt.sniff(head):
                 try:
                     with collector_paused():  # a large header makes many objects, none garbage
@@ -53,6 +55,11 @@ def open_store(where: "str | os.PathLike | RemoteLocation | ByteSource", **optio
     except BaseException:
         source.close()
         raise
+
+
+def reader(name: str) -> ModuleType:
+    """The reader module ``name`` (one of READERS), imported now if it was not yet."""
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 def writer(fmt: str) -> ModuleType:

@@ -7,6 +7,7 @@ names, ranges that match dtype x shape and tile the buffer with no gap and no ov
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 import struct
@@ -18,7 +19,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import FormatError, nesting, shown
 from ..store import Store, TensorEntry, TensorSource
-from .mapped import RangeStore, build_entries
+from .mapped import RangeStore, build_entries, entries_from_columns
 from .source import ByteSource, open_source
 
 NAME = "safetensors"
@@ -99,7 +100,8 @@ def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
     It only ever accepts what the reference path accepts: orjson refuses lone surrogates, invalid
     UTF-8, NaN and deep nesting, and anything unusual (a key given twice, a number too large for 64
     bits, which orjson reads as a float, a malformed descriptor) raises ``_NotFast`` so the reference
-    path gives its own verdict and message. The ranges and sizes are then checked by ``build_entries``.
+    path gives its own verdict and message. The ranges and sizes are checked by ``entries_from_columns``;
+    a file they refuse is read again by the reference path, which gives the message.
     """
     if not _shallow(raw):
         raise _NotFast
@@ -110,28 +112,76 @@ def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
         raise _NotFast from None
     if type(header) is not dict:
         raise _NotFast
-    _refuse_repeats(path, raw, header)
-    metadata = header.pop(METADATA_KEY, None) or {}
-    if type(metadata) is not dict or not {type(v) for v in metadata.values()} <= {str}:
-        raise _NotFast
+    # Every key in the text has a colon after it: as many colons as parsed keys (two levels) means no
+    # key was given twice (a repeat parses to one key fewer) and saves _refuse_repeats' four counts.
+    # A value that is not a dict miscounts here, but the fast path then refuses it below (to the
+    # reference path, which checks repeats itself); only a header of dicts is accepted.
     try:
-        rows = [(name, _DTYPES[desc["dtype"]], desc["shape"], *desc["data_offsets"], None)
-                for name, desc in header.items()]
+        keys = len(header) + sum(map(len, header.values()))
+    except TypeError:  # a number or null among the values
+        keys = -1
+    if raw.count(b":") != keys:
+        _refuse_repeats(path, raw, header)
+    metadata = header.pop(METADATA_KEY, None) or {}
+    if type(metadata) is not dict or not set(map(type, metadata.values())) <= {str}:
+        raise _NotFast
+    descriptors = list(header.values())
+    try:  # each column in one C-level pass; a descriptor that is not a dict or lacks a field leaves it
+        kinds = list(map(_DTYPES.__getitem__, map(_DTYPE, descriptors)))
+        shapes = list(map(_SHAPE, descriptors))
+        offsets = list(map(_OFFSETS, descriptors))
     except (KeyError, TypeError):
         raise _NotFast from None
-    if {len(row) for row in rows} - {6} or {type(row[2]) for row in rows} - {list} \
-            or {type(d) for row in rows for d in row[2]} - {int}:
+    if not set(map(type, offsets)) <= {list} or not set(map(len, offsets)) <= {2} or not set(map(type, shapes)) <= {list}:
         raise _NotFast
-    return build_entries(path, rows, data_start, buffer_size, contiguous=True), metadata
+    starts, ends = list(map(_FIRST, offsets)), list(map(_SECOND, offsets))
+    try:
+        entries = entries_from_columns(path, list(header), kinds, shapes, starts, ends, [None] * len(kinds),
+                                       data_start, buffer_size, contiguous=True)
+    except FormatError:  # e.g. a number orjson read as a float: the reference path words it as it reads it
+        raise _NotFast from None
+    return entries, metadata
+
+
+_DTYPE, _SHAPE, _OFFSETS = (operator.itemgetter(field) for field in ("dtype", "shape", "data_offsets"))
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def _shallow(raw: bytes) -> bool:
-    """True when the JSON nests at most 3 levels (a header's depth) and has no escapes: orjson 3.8
-    overflows the C stack on deep nesting (a crash, not an error), so it only ever sees headers
-    known to be shallow. Without backslashes every quote opens or closes a string, so a bracket
-    lies inside a string when an odd number of quotes precede it."""
+    """True when orjson may read the JSON: no escapes, and nesting known to be shallow. orjson 3.8
+    overflows the C stack on deep nesting (a crash, not an error). Few brackets cannot nest deeply;
+    otherwise the brackets must nest at most 3 levels (a header's depth). Three checks, quickest
+    first, each sure of what it accepts; whatever orjson reads that is not a plain header (a deeper
+    value among few brackets) goes to the reference path after it."""
     if b"\\" in raw:
         return False
+    if raw.count(b"[") + raw.count(b"{") <= SAFE_BRACKETS:
+        return True
+    verdict = _bracket_levels_at_most_3(raw)
+    return _shallow_exact(raw) if verdict is None else verdict
+
+
+SAFE_BRACKETS = 1000  # no text with this many brackets nests deeper; orjson read 3,000 levels on a 256 KiB stack
+_SQUARE = bytes.maketrans(b"{}", b"[]")
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+
+
+def _bracket_levels_at_most_3(raw: bytes) -> bool | None:
+    """Whether brackets nest at most 3 deep, judged on quotes and brackets alone (all in C); ``None`` when a
+    string holds a bracket. With no escapes, every string is then a ``""`` pair: scanning left to right
+    removes exactly those pairs, and a quote left over means some string held a bracket. Each round of
+    removing ``[]`` then peels one level off every nest; three rounds empty a header."""
+    structure = raw.translate(_SQUARE, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in structure:
+        return None
+    for _ in range(3):
+        structure = structure.replace(b"[]", b"")
+    return not structure
+
+
+def _shallow_exact(raw: bytes) -> bool:
+    """The depth of brackets outside strings, exactly (numpy). Without backslashes every quote opens or
+    closes a string, so a bracket lies inside a string when an odd number of quotes precede it."""
     text = np.frombuffer(raw, np.uint8)
     quotes = np.flatnonzero(text == 0x22)
     opens = np.flatnonzero((text == 0x5B) | (text == 0x7B))

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..errors import FormatError
 from ..locations import Location, RemoteLocation, is_url
 from ..store import CHUNK
 
@@ -58,15 +60,32 @@ class ByteSource(Protocol):
     def close(self) -> None: ...
 
 
+_SOURCE_TYPES: set[type] = set()  # classes already seen to be byte sources
+
+
 def open_source(where: "str | os.PathLike | RemoteLocation | ByteSource") -> ByteSource:
     """A byte source for a path, a URL (``http(s)://``, ``hf://``) or a source already open (returned as is)."""
-    if isinstance(where, ByteSource):
+    if type(where) in _SOURCE_TYPES or (not isinstance(where, (str, PurePath, RemoteLocation))
+                                        and isinstance(where, ByteSource)):
+        _SOURCE_TYPES.add(type(where))  # a protocol check costs 50 us, a tenth of listing a small file: once a class
         return where
     if isinstance(where, RemoteLocation) or is_url(where):
         from ..remote import open_remote  # the network stack loads only when a URL is opened
         return open_remote(str(where))
+    refuse_other_schemes(where)
     from .mapped import MappedFile
     return MappedFile(where)
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")
+
+
+def refuse_other_schemes(where: "str | os.PathLike") -> None:
+    """Refuse ``s3://``, ``gs://``, ``ftp://``... by name: read as a path they would fail as a missing folder."""
+    scheme = _SCHEME.match(where) if isinstance(where, str) else None
+    if scheme:
+        raise FormatError(where, f"{scheme.group(1)}:// addresses are not read (only http://, https:// and hf://); "
+                                 "download the file and open it from disk")
 
 
 class SourceReader(io.RawIOBase):

@@ -31,7 +31,7 @@ from ..collector import collector_paused
 from ..dtypes import DType
 from ..errors import ExportError
 from ..export import Cancel, Progress, export, header_metadata
-from ..metadata_keys import RECIPE_KEY, carried_fields
+from ..metadata_keys import RECIPE_KEY, carried_fields, carried_scalars
 from ..store import CHUNK, Store, TensorEntry
 from . import adapters as ad
 from . import stages
@@ -207,10 +207,7 @@ def carried_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str | None) -
     added by ``Plan.export``. Scalars only survive to Burnpack from a single Burnpack or Burn record
     (an optimizer's numbers) source.
     """
-    metadata = {} if recipe.clear_metadata else carried_fields(stores, fmt)
-    only = stores[0] if len(stores) == 1 else None
-    scalars = only.scalars if only is not None and only.format in ("burnpack", "burn-record") and fmt == "burnpack" else None
-    return metadata, scalars
+    return {} if recipe.clear_metadata else carried_fields(stores, fmt), carried_scalars(stores, fmt)
 
 
 def with_recipe(recipe: Recipe, metadata: dict[str, str] | None) -> dict[str, str]:

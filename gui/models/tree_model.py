@@ -19,7 +19,7 @@ from PySide6.QtCore import (
 
 from PySide6.QtGui import QFont
 
-from engine import humanize
+from engine import DType, humanize
 from engine.tree import ORDERS, TreeNode, is_buffer
 from gui.resources import icon, monospace
 from gui.visual import brush, struck
@@ -183,6 +183,8 @@ class TreeModel(QAbstractItemModel):
                 return f"{node.nbytes:,} bytes"
             if column == Column.PARAMS:
                 return _params_tip(node)
+            if column == Column.DTYPE and node.entry is not None:
+                return _dtype_tip(node.entry.dtype)
             if column in (Column.NAME, Column.RECIPE):
                 return f"{node.path}\n{mark.word}: {mark.detail}" if mark is not None else node.path
         return None
@@ -207,6 +209,11 @@ def _renamed(name: str, node: TreeNode, mark: Mark) -> str:
     """``weight → bn1.gamma``: the new name beside the old (the word itself is in the Recipe column)."""
     new = mark.tensor.name if mark.tensor is not None and mark.state != DROPPED else None
     return f"{name} → {new}" if new is not None and new != node.path else name
+
+
+def _dtype_tip(dtype: DType) -> str:
+    """The whole dtype (a narrow column elides it) and, for a quantized one, its scheme in words."""
+    return f"{dtype}: {dtype.quant_scheme.describe()}" if dtype.quant is not None else str(dtype)
 
 
 def _params_tip(node: TreeNode) -> str:

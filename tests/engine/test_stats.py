@@ -150,3 +150,74 @@ def test_histogram_leaves_nonfinite_values_out_only_in_the_chunks_that_have_them
     assert (stats.nan, stats.inf, stats.finite) == (1, 2, 9_997) and sum(stats.histogram) == 9_997
     assert np.abs(np.array(stats.histogram) - expected).sum() <= 2  # a value on an inner edge may change sides
     assert stats.std == pytest.approx(float(finite.astype(np.float64).std()), rel=1e-9)
+
+
+def test_a_tensor_in_a_real_file_matches_numpys_histogram_and_moments(tmp_path):
+    """Counted two bins at a time (byte-sized bins) over chunks of odd length, a file written by the
+    `safetensors` library gives numpy's own histogram, extremes and moments."""
+    from safetensors.numpy import save_file
+    values = np.random.default_rng(7).normal(0.5, 3.0, 100_003).astype(np.float32)
+    values[[17, 50_000]] = [np.nan, -np.inf]
+    save_file({"w": values}, tmp_path / "one.safetensors")
+    with open_store(tmp_path / "one.safetensors") as store:
+        stats = stats_for(store.entry("w"), chunk_elements=9_999)
+    finite = values[np.isfinite(values)].astype(np.float64)
+    _check_against_numpy(values, stats, rel=1e-9)
+    expected, edges = np.histogram(finite, bins=64, range=(finite.min(), finite.max()))
+    assert np.abs(np.array(stats.histogram) - expected).sum() <= 2  # a value on an inner edge may change sides
+    assert stats.histogram[0] >= 1 and stats.histogram[-1] >= 1  # both extremes counted, the top one in the last bin
+    assert stats.edges == pytest.approx(tuple(edges))
+
+
+def test_many_bins_count_as_numpy_does_past_the_byte_sized_path():
+    values = np.random.default_rng(8).integers(-1_000, 1_000, 20_001).astype(np.int32)
+    stats = compute_stats(values, bins=2_500, chunk_elements=777)  # one bin per value: 2,000 of them
+    assert list(stats.histogram) == list(np.bincount(values - values.min()))
+    few = compute_stats(values, bins=253, chunk_elements=777)  # the largest count of bins counted in pairs
+    expected, _ = np.histogram(values.astype(np.float64), bins=253, range=(values.min(), values.max()))
+    assert np.abs(np.array(few.histogram) - expected).sum() <= 2
+
+
+def test_a_stored_tensor_is_summarized_without_a_copy_of_it_whole(tmp_path):
+    """A tensor whose bytes lie as-is in its file is read a chunk at a time into one buffer: the memory
+    statistics take stays the percentiles' sample (1 Mi values, copied once to partition) and a few chunks,
+    not the tensor (32 MiB here)."""
+    import tracemalloc
+
+    from safetensors.numpy import save_file
+    values = np.random.default_rng(9).standard_normal(8 << 20).astype(np.float32)
+    save_file({"w": values}, tmp_path / "big.safetensors")
+    with open_store(tmp_path / "big.safetensors") as store:
+        tracemalloc.start()
+        try:
+            stats = stats_for(store.entry("w"), chunk_elements=1 << 16)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    expected = compute_stats(values, chunk_elements=1 << 16)
+    assert (stats.histogram, stats.min, stats.max, stats.mean, stats.std, stats.percentiles) == \
+        (expected.histogram, expected.min, expected.max, expected.mean, expected.std, expected.percentiles)
+    assert stats.sampled == expected.sampled > 0
+
+
+def test_a_file_truncated_under_statistics_says_it_changed(tmp_path):
+    import os
+
+    from safetensors.numpy import save_file
+
+    from engine import FormatError
+    save_file({"w": np.arange(100_000, dtype=np.float32)}, tmp_path / "a.safetensors")
+    with open_store(tmp_path / "a.safetensors") as store:
+        os.truncate(tmp_path / "a.safetensors", 200_000)  # after opening: the header said 400,000 bytes of data
+        with pytest.raises(FormatError, match="a.safetensors: changed on disk since it was opened"):
+            stats_for(store.entry("w"), chunk_elements=10_000)
+
+
+@pytest.mark.parametrize("name", ["sample_cnn.bpk", "sample_cnn.pt", "sample_cnn.safetensors"])
+def test_every_reader_streams_the_same_statistics_as_its_values_read_whole(name):
+    """Burnpack, PyTorch and SafeTensors tensors read from their files a chunk at a time summarize exactly as
+    the arrays their readers return."""
+    with open_store(SAMPLES / name) as store:
+        for entry in store.entries:
+            assert stats_for(entry, chunk_elements=97) == compute_stats(entry.read(), chunk_elements=97), entry.name

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from engine import ArrayStore, TensorEntry, open_store
-from engine.dtypes import F32
+from engine.dtypes import F32, DType
 from engine.samples import SAMPLES
-from engine.tree import ORDERS, build_tree, filter_entries, first_levels, is_buffer, name_matcher, natural_key
+from engine.tree import (ORDERS, build_tree, filter_entries, first_levels, is_buffer, name_matcher, natural_key,
+                         values_by_dtype)
 
 
 def _store(names: list[str]) -> ArrayStore:
@@ -161,3 +162,24 @@ def test_first_levels_open_a_large_tree_breadth_first_within_a_row_budget():
 def test_a_lone_row_with_a_thousand_children_stays_closed():
     root = build_tree(_store([f"layers.{i}.w" for i in range(1000)]).entries, order="file", compact=True)
     assert first_levels(root) == []  # laying out 1,000 rows would cost the window more than it tells
+
+
+def test_values_by_dtype_sum_each_dtype_most_first_and_equal_dtypes_held_apart_under_one_name():
+    store = ArrayStore({"a": np.zeros(4, np.float32), "b": np.zeros((2, 3), np.float16), "c": np.zeros(5, np.float32),
+                        "mask": np.zeros(2, bool)})
+    assert values_by_dtype(build_tree(store.entries)) == [("F32", 9), ("F16", 6), ("BOOL", 2)]
+    twin = TensorEntry("d", DType("F32", 32, "float"), (7,), 28)  # equal to F32, another object
+    assert twin.dtype is not F32 and twin.dtype == F32
+    assert values_by_dtype(build_tree([*store.entries, twin])) == [("F32", 16), ("F16", 6), ("BOOL", 2)]
+
+
+def test_a_group_of_many_tensors_totals_and_splits_them_as_a_small_one_does():
+    names = [f"enc.{i % 7}.{'w' if i % 3 else 'b'}{i}" for i in range(3000)] + ["enc", "enc.0"]
+    store = ArrayStore({n: np.zeros(i % 5 + 1, np.float32) for i, n in enumerate(names)})
+    root = build_tree(store.entries, order="file", compact=True)
+    enc = root.find("enc")
+    assert enc.entry is not None and enc.tensors == 3002 and enc.params == sum(i % 5 + 1 for i in range(3002))
+    zero = root.find("enc.0")
+    assert zero.entry is not None and zero.tensors == 1 + sum(1 for i in range(3000) if i % 7 == 0)
+    assert [c.name for c in enc.children] == [str(i) for i in range(7)]
+    assert sorted(n.path for n in root.walk() if n.is_tensor) == sorted(names)

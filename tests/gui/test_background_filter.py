@@ -33,3 +33,18 @@ def test_a_superseded_background_filter_is_dropped(window, open_view, qtbot, tmp
     view.filter_in_background("layers.42.block.3", False, results.append)
     qtbot.waitUntil(lambda: len(results) >= 1 and view._runner.active == 0, timeout=10_000)  # both workers done
     assert [r.matches for r in results] == [1] and view.filter_text == "layers.42.block.3"
+
+
+def test_the_selected_tensor_stays_selected_and_in_view_through_a_background_filter(window, open_view, qtbot,
+                                                                                     tmp_path):
+    view = open_view(_large(tmp_path))
+    assert view.select("layers.420.block.7.weight")
+    QTest.keyClicks(window.search, "block.7")  # 600 matches: the levels down to the selection are laid out
+    qtbot.waitUntil(lambda: view.filter_result.matches == 600, timeout=10_000)
+    assert view.current_node().path == "layers.420.block.7.weight"
+    index = view.tree_view.currentIndex()
+    assert index.isValid() and view.tree_view.isExpanded(index.parent())
+    view.flat.setChecked(True)  # a flat list finds the selection by its whole name
+    window.search.setText("420.block")
+    qtbot.waitUntil(lambda: view.filter_result.matches == 10, timeout=10_000)
+    assert view.current_node().path == "layers.420.block.7.weight"

@@ -12,11 +12,12 @@ from PySide6.QtCore import QCoreApplication, QEvent
 SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "sample_cnn.pt"
 
 
-def test_a_closed_tab_frees_its_store(window, open_view) -> None:
+def test_a_closed_tab_frees_its_store(window, open_view, qtbot) -> None:
     view = open_view(SAMPLE)
     store = weakref.ref(view.store)
     window.close_tab(window.tabs.indexOf(view))
     del view
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    qtbot.waitUntil(lambda: window.work.active == 0)  # a worker still guessing the tab's modules reads its store
     gc.collect()
     assert store() is None

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ...errors import FormatError
-from ...store import CHUNK, Store, TensorEntry
+from ...store import CHUNK, Store, TensorEntry, make_entries
 from ...locations import Location
 from ..source import ByteSource
 from .tensors import StorageRef, TensorRef, check_total
@@ -30,12 +30,16 @@ class PyTorchStore(Store):
                  **kwargs: Any):
         self._mapped = mapped
         self._tensors = dict(tensors)
-        entries = []
+        offsets, sizes = [], []
         for name, ref in tensors:
             ref.check(path, name)
             where = self._file_range(ref)
-            entries.append(TensorEntry(name, ref.dtype, ref.shape, ref.nbytes, None, where[0] if where else None))
-        check_total(path, sum(entry.nbytes for entry in entries), mapped.size)
+            offsets.append(where[0] if where else None)
+            sizes.append(ref.nbytes)
+        check_total(path, sum(sizes), mapped.size)
+        refs = [ref for _, ref in tensors]
+        entries = make_entries([name for name, _ in tensors], [ref.dtype for ref in refs], [ref.shape for ref in refs],
+                               sizes, [None] * len(refs), offsets)
         super().__init__(path, entries, **kwargs)
 
     # --- data -----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ... import dtypes
@@ -79,7 +80,10 @@ class StorageRef:
 
 @dataclass(frozen=True, eq=False)
 class TensorRef:
-    """A strided view (offset and strides in elements of ``dtype``) into one storage."""
+    """A strided view (offset and strides in elements of ``dtype``) into one storage.
+
+    Its derived sizes are computed once each (opening checks them and lists them, reading uses them
+    again); they depend only on the view's own fields, which never change."""
 
     storage: StorageRef
     dtype: DType
@@ -87,26 +91,26 @@ class TensorRef:
     shape: tuple[int, ...]
     stride: tuple[int, ...]
 
-    @property
+    @cached_property
     def itemsize(self) -> int:
         return self.dtype.itemsize or 0
 
-    @property
+    @cached_property
     def numel(self) -> int:
         return math.prod(self.shape)
 
-    @property
+    @cached_property
     def nbytes(self) -> int:
         return self.numel * self.itemsize
 
-    @property
+    @cached_property
     def span(self) -> int:
         """Elements from the first to the last one this view touches (0 when empty)."""
         if self.numel == 0:
             return 0
         return 1 + sum((d - 1) * s for d, s in zip(self.shape, self.stride))
 
-    @property
+    @cached_property
     def contiguous(self) -> bool:
         expected = 1
         for dim, stride in zip(reversed(self.shape), reversed(self.stride)):
@@ -178,7 +182,12 @@ def tensor(path: str | os.PathLike, storage: Any, offset: Any, size: Any, stride
 def _dims(path: str | os.PathLike, value: Any, what: str) -> tuple[int, ...]:
     if not isinstance(value, (tuple, list)) or len(value) > MAX_DIMS:
         raise FormatError(path, f"a tensor {what} {value!r:.120} is not a list of at most {MAX_DIMS} numbers")
+    if set(map(type, value)) <= _INT and min(value, default=0) >= 0 and max(value, default=0) < 1 << 63:
+        return tuple(value)  # the common case, in C-level passes: each one a count, as ``_count`` checks it
     return tuple(_count(path, d, what) for d in value)
+
+
+_INT = {int}
 
 
 def _count(path: str | os.PathLike, value: Any, what: str) -> int:

@@ -52,10 +52,13 @@ class PickleStream:
         self._fetch = fetch
         self._buf = b""
         self._buf_start = start
+        self.data: bytes | None = None  # the whole pickle, when it is in memory (the interpreter then indexes it)
 
     @classmethod
     def over_bytes(cls, path: str | os.PathLike, data: bytes, what: str = "the pickle") -> "PickleStream":
-        return cls(path, lambda offset, n: data[offset:offset + n], 0, len(data), what)
+        stream = cls(path, lambda offset, n: data[offset:offset + n], 0, len(data), what)
+        stream.data = stream._buf = data
+        return stream
 
     def read(self, n: int) -> bytes:
         rel = self.pos - self._buf_start
@@ -140,6 +143,8 @@ class _Machine:
         self.hashed_containers: dict[int, Any] = {}  # keeps each counted container alive, so its id is not reused
 
     def run(self) -> Any:
+        if self.stream.data is not None:
+            return self.run_in_memory(self.stream.data)
         stream = self.stream
         read, handlers = stream.read, _OPCODES.get
         while True:
@@ -158,6 +163,92 @@ class _Machine:
             except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
                     UnicodeDecodeError, RecursionError, MemoryError) as exc:
                 name = _NAMES.get(code, repr(code))
+                raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
+
+    def run_in_memory(self, data: bytes) -> Any:
+        """``run`` over a pickle held whole (a zip's data.pkl): the opcodes a state dict is made of (memo,
+        integer, text, tuple, REDUCE and BINPERSID: all but a handful) are decoded here by index into
+        ``data``, with the same checks and messages as their handlers; every other opcode, and any
+        argument that would run past the end, goes to its handler through the stream. The opcodes that
+        allocate most come first: under tracemalloc (the fuzz harness) each allocation costs a scan of
+        this function's line table up to the allocating instruction."""
+        stream, stack, marks, memo = self.stream, self.stack, self.marks, self.memo
+        end, pos = stream.end, stream.pos
+        while True:
+            start = pos
+            code = data[pos] if pos < end else -1
+            pos += 1
+            try:
+                if code == _BINUNICODE and pos + 4 <= end and pos + 4 + _U32(data, pos)[0] <= end:
+                    n = _U32(data, pos)[0]
+                    stack.append(data[pos + 4:pos + 4 + n].decode("utf-8", "surrogatepass"))
+                    pos += 4 + n
+                elif _TUPLE1 <= code <= _TUPLE3:
+                    n = code - _TUPLE1 + 1
+                    if len(stack) - n < (marks[-1] if marks else 0):
+                        raise ValueError("stack underflow")
+                    items = tuple(stack[-n:])
+                    del stack[-n:]
+                    stack.append(self.built(items, items))
+                elif code == _LONG_BINPUT and pos + 4 <= end:
+                    if not stack or (marks and len(stack) <= marks[-1]):
+                        raise ValueError("stack underflow")
+                    memo[_U32(data, pos)[0]] = stack[-1]
+                    pos += 4
+                elif (code == _BINGET or code == _LONG_BINGET) and pos + (1 if code == _BINGET else 4) <= end:
+                    index = data[pos] if code == _BINGET else _U32(data, pos)[0]
+                    pos += 1 if code == _BINGET else 4
+                    value = memo.get(index, _MISSING)
+                    if value is _MISSING:
+                        raise ValueError(f"memo entry {index} was never stored")
+                    stack.append(value)
+                elif code == _BININT1 and pos < end:
+                    stack.append(data[pos])
+                    pos += 1
+                elif code == _BININT2 and pos + 2 <= end:
+                    stack.append(_U16(data, pos)[0])
+                    pos += 2
+                elif code == _BININT and pos + 4 <= end:
+                    stack.append(_I32(data, pos)[0])
+                    pos += 4
+                elif code == _MARK:
+                    marks.append(len(stack))
+                elif code == _TUPLE:
+                    items = self.pop_mark()
+                    stack.append(self.built(tuple(items), items))
+                elif code == _EMPTY_TUPLE:
+                    stack.append(())
+                elif code == _BINPUT and pos < end:
+                    if not stack or (marks and len(stack) <= marks[-1]):
+                        raise ValueError("stack underflow")
+                    memo[data[pos]] = stack[-1]
+                    pos += 1
+                elif code == _REDUCE and len(stack) - 2 >= (marks[-1] if marks else 0):
+                    args = stack.pop()
+                    stack[-1] = self.call(stack[-1], args, "REDUCE")
+                elif code == _BINPERSID and len(stack) - 1 >= (marks[-1] if marks else 0):
+                    stack[-1] = self.persistent(stack[-1])
+                elif code == _NEWFALSE:
+                    stack.append(False)
+                else:  # through the handler, which reads its arguments from the stream
+                    if code < 0:
+                        stream.pos = start
+                        stream.read(1)  # past the end: the stream's own message
+                    handler = _BY_CODE[code]
+                    if handler is None:
+                        raise FormatError(self.path, f"{stream.what} has an unknown opcode {bytes((code,))!r} at "
+                                                     f"byte {start}")
+                    stream.pos = pos
+                    if handler(self) is _STOP:
+                        if len(stack) != 1 or marks:
+                            raise ValueError("STOP with a malformed stack")
+                        return stack[0]
+                    pos = stream.pos
+            except FormatError:
+                raise
+            except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
+                    UnicodeDecodeError, RecursionError, MemoryError) as exc:
+                name = _NAMES.get(bytes((code,)), repr(bytes((code,))))
                 raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
 
     # --- stack helpers --------------------------------------------------------------------
@@ -599,3 +690,8 @@ _OPCODES: dict[bytes, Callable[[_Machine], Any]] = {
 }
 
 _NAMES = {op.code.encode("latin-1"): op.name for op in pickletools.opcodes}
+_BY_CODE: list[Callable[[_Machine], Any] | None] = [_OPCODES.get(bytes((code,))) for code in range(256)]
+_MISSING = object()
+_U16, _U32, _I32 = (struct.Struct(fmt).unpack_from for fmt in ("<H", "<I", "<i"))
+(_MARK, _TUPLE, _EMPTY_TUPLE, _TUPLE1, _TUPLE3, _BININT, _BININT1, _BININT2, _BINUNICODE, _BINGET, _LONG_BINGET,
+ _BINPUT, _LONG_BINPUT, _NEWFALSE, _REDUCE, _BINPERSID) = b"(t)\x85\x87JKMXhjqr\x89RQ"

@@ -20,7 +20,7 @@ with contextlib.redirect_stdout(out):
         code = main(sys.argv[1:])
     except SystemExit as exit:  # argparse's --version
         code = exit.code
-roots = sorted({m.split(".")[0] for m in sys.modules} | {m for m in sys.modules if m.startswith("engine.")})
+roots = sorted({m.split(".")[0] for m in sys.modules} | {m for m in sys.modules if m.startswith(("engine.", "gui."))})
 print(json.dumps({"code": code, "out": out.getvalue(), "modules": roots}))
 """
 
@@ -42,7 +42,21 @@ def test_inspect_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_path):
     save_file({"w": np.arange(3, dtype=np.float32)}, path)
     report = probe("inspect", str(path))
     assert report["code"] == 0 and "w" in report["out"]
-    assert not {"ml_dtypes", "PySide6", "engine.surgery", "engine.export"} & set(report["modules"])
+    assert not {"ml_dtypes", "PySide6", "engine.surgery", "engine.export", "engine.formats.pytorch"} & set(report["modules"])
+    assert {m for m in report["modules"] if m.startswith("gui.")} == {"gui.launch"}
+
+
+def test_a_plain_convert_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_path):
+    path, out = tmp_path / "tiny.safetensors", tmp_path / "tiny.bpk"
+    save_file({"w": np.arange(3, dtype=np.float32)}, path)
+    report = probe("convert", str(path), str(out), "--metadata", "who=me")
+    assert report["code"] == 0
+    from engine import open_store
+    with open_store(out) as written:
+        assert written.read("w").tolist() == [0.0, 1.0, 2.0] and written.metadata["who"] == "me"
+    assert "engine.export" in report["modules"]  # the probe saw the conversion's imports
+    assert not {"ml_dtypes", "PySide6", "engine.surgery", "engine.formats.pytorch"} & set(report["modules"])
+    assert {m for m in report["modules"] if m.startswith("gui.")} == {"gui.launch"}
 
 
 def test_a_bfloat16_tensor_still_reads_once_ml_dtypes_is_needed(tmp_path):

@@ -33,6 +33,8 @@ class Site:
     drops: dict[str, int] = field(default_factory=dict)  # path -> how many answers break off halfway
     errors: dict[str, list[int]] = field(default_factory=dict)  # path -> statuses answered first, in turn
     stall: set[str] = field(default_factory=set)  # paths never answered until the site is stopped
+    no_etag: set[str] = field(default_factory=set)  # paths answered without an ETag (identity by Last-Modified, size)
+    modified: dict[str, str] = field(default_factory=dict)  # path -> its Last-Modified, when not the default
     log: list[Request] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -80,7 +82,9 @@ class Handler(BaseHTTPRequestHandler):
         if start >= len(data):
             return self._empty(416, {"Content-Range": f"bytes */{len(data)}"})
         headers = {"ETag": etag, "Content-Range": f"bytes {start}-{stop}/{len(data)}",
-                   "Last-Modified": "Mon, 23 Nov 2026 10:00:00 GMT"}
+                   "Last-Modified": site.modified.get(path, "Mon, 23 Nov 2026 10:00:00 GMT")}
+        if path in site.no_etag:
+            del headers["ETag"]
         body = data[start:stop + 1]
         if site.drops.get(path):
             site.drops[path] -= 1

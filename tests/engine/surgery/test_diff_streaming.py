@@ -1,4 +1,4 @@
-"""diff streams raw tensors through reused buffers, a chunk ahead in a thread, in float32 where both sides are
+"""diff streams raw tensors through a reused cache-sized buffer per side, in float32 where both sides are
 narrow floats: the numbers must still be float64's, and a file changed mid-diff must still be caught (issue 23)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from safetensors.numpy import save_file
 from engine import ArrayStore, FormatError, open_store
 from engine.surgery import diff
 
-N = 10_000  # 7 chunks of 1,500 elements: every buffer is reused, the read-ahead thread runs
+N = 10_000  # 7 chunks of 1,500 elements: every buffer is reused
 
 
 def reference(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -71,3 +71,21 @@ def test_a_plan_tensor_that_changes_bytes_is_read_whole_and_compares_by_value(tm
         assert {t.name: t.changes_bytes for t in planned.tensors} == {"fc.weight": True, "fc.bias": False}
         report = diff(planned, ArrayStore({"fc.weight": values.T, "fc.bias": values[0]}), chunk_elements=1_500)
     assert report.all_identical, report.tensors
+
+
+@pytest.mark.parametrize("dtype, count", [(np.float32, 200_000), (np.float16, 100_001), (np.uint8, 100_003)])
+def test_chunks_past_the_small_compare_tell_equal_bytes_from_one_changed_value(tmp_path, dtype, count):
+    """Chunks over 64 KiB are compared as 8-byte words where their size allows, else byte by byte: a
+    single value changed past the first kilobytes, in the last word or the odd bytes after it, is found."""
+    values = (np.arange(count) % 200).astype(dtype)
+    changed = values.copy()
+    changed[-1] += dtype(1)
+    save_file({"w": values}, tmp_path / "a.safetensors")
+    save_file({"w": values.copy()}, tmp_path / "same.safetensors")
+    save_file({"w": changed}, tmp_path / "changed.safetensors")
+    with open_store(tmp_path / "a.safetensors") as a, open_store(tmp_path / "same.safetensors") as same, \
+            open_store(tmp_path / "changed.safetensors") as other:
+        assert diff(a, same).tensors[0].status == "identical"
+        (t,) = diff(a, other).tensors
+        assert t.status == "different" and t.max_abs == 1.0 and t.mean_abs == pytest.approx(1 / count)
+        assert diff(a, other, values=False).tensors[0].status == "different"
