@@ -30,11 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 COVERAGE_FLOOR = 90.0  # percent of lines, for each package on its own
 PACKAGES = ("engine", "gui")
 SHARES = pytest.StashKey[dict]()
-# Tests of cost at scale (100,000 names, 10,000 tensors): smaller tests cover the same lines, and tracing
-# them only doubles their time, so coverage pauses while they run (pytest-cov's no_cover mark).
+# Tests of cost at scale (100,000 names, 10,000 tensors, a 1 GiB file): smaller tests cover the same lines, and
+# tracing them only doubles their time, so coverage pauses while they run (pytest-cov's no_cover mark). The
+# mutation run leaves them out: the gibibyte conversion alone took 15 s of each mutant's run in mutmut's first
+# pass (its verdict is a child's peak memory; test_export.py's smaller copies check the bytes it streams).
 COST_TESTS = frozenset({"test_builds_a_100000_name_tree", "test_100000_tensors_cost_nothing_until_a_group_is_opened",
                         "test_a_10000_tensor_plan_follows_each_edit",
-                        "test_more_tensors_than_burn_allows_is_refused_before_reading_them"})
+                        "test_more_tensors_than_burn_allows_is_refused_before_reading_them",
+                        "test_converting_a_gibibyte_model_stays_small_in_memory"})
 
 
 def coverage_controller(config: pytest.Config):
@@ -50,6 +53,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
             if measuring:
                 item.add_marker(pytest.mark.no_cover)
+    if "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", ""):
+        quickest_first(items, config.rootpath / "mutmut-stats.json")
+
+
+def quickest_first(items: list[pytest.Item], stats: Path) -> None:
+    """In a mutant's run (mutmut runs its tests with ``-x``), the tests in order of their time in mutmut's
+    first pass: mutmut hands them over in no order, so a killed mutant often waited for a slow test
+    before a quick one failed. Survivors still run every test; only the order changes."""
+    import json
+    try:
+        seconds = json.loads(stats.read_bytes())["duration_by_test"]
+    except (OSError, ValueError, KeyError):
+        return
+    items.sort(key=lambda item: seconds.get(item.nodeid, 0.0))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -372,7 +372,9 @@ class _Machine:
 
 _STOP = object()
 _NESTED = {tuple, list, dict, set, frozenset}
-_HASHING_CALLS = {"builtins.set", "builtins.frozenset", "collections.OrderedDict"}
+# Protocol 2 (torch.save's) names the builtins by their Python 2 module, __builtin__.
+_HASHING_CALLS = {"builtins.set", "builtins.frozenset", "__builtin__.set", "__builtin__.frozenset",
+                  "collections.OrderedDict"}
 
 
 def _text(raw: bytes) -> str:
