@@ -55,10 +55,7 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
                           "(.pt and .pth files are read only)")
     module = writer(fmt)
     _check(items, fmt, dest, overwrite, burn_version)
-    meta = {"producer": PRODUCER, **({"format": "burnpack"} if fmt == "burnpack" else {}), **(metadata or {})}
-    if fmt == "burnpack":
-        from . import __version__
-        meta.setdefault("version", __version__)
+    meta = header_metadata(fmt, metadata)
     replacing = os.path.lexists(dest)
     mode = stat.S_IMODE(os.stat(dest).st_mode) if dest.exists() else None
     _clean_stale_partials(dest)
@@ -108,6 +105,16 @@ class _Terminated(BaseException):
     def deliver(self) -> None:
         signal.raise_signal(self.signum)  # the previous handler is back: by default, the process ends
         raise ExportCancelled(f"export stopped by signal {self.signum}; the destination was left as it was")
+
+
+def header_metadata(fmt: str, metadata: dict[str, str] | None) -> dict[str, str]:
+    """The metadata a ``fmt`` file's header records: ``metadata`` plus, unless given, ``producer`` and, for
+    Burnpack, ``format`` and ``version`` (burn-store's default_metadata keys; see engine/metadata_keys.py)."""
+    meta = {"producer": PRODUCER, **({"format": "burnpack"} if fmt == "burnpack" else {}), **(metadata or {})}
+    if fmt == "burnpack":
+        from . import __version__
+        meta.setdefault("version", __version__)
+    return meta
 
 
 @contextmanager

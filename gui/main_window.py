@@ -397,7 +397,7 @@ class MainWindow(QMainWindow):
             document = view.start_surgery()
             self.undo_group.addStack(document.undo_stack)
             document.modifiedChanged.connect(lambda _: self._update_title())
-            document.recipeChanged.connect(self._update_template_action)  # a template set or undone
+            document.recipeChanged.connect(lambda _state: self._update_template_action())  # a template set or undone
         if self.workbench.show_first_time():
             for other in self.views():
                 other.favour_tree()
@@ -469,7 +469,7 @@ class MainWindow(QMainWindow):
         """Surgery › Set Template…: the file the result must fit (the diff view's Template button does the same)."""
         document = self.surgery()
         if document is not None:
-            choose_template(self, document, self.opener)
+            choose_template(self, document, self.opener, (document.template or document.store).path)
 
     def clear_template(self) -> None:
         document = self.document()

@@ -25,11 +25,16 @@ DETAILS_MINIMUM = 24  # what the details keep when the value table takes the res
 
 
 class ValuesFirstSplitter(QSplitter):
-    """Details above values; when short of height the value table keeps VALUE_ROWS rows and the details scroll."""
+    """Details above values; when short of height the value table keeps VALUE_ROWS rows and the details scroll.
+
+    When even a line of details would cost the table its rows (the diff in front on a 640-pixel screen),
+    the details fold away (the handle stays, to drag them back) and come back once the height allows.
+    """
 
     def __init__(self, values: ValuesPanel) -> None:
         super().__init__(Qt.Orientation.Vertical)
         self._values = values
+        self.details_folded = False  # folded by this splitter for want of height, not by the user
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
@@ -38,9 +43,16 @@ class ValuesFirstSplitter(QSplitter):
     def keep_value_rows(self) -> None:
         sizes = self.sizes()
         total = sum(sizes)
-        need = min(self._values.height_for_rows(VALUE_ROWS), total - DETAILS_MINIMUM)
-        if len(sizes) == 2 and total > 0 and sizes[1] < need:
-            self.setSizes([total - need, need])
+        if len(sizes) != 2 or total <= 0:
+            return
+        need = self._values.height_for_rows(VALUE_ROWS)
+        if total - need < DETAILS_MINIMUM:
+            self.details_folded = self.details_folded or sizes[0] > 0
+            self.setSizes([0, total])
+        elif self.details_folded or sizes[1] < need:
+            share = total // 2 if self.details_folded else total - need  # folded: back to the stretch factors
+            self.details_folded = False
+            self.setSizes([min(share, total - need), max(need, total - share)])
 
 
 class TreePane(QWidget):
@@ -100,6 +112,8 @@ class SidePanel(QTabWidget):
         self.selection_split.addWidget(self.values)
         self.selection_split.setStretchFactor(0, 1)  # both scroll, so neither imposes its height
         self.selection_split.setStretchFactor(1, 1)
+        self.selection_split.setCollapsible(0, True)  # the details fold away before the value table loses rows
+        self.selection_split.setCollapsible(1, False)
         self.addTab(self.selection_split, "Selection")
         self.addTab(self.file_info, "File")
         self.setCurrentWidget(self.file_info)

@@ -10,11 +10,11 @@ from .diff import DiffReport, TensorDiff, diff
 from .filters import Filter, Predicate, PredicateGroup
 from .guesses import Guess
 from .modules import ENUM_VARIANT, KINDS, ModuleGuess, infer_modules, parse_kind
-from .plan import Dropped, Plan, PlannedTensor, carried_metadata, plan
+from .plan import Dropped, Plan, PlannedTensor, carried_metadata, export_metadata, plan
 from .recipe import CastRule, Recipe, SourceSpec
 from .remap import RemapRule
 
 __all__ = ["AlignmentReport", "CastRule", "DiffReport", "Dropped", "ENUM_VARIANT", "Filter", "Guess", "KINDS",
            "ModuleGuess", "Plan", "PlannedTensor", "Predicate", "PredicateGroup", "Recipe", "RemapRule",
-           "ShapeMismatch", "SourceSpec", "TensorDiff", "align", "carried_metadata", "diff", "infer_modules", "parse_kind", "plan",
+           "ShapeMismatch", "SourceSpec", "TensorDiff", "align", "carried_metadata", "diff", "export_metadata", "infer_modules", "parse_kind", "plan",
            "stages", "validate"]

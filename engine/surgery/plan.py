@@ -30,7 +30,7 @@ from ..burn_versions import BurnVersion
 from ..collector import collector_paused
 from ..dtypes import DType
 from ..errors import ExportError
-from ..export import Cancel, Progress, export
+from ..export import Cancel, Progress, export, header_metadata
 from ..metadata_keys import RECIPE_KEY, carried_fields, carried_scalars
 from ..store import CHUNK, Store, TensorEntry
 from . import adapters as ad
@@ -180,9 +180,7 @@ class Plan:
         records the recipe's digest."""
         if self.conflicts:
             raise ExportError(f"{Path(dest).name}: " + "; ".join(str(c) for c in self.conflicts))
-        digest = {RECIPE_METADATA_KEY: self.recipe.digest()} if self.recipe.changes_tensors else {}
-        meta = {**self.recipe.metadata, **digest, **(metadata or {})}
-        return export(self.tensors, dest, format, metadata=meta, scalars=scalars, overwrite=overwrite,
+        return export(self.tensors, dest, format, metadata=with_recipe(self.recipe, metadata), scalars=scalars, overwrite=overwrite,
                       progress=progress, cancel=cancel, burn_version=burn_version or self.recipe.burn_version, dequantize=dequantize)
 
     def to_json(self) -> dict[str, Any]:
@@ -210,6 +208,22 @@ def carried_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str | None) -
     (an optimizer's numbers) source.
     """
     return {} if recipe.clear_metadata else carried_fields(stores, fmt), carried_scalars(stores, fmt)
+
+
+def with_recipe(recipe: Recipe, metadata: dict[str, str] | None) -> dict[str, str]:
+    """``metadata`` over what a recipe always records: its own ``metadata`` and, when it changes tensors, its digest."""
+    digest = {RECIPE_METADATA_KEY: recipe.digest()} if recipe.changes_tensors else {}
+    return {**recipe.metadata, **digest, **(metadata or {})}
+
+
+def export_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str) -> dict[str, str]:
+    """Every metadata field ``convert`` writes when it exports ``stores`` through ``recipe`` to ``fmt``: the
+    header's own keys, the recipe's, and the sources' fields under the names ``fmt`` keeps them by.
+
+    The export dialog prefills its table with this, so what it shows is what the command line writes.
+    """
+    carried, _ = carried_metadata(stores, recipe, fmt)
+    return header_metadata(fmt, with_recipe(recipe, {**carried, **recipe.metadata}))
 
 
 def _filter_rules(f: Filter) -> str:

@@ -7,6 +7,9 @@ shapes that are each other's transpose, dtypes that differ. From it come candida
 - one remap rule for a family of names: a prefix added, stripped or replaced, one segment renamed
   (lined up segment by segment, never every missing name against every unused one);
 - a PyTorch/Burn adapter, or a module settled as ``Linear``, where ``[out, in]`` meets ``[in, out]``;
+- a fused-gate split (or fuse), where one side has PyTorch's fused ``nn.LSTM``/``nn.GRU``/
+  ``nn.MultiheadAttention`` tensors and the other Burn's gate (or q/k/v) Linears (``engine/surgery/fused.py``
+  proves both from names and shapes): the adapter of that direction, named for what it splits;
 - a cast, where every differing dtype is one the target has as the same float type;
 - a PyTorch checkpoint's top-level key, where the names the target wants sit under one branch.
 
@@ -28,8 +31,10 @@ from ..errors import StoreStudioError
 from ..humanize import quoted
 from ..store import Store
 from . import adapters as ad
+from . import fused
 from .align import AlignmentReport, align
 from .modules import module_path
+from .ops import FuseSplit, SplitFused
 from .plan import Plan, plan
 from .recipe import CAST_TARGETS, CastRule, Recipe
 from .remap import RemapRule
@@ -40,7 +45,8 @@ MINIMUM_RENAME = 2  # a bulk rename fixes at least this many names (one name: th
 PYTORCH = "pytorch"
 
 RENAME, ADAPTER, LINEAR, CAST, TOP_LEVEL_KEY = "rename", "adapter", "linear", "cast", "top_level_key"
-PREFERRED = (ADAPTER, LINEAR, TOP_LEVEL_KEY, RENAME, CAST)  # of two that fix the same, the one a user means
+FUSED = "fused"  # an adapter whose evidence is fused modules on one side and their split form on the other
+PREFERRED = (FUSED, ADAPTER, LINEAR, TOP_LEVEL_KEY, RENAME, CAST)  # of two that fix the same, the one a user means
 Reopen = Callable[[Store, str], Store]  # a PyTorch source opened again at a top-level key
 
 
@@ -156,7 +162,7 @@ def suggest(stores: Sequence[Store], recipe: Recipe, target: Store, *, template:
     report = align(base, target)
     if report.ok and not report.dtype_differences:
         return []
-    candidates = [*_layout_candidates(base, report, recipe), *_index_candidates(report, recipe),
+    candidates = [*_layout_candidates(base, report, recipe, target), *_index_candidates(report, recipe),
                   *_cast_candidates(report), *_rename_candidates(report, stores, recipe, reopen is not None)]
     proven: list[Suggestion] = []
     for candidate in candidates:
@@ -243,15 +249,24 @@ def _prove(candidate: _Candidate, stores: Sequence[Store], recipe: Recipe, targe
 
 
 # --- layout and dtype evidence ---------------------------------------------------------------------------
-def _layout_candidates(base: Plan, report: AlignmentReport, recipe: Recipe) -> list[_Candidate]:
+def _layout_candidates(base: Plan, report: AlignmentReport, recipe: Recipe, target: Store) -> list[_Candidate]:
     """A PyTorch/Burn adapter when the recipe has none (it transposes Linear weights and renames norm
-    parameters); with one, ``[out, in]`` against ``[in, out]`` settles those modules as Linear."""
+    parameters, and splits or fuses gates where fused modules meet their split form); with one, ``[out, in]``
+    against ``[in, out]`` settles those modules as Linear."""
     transposed = [m for m in report.shape_mismatches if m.matches_if_transposed]
     has_direction = any(a in (ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH) for a in recipe.adapters)
     if not has_direction:
-        return [_Candidate(ADAPTER, f"add the {direction} adapter (Linear weights, norm parameters)",
-                           adapter=direction)
-                for direction in (ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH) if transposed or report.missing]
+        found = []
+        for direction in (ad.PYTORCH_TO_BURN, ad.BURN_TO_PYTORCH):
+            modules = fused_modules(base, report, target, direction == ad.PYTORCH_TO_BURN)
+            if modules:
+                verb = "split the fused" if direction == ad.PYTORCH_TO_BURN else "fuse Burn's"
+                found.append(_Candidate(FUSED, f"{verb} {_listed(modules)} (the {direction} adapter)",
+                                        adapter=direction))
+            elif transposed or report.missing:
+                found.append(_Candidate(ADAPTER, f"add the {direction} adapter (Linear weights, norm parameters)",
+                                        adapter=direction))
+        return found
     if not transposed:
         return []
     by_name = {t.name: t for t in base.tensors}
@@ -262,6 +277,33 @@ def _layout_candidates(base: Plan, report: AlignmentReport, recipe: Recipe) -> l
     if not modules:
         return []
     return [_Candidate(LINEAR, f"transpose: treat {_listed(modules)} as Linear", linear_modules=tuple(modules))]
+
+
+def fused_modules(base: Plan, report: AlignmentReport, target: Store, to_burn: bool) -> list[str]:
+    """``LSTM gates of lstm``-style labels for the fused modules a split (``to_burn``) or fuse would make load:
+    the source's unused tensors hold them in one layout and the target's missing tensors in the other.
+
+    Both sides are read by ``fused.find`` from names and shapes alone, as the plan's split reads them.
+    """
+    if not report.unused or not report.missing:
+        return []
+    shape_of = {t.name: tuple(t.shape) for t in base.tensors}
+    unused = [n for n in report.unused if n in shape_of]
+    ours = fused.find(unused, [shape_of[n] for n in unused], to_burn).parts
+    if not ours:
+        return []
+    wanted = {e.name: tuple(e.shape) for e in target.entries}
+    missing = [n for n in report.missing if n in wanted]
+    if not fused.find(missing, [wanted[n] for n in missing], not to_burn).parts:
+        return []  # the target does not hold the other layout: the names are no evidence of a split
+    labels = {}
+    for part in ours:
+        op = part.op
+        if isinstance(op, SplitFused):
+            labels[f"{op.what} of {module_path(op.source) or '(top level)'}"] = None
+        elif isinstance(op, FuseSplit):
+            labels[f"{op.what} of {module_path(op.output) or '(top level)'}"] = None
+    return list(labels)
 
 
 def _index_candidates(report: AlignmentReport, recipe: Recipe) -> list[_Candidate]:

@@ -294,6 +294,7 @@ class ValuesPanel(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.heat_map = HeatMap()
         self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)  # no frame around the table: its rows are what a short window keeps
         self.tabs.addTab(self.table, "Table")
         self.tabs.addTab(self.heat_map, "Heat map")
         self.message = QLabel()
@@ -302,7 +303,8 @@ class ValuesPanel(QWidget):
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
 
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setSpacing(2)
         self.stored = QCheckBox("Stored integers")
         self.stored.setObjectName("storedIntegers")
         self.stored.setToolTip("Show the quantized integers as the file stores them, instead of their dequantized "

@@ -29,7 +29,7 @@ from gui.numbers import format_number
 from gui.resources import monospace
 from gui.workbench.diff_bars import SummaryBar
 from gui.workbench.diff_sections import DiffHeader, PairDetails, PairTable, StatusFilters
-from gui.workbench.document import RecipeDocument
+from gui.workbench.document import RecipeDocument, RecipeState
 from gui.workbench.plan_result import PlanResult
 from gui.workbench.suggestion_list import SuggestionList
 from gui.workbench.template_picker import choose_template
@@ -75,10 +75,12 @@ class DiffPanel(QWidget):
         self._relay = ProgressRelay(self)
         self._relay.changed.connect(self._progress)
         self._result: PlanResult | None = document.result  # the latest plan's outcome this panel received
+        self._state: RecipeState = document.state  # the latest sources, recipe and template it was handed
         self._build()
+        document.recipeChanged.connect(self._state_changed)
         document.resultReady.connect(self._show_result)
         document.planFailed.connect(self._plan_failed)
-        if document.template is not None:
+        if self._state.template is not None:
             self.use_template()
         else:
             self._show_message("Compare the recipe's result with a template, or with any file: Compare with…")
@@ -116,6 +118,7 @@ class DiffPanel(QWidget):
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)  # a dock's own frame is margin enough: the rows go to the table
         layout.setSpacing(4)
         for widget in (self.header, self.summary_bar, self.filters, self.bulk_box):
             layout.addWidget(widget)
@@ -128,16 +131,16 @@ class DiffPanel(QWidget):
     # --- what to compare with -------------------------------------------------------------------------
     def use_template(self) -> None:
         """Compare with the document's template, and follow it when it changes; values off (untrained weights)."""
-        if self.document.template is None:
+        if self._state.template is None:
             return
         self._follow_template = True
-        self._set_other(self.document.template, "template", owned=False, values=False)
+        self._set_other(self._state.template, "template", owned=False, values=False)
 
     def _template_clicked(self) -> None:
         """Compare with the template; with none yet, choose one first (it then stays the recipe's template)."""
-        if self.document.template is not None:
+        if self._state.template is not None:
             self.use_template()
-        elif choose_template(self, self.document, self._runner):
+        elif choose_template(self, self.document, self._runner, self._state.home.path):
             self._follow_template = True  # the next plan comes with the template: compare with it then
 
     def compare_with(self, store: Store, *, role: str = "file", values: bool = True, owned: bool = False) -> None:
@@ -159,7 +162,7 @@ class DiffPanel(QWidget):
                          lambda: self._set_busy(False))
 
     def _choose_file(self) -> None:
-        path = choose_model(self, "Compare with", self.document.store.path)
+        path = choose_model(self, "Compare with", self._state.home.path)
         if path:
             self.compare_with_file(path)
 
@@ -245,6 +248,11 @@ class DiffPanel(QWidget):
             self._set_busy(False)
             self._show_message("Comparison cancelled; the rows shown are from the last comparison.")
 
+    def _state_changed(self, state: RecipeState) -> None:
+        """An edit, undo or redo: keep what it handed over (the template's button follows it at once)."""
+        self._state = state
+        self._update_controls()
+
     def _show_result(self, result: PlanResult) -> None:
         self._result = result
         template = result.template
@@ -272,7 +280,7 @@ class DiffPanel(QWidget):
             self.progress.setValue(0)
 
     def _update_controls(self) -> None:
-        has = self.document.template is not None
+        has = self._state.template is not None
         self.template_button.setText("Template" if has else "Template…")
         self.template_button.setToolTip("Compare with the recipe's template (what the target model expects)" if has
                                         else "Choose a template: a file saved from the target model; the recipe "
@@ -290,7 +298,7 @@ class DiffPanel(QWidget):
 
     def apply_suggestion(self, suggestion: Suggestion) -> None:
         """Make a suggested change to the recipe, as one undoable step."""
-        self.document.push(suggestion.apply(self.document.recipe), f"Apply suggestion: {suggestion.description}")
+        self.document.push(suggestion.apply(self._state.recipe), f"Apply suggestion: {suggestion.description}")
 
     @staticmethod
     def _summary(rows: list[DiffRow], plan: Plan) -> str:

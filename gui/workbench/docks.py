@@ -23,7 +23,7 @@ from gui.workers import TaskRunner
 
 RULES_SHARE = 0.3  # of the window's width, for the rule docks on the right
 BOTTOM_MOST = 0.55  # of the height, the most a bottom dock takes when brought to the front
-DIFF_SHARE = 0.47  # the diff's status bars and suggestions sit above its table: it takes more when raised
+DIFF_SHARE = 0.45  # the diff's status bars and suggestions sit above its table: it takes more when raised
 PREVIEW_SHARE, PREVIEW_HEIGHT = 0.3, 228  # the preview/diff docks: a share of the height, at least 6 table rows
 TABLE_DOCKS = ("preview", "diff")  # docks that are a table, which scrolls by itself; the others get a scroll area
 TITLES = {"filters": "Filters", "remap": "Remap", "adapters": "Adapters", "sources": "Sources", "preview": "Preview"}

@@ -28,18 +28,23 @@ _MERGE_ID = 6061  # QUndoCommand id shared by edits that may merge (typing into 
 
 
 @dataclass(frozen=True)
-class _State:
-    """What an undo step restores: the sources (in precedence order), the recipe over them, and its template."""
+class RecipeState:
+    """What an undo step restores, and what ``recipeChanged`` hands every panel: the sources (in precedence
+    order), the recipe over them, its template, and ``home``, the tab's own store (always one of ``stores``).
+
+    Panels keep the state they were handed and edit from it; they never read the document back.
+    """
 
     stores: tuple[Store, ...]
     recipe: Recipe
-    template: Store | None = None
+    template: Store | None
+    home: Store
 
 
 class _Edit(QUndoCommand):
     """Swap the document between two states; consecutive edits with one ``merge_key`` merge into one step."""
 
-    def __init__(self, document: "RecipeDocument", before: _State, after: _State, text: str,
+    def __init__(self, document: "RecipeDocument", before: RecipeState, after: RecipeState, text: str,
                  merge_key: str | None) -> None:
         super().__init__(text)
         self._document = document
@@ -111,12 +116,12 @@ class _KeyedStores:
 class RecipeDocument(QObject):
     """The recipe being built over ``stores``; ``stores[0]`` is the tab's own file, later ones override it.
 
-    ``recipeChanged`` after every edit, undo or redo; ``resultReady(PlanResult)`` (then ``planReady(Plan)``)
+    ``recipeChanged(RecipeState)`` after every edit, undo or redo; ``resultReady(PlanResult)`` (then ``planReady(Plan)``)
     / ``planFailed(str)`` once the debounced plan for the newest recipe is done (results for older recipes
     are dropped). Panels render from the PlanResult they receive.
     """
 
-    recipeChanged = Signal()
+    recipeChanged = Signal(object)  # the new RecipeState
     modifiedChanged = Signal(bool)
     resultReady = Signal(object)
     planReady = Signal(object)
@@ -126,7 +131,7 @@ class RecipeDocument(QObject):
     def __init__(self, store: Store, runner: TaskRunner | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._home = store
-        self._state = _State((store,), synced(Recipe(), (store,)))
+        self._state = RecipeState((store,), synced(Recipe(), (store,)), None, store)
         self._owned: set[Store] = set()  # sources this document opened (the tab owns stores[0])
         self._keyed = _KeyedStores()
         self.result: PlanResult | None = None  # the latest plan's whole outcome, as every panel received it
@@ -157,6 +162,11 @@ class RecipeDocument(QObject):
     def marks(self) -> Mapping[str, Mark]:
         """The tab's tensors (by name in the file) the latest plan touches."""
         return self.result.marks if self.result is not None else {}
+
+    @property
+    def state(self) -> RecipeState:
+        """The current sources, recipe and template: what a panel starts from when it begins to follow this."""
+        return self._state
 
     @property
     def stores(self) -> list[Store]:
@@ -192,12 +202,12 @@ class RecipeDocument(QObject):
     def _clean_changed(self, clean: bool) -> None:
         self.modifiedChanged.emit(not clean)
 
-    def _apply(self, state: _State) -> None:
+    def _apply(self, state: RecipeState) -> None:
         self._state = state
-        self.recipeChanged.emit()
+        self.recipeChanged.emit(state)
         self.request_plan()
 
-    def _push(self, after: _State, text: str, merge_key: str | None = None) -> bool:
+    def _push(self, after: RecipeState, text: str, merge_key: str | None = None) -> bool:
         if after == self._state:
             return False
         self.undo_stack.push(_Edit(self, self._state, after, text, merge_key))
@@ -209,7 +219,7 @@ class RecipeDocument(QObject):
 
         Pushes sharing ``merge_key`` back to back (keystrokes in one field) merge into one step.
         """
-        return self._push(_State(self._state.stores, synced(new_recipe, self._state.stores), self.template), text,
+        return self._push(replace(self._state, recipe=synced(new_recipe, self._state.stores)), text,
                           merge_key)
 
     def add_remap(self, pattern: str, replacement: str) -> bool:
@@ -221,7 +231,7 @@ class RecipeDocument(QObject):
         self._owned.add(store)
         stores = self._state.stores + (store,)
         recipe = self.recipe.with_changes(sources=self.recipe.sources + (SourceSpec(str(store.path)),))
-        return self._push(_State(stores, recipe, self.template), f"Add source {store.path.name}")
+        return self._push(replace(self._state, stores=stores, recipe=recipe), f"Add source {store.path.name}")
 
     def remove_source(self, index: int) -> bool:
         """Drop a merged source; the tab's own store stays."""
@@ -231,7 +241,8 @@ class RecipeDocument(QObject):
         sources = list(self.recipe.sources)
         removed = stores.pop(index)
         sources.pop(index)
-        return self._push(_State(tuple(stores), self.recipe.with_changes(sources=tuple(sources)), self.template),
+        recipe = self.recipe.with_changes(sources=tuple(sources))
+        return self._push(replace(self._state, stores=tuple(stores), recipe=recipe),
                           f"Remove source {removed.path.name}")
 
     def move_source(self, index: int, new_index: int) -> bool:
@@ -243,7 +254,8 @@ class RecipeDocument(QObject):
         sources = list(self.recipe.sources)
         stores.insert(new_index, stores.pop(index))
         sources.insert(new_index, sources.pop(index))
-        return self._push(_State(tuple(stores), self.recipe.with_changes(sources=tuple(sources)), self.template),
+        recipe = self.recipe.with_changes(sources=tuple(sources))
+        return self._push(replace(self._state, stores=tuple(stores), recipe=recipe),
                           f"Move source {stores[new_index].path.name}")
 
     def set_template(self, store: Store | None) -> bool:
@@ -252,7 +264,7 @@ class RecipeDocument(QObject):
             self._owned.add(store)
         text = f"Set template {store.path.name}" if store is not None else "Clear template"
         recipe = self.recipe.with_changes(template=str(store.path) if store is not None else None)
-        return self._push(_State(self._state.stores, recipe, store), text)
+        return self._push(replace(self._state, recipe=recipe, template=store), text)
 
     # --- not undoable: where the recipe lives -----------------------------------------------------------
     def replace(self, recipe: Recipe, extra_stores: Sequence[Store] = (), path: Path | None = None,
@@ -263,7 +275,7 @@ class RecipeDocument(QObject):
             self._owned.add(template)
         stores = (self._home, *extra_stores)
         self.undo_stack.clear()
-        self._apply(_State(stores, synced(recipe, stores), template))
+        self._apply(RecipeState(stores, synced(recipe, stores), template, self._home))
         self.path = path
         self.undo_stack.setClean()
         self.modifiedChanged.emit(False)

@@ -13,25 +13,25 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressDialog,
-                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
+from PySide6.QtWidgets import (QDialog, QFileDialog, QFormLayout, QLabel, QMainWindow, QMessageBox, QProgressDialog,
+                               QVBoxLayout)
 
-from engine import BURN_VERSIONS, BurnVersion, RemoteLocation, humanize, parse_burn_version
+from engine import BurnVersion, RemoteLocation, humanize
 from engine.dtypes import writable_to
-from engine.export import PRODUCER
-from engine.formats import burnpack, format_for_path, safetensors, writer
-from engine.surgery import Plan, ShapeMismatch, carried_metadata, validate
-from engine.surgery.plan import RECIPE_METADATA_KEY
+from engine.formats import burnpack, format_for_path, writer
+from engine.surgery import Plan, ShapeMismatch, carried_metadata, export_metadata, validate
 from gui.dialogs import show_error
 from gui.models.diff_model import TONE_COLOURS
 from gui.workbench.diff_panel import show_diff_dock
-from gui.workbench.document import RecipeDocument
+from gui.workbench.document import RecipeDocument, RecipeState
+from gui.workbench.export.destination import DestinationRow
+from gui.workbench.export.footer import ExportFooter
+from gui.workbench.export.format_row import FormatRow
+from gui.workbench.export.metadata_section import MetadataSection
+from gui.workbench.plan_result import PlanResult
 from gui.workers import Failure, ProgressRelay, Task, TaskRunner
 
-FORMATS = ((burnpack.NAME, "Burnpack"), (safetensors.NAME, "SafeTensors"))
 SAVE_FILTER = "Burnpack (*.bpk);;SafeTensors (*.safetensors);;All files (*)"
-SOURCE_FILES_KEY = "source_files"
 PROGRESS_STEPS = 1000  # QProgressDialog counts in int; bytes of a large file do not fit
 OVERWRITE_QUESTION = "overwriteQuestion"  # object names, so tests and scripts can find the dialogs
 EXPORT_PROGRESS = "exportProgress"
@@ -46,7 +46,11 @@ def mismatch_text(mismatch: ShapeMismatch) -> str:
 
 
 class ExportDialog(QDialog):
-    """``exported(Path)`` once a file is written; the dialog stays open to offer a diff of the result."""
+    """``exported(Path)`` once a file is written; the dialog stays open to offer a diff of the result.
+
+    It renders what the document's signals hand it (the RecipeState, the latest PlanResult, the busy flag
+    and the planning error) and sends the document nothing but the diff request.
+    """
 
     exported = Signal(object)
 
@@ -56,6 +60,9 @@ class ExportDialog(QDialog):
         self.setWindowTitle("Export")
         self.document = document
         self.main_window = window
+        self._state: RecipeState = document.state
+        self._planned: PlanResult | None = document.result
+        self._busy, self._error = document.busy, document.error
         self.exported_path: Path | None = None
         self.progress_dialog: QProgressDialog | None = None
         self.progress_relay = ProgressRelay(self)
@@ -64,129 +71,64 @@ class ExportDialog(QDialog):
         self._task: Task | None = None
         self._started = 0.0
         self._dest_name = ""
+        self._confirmed: Path | None = None  # a destination the file chooser already asked to replace
         self._build()
-        document.planReady.connect(self._plan_changed)
-        document.planFailed.connect(self._plan_changed)
-        document.busyChanged.connect(self._plan_changed)  # no export of a plan an edit just made stale
-        for changed in (self.format_combo.currentIndexChanged, self.burn_combo.currentIndexChanged,
-                        self.path_edit.textChanged, self.dequantize.toggled):  # what the file can hold depends on its format and Burn version
-            changed.connect(self._plan_changed)
+        self._listen(document)
+        self._path_edited(self.path_edit.text())
+        self._derive_metadata()
         self._plan_changed()
 
     # --- building -------------------------------------------------------------------------------------
     def _build(self) -> None:
-        self._confirmed: Path | None = None  # a destination the file chooser already asked to replace
-        self.exists_note = QLabel()
-        self.exists_note.setObjectName("exportExists")
-        self.exists_note.setProperty("role", "problem")
-        self.exists_note.setWordWrap(True)
-        self.path_edit = QLineEdit(str(self._default_path()))
-        self.path_edit.setObjectName("exportPath")
-        self.path_edit.setMinimumWidth(300)
-        self.path_edit.textChanged.connect(self._path_edited)
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self.choose_path)
-        where = QHBoxLayout()
-        where.addWidget(self.path_edit, 1)
-        where.addWidget(browse)
-        self.format_combo = QComboBox()
-        self.format_combo.setObjectName("exportFormat")
-        for name, label in FORMATS:
-            self.format_combo.addItem(f"{label} ({writer(name).EXTENSIONS[0]})", name)
-        self.format_combo.currentIndexChanged.connect(self._format_chosen)
-        self.burn_combo = QComboBox()
-        self.burn_combo.setObjectName("exportBurnVersion")
-        self.burn_combo.setToolTip("The Burn release the Burnpack must load in: it decides how bools and "
-                                   "quantization schemes are spelled")
-        for version in BURN_VERSIONS:
-            self.burn_combo.addItem(f"Burn {version}", version)
-        self.burn_combo.setCurrentIndex(self.burn_combo.findData(self.document.recipe.burn_version.value))
-        self.burn_label = QLabel("for")
-        self.dequantize = QCheckBox("Dequantize")
-        self.dequantize.setObjectName("exportDequantize")
-        self.dequantize.setToolTip("Write quantized tensors as their F32 values (SafeTensors has no quantized dtype)")
-        self.dequantize.setVisible(any(e.dtype.kind == "quantized" for s in self.document.stores for e in s.entries))
-        kind = QHBoxLayout()
-        kind.addWidget(self.format_combo, 1)
-        kind.addWidget(self.dequantize)
-        kind.addWidget(self.burn_label)
-        kind.addWidget(self.burn_combo)
-        self._path_edited(self.path_edit.text())
-        self.summary = QLabel()
+        """The sections (gui/workbench/export/), placed here; their widgets keep their names on the dialog."""
+        quantized = any(e.dtype.kind == "quantized" for s in self._state.stores for e in s.entries)
+        self.where = DestinationRow(self._default_path())
+        self.path_edit, self.exists_note = self.where.path_edit, self.where.exists_note
+        self.kind = FormatRow(self._state.recipe.burn_version, quantized)
+        self.format_combo, self.burn_combo = self.kind.format_combo, self.kind.burn_combo
+        self.burn_label, self.dequantize = self.kind.burn_label, self.kind.dequantize
+        self.summary, self.problem = QLabel(), QLabel()
         self.summary.setObjectName("exportSummary")
-        self.summary.setWordWrap(True)
-        self.problem = QLabel()
         self.problem.setObjectName("exportProblem")
         self.problem.setProperty("role", "problem")
-        self.problem.setWordWrap(True)
+        for label in (self.summary, self.problem):
+            label.setWordWrap(True)
+        self.fields = MetadataSection()
+        self.metadata_table, self.add_button, self.remove_button = (self.fields.metadata_table, self.fields.add_button,
+                                                                    self.fields.remove_button)
+        self.footer = ExportFooter()
+        self.result, self.diff_button = self.footer.result, self.footer.diff_button
+        self.export_button, self.close_button = self.footer.export_button, self.footer.close_button
         form = QFormLayout()
-        form.addRow("Save as:", where)
-        form.addRow("", self.exists_note)
-        form.addRow("Format:", kind)
-        form.addRow("Contents:", self.summary)
-        form.addRow("", self.problem)
-
-        self.metadata_table = QTableWidget(0, 2)
-        self.metadata_table.setObjectName("exportMetadata")
-        self.metadata_table.setHorizontalHeaderLabels(["Key", "Value"])
-        self.metadata_table.verticalHeader().hide()
-        self.metadata_table.verticalHeader().setDefaultSectionSize(self.metadata_table.fontMetrics().height() + 10)
-        self.metadata_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.metadata_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        self.metadata_table.horizontalHeader().setStretchLastSection(True)
-        for key, value in self._default_metadata().items():
-            self.add_metadata_row(key, value)
-        self.add_button = QPushButton("Add Row")
-        self.add_button.clicked.connect(lambda: self.add_metadata_row("", "", edit=True))
-        self.remove_button = QPushButton("Remove Row")
-        self.remove_button.clicked.connect(self.remove_selected_metadata)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.add_button)
-        buttons.addWidget(self.remove_button)
-        buttons.addStretch(1)
-        hint = QLabel("Text stored in the file's header. The producer and, when the recipe changes tensors, "
-                      "its digest are always recorded; edit their values here.")
-        hint.setProperty("role", "hint")
-        hint.setWordWrap(True)
-        group = QGroupBox("Metadata")
-        column = QVBoxLayout(group)
-        column.addWidget(self.metadata_table)
-        column.addLayout(buttons)
-        column.addWidget(hint)
-
-        self.result = QLabel()
-        self.result.setObjectName("exportResult")
-        self.result.setWordWrap(True)
-        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.diff_button = QPushButton("Diff Result Against Source")
-        self.diff_button.setObjectName("diffResult")
-        self.diff_button.setToolTip("Compare the written file with the recipe's result, tensor by tensor and "
-                                    "value by value")
-        self.diff_button.setEnabled(False)
-        self.diff_button.clicked.connect(self.diff_result)
-        self.export_button = QPushButton("Export")
-        self.export_button.setObjectName("exportButton")
-        self.export_button.setDefault(True)
-        self.export_button.clicked.connect(self.start_export)
-        self.close_button = QPushButton("Close")
-        self.close_button.clicked.connect(self.reject)
-        actions = QHBoxLayout()
-        actions.addWidget(self.diff_button)
-        actions.addStretch(1)
-        actions.addWidget(self.close_button)
-        actions.addWidget(self.export_button)
-
+        for label, widget in (("Save as:", self.where), ("Format:", self.kind), ("Contents:", self.summary),
+                              ("", self.problem)):
+            form.addRow(label, widget)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
-        layout.addWidget(group, 1)
-        layout.addWidget(self.result)
-        layout.addLayout(actions)
+        layout.addWidget(self.fields, 1)
+        layout.addWidget(self.footer)
         self.resize(660, 440)
+
+    def _listen(self, document: RecipeDocument) -> None:
+        """Wire the sections to the dialog and the dialog to what the document hands out."""
+        self.where.browse.clicked.connect(self.choose_path)
+        self.path_edit.textChanged.connect(self._path_edited)
+        self.format_combo.currentIndexChanged.connect(self._format_chosen)
+        self.diff_button.clicked.connect(self.diff_result)
+        self.export_button.clicked.connect(self.start_export)
+        self.close_button.clicked.connect(self.reject)
+        document.recipeChanged.connect(self._state_changed)
+        document.resultReady.connect(self._result_arrived)
+        document.planFailed.connect(self._plan_failed)
+        document.busyChanged.connect(self._busy_changed)  # no export of a plan an edit just made stale
+        for changed in (self.format_combo.currentIndexChanged, self.burn_combo.currentIndexChanged,
+                        self.path_edit.textChanged, self.dequantize.toggled):  # what the file can hold depends on its format and Burn version
+            changed.connect(self._plan_changed)
 
     def _default_path(self) -> Path:
         """Beside the source (a remote one: in the home folder), never a file that exists: ``model.bpk``, else
         ``model-export.bpk``, ``-export-2``…"""
-        source = self.document.store.path
+        source = self._state.home.path
         if isinstance(source, RemoteLocation):
             source = Path.home() / source.name
         ext = burnpack.EXTENSIONS[0]
@@ -194,25 +136,41 @@ class ExportDialog(QDialog):
             source.with_name(f"{source.stem}-export{f'-{n}' if n > 1 else ''}{ext}") for n in range(1, 1000)]
         return next(path for path in candidates if not path.exists())
 
-    def _default_metadata(self) -> dict[str, str]:
-        """The sources' own metadata (as ``convert`` carries it, unless the recipe clears it), then ours."""
-        recipe = self.document.recipe
-        carried, _ = carried_metadata(self.document.planned_stores(), recipe, None)
-        ours = {"producer": PRODUCER, SOURCE_FILES_KEY: ", ".join(s.path.name for s in self.document.stores),
-                RECIPE_METADATA_KEY: recipe.digest()}
-        return {**ours, **{k: v for k, v in carried.items() if k not in ours}, **recipe.metadata}
+    # --- what the document hands over ---------------------------------------------------------------------
+    def _state_changed(self, state: RecipeState) -> None:
+        self._state = state
+
+    def _result_arrived(self, result: PlanResult) -> None:
+        self._planned, self._error = result, None
+        self._derive_metadata()
+        self._plan_changed()
+
+    def _plan_failed(self, message: str) -> None:
+        self._error = message
+        self._plan_changed()
+
+    def _busy_changed(self, busy: bool) -> None:
+        self._busy = busy
+        self._plan_changed()
+
+    def _derive_metadata(self) -> None:
+        """What ``convert`` writes for the chosen format, from the plan's own sources and recipe (the user's
+        edits kept); before the first plan, from the sources as they are."""
+        planned = self._planned
+        stores, recipe = (planned.planned_stores, planned.recipe) if planned is not None else (self._state.stores,
+                                                                                            self._state.recipe)
+        self.fields.derive(export_metadata(stores, recipe, self.format()))
 
     # --- choices ----------------------------------------------------------------------------------------
     def destination(self) -> Path | None:
-        text = self.path_edit.text().strip()
-        return Path(text).expanduser() if text else None
+        return self.where.path()
 
     def format(self) -> str:
-        return self.format_combo.currentData()
+        return self.kind.format()
 
     def burn_version(self) -> BurnVersion:
         """The Burn release chosen (the recipe's until changed here)."""
-        return parse_burn_version(self.burn_combo.currentData())
+        return self.kind.burn_version()
 
     def choose_path(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path_edit.text(), SAVE_FILTER)
@@ -222,28 +180,15 @@ class ExportDialog(QDialog):
 
     def _path_edited(self, text: str) -> None:
         """The format follows the extension typed or chosen; an existing file is pointed out right away."""
-        path = Path(text.strip()).expanduser() if text.strip() else None
-        exists = path is not None and path.exists()
-        self.exists_note.setText(f"⚠ {path.name} exists: exporting replaces it (the old file stays until the new "
-                                 f"one is complete)." if exists and path is not None else "")
-        self.exists_note.setVisible(exists)
-        fmt = format_for_path(text) if text.strip() else None
-        index = self.format_combo.findData(fmt)
-        if index >= 0 and index != self.format_combo.currentIndex():
-            self.format_combo.blockSignals(True)
-            self.format_combo.setCurrentIndex(index)
-            self.format_combo.blockSignals(False)
-        self._show_burn_choice()
-
-    def _show_burn_choice(self) -> None:
-        """The Burn version only means something for a Burnpack."""
-        burnpack_chosen = self.format() == burnpack.NAME
-        self.burn_combo.setVisible(burnpack_chosen)
-        self.burn_label.setVisible(burnpack_chosen)
+        self.where.show_exists()
+        if self.kind.follow_extension(format_for_path(text) if text.strip() else None):
+            self._derive_metadata()
+        self.kind.show_burn_choice()
 
     def _format_chosen(self) -> None:
-        """The extension follows the format chosen, unless the name has an extension of its own."""
-        self._show_burn_choice()
+        """The extension follows the format chosen, unless the name has an extension of its own; the metadata
+        follows the format."""
+        self._derive_metadata()
         path = self.destination()
         if path is None:
             return
@@ -253,55 +198,39 @@ class ExportDialog(QDialog):
 
     def metadata(self) -> dict[str, str]:
         """The table as text to text; rows without a key are ignored, a later key wins."""
-        out = {}
-        for row in range(self.metadata_table.rowCount()):
-            key, value = (self.metadata_table.item(row, c) for c in (0, 1))
-            name = key.text().strip() if key is not None else ""
-            if name:
-                out[name] = value.text() if value is not None else ""
-        return out
+        return self.fields.metadata()
 
     def add_metadata_row(self, key: str, value: str, edit: bool = False) -> int:
-        row = self.metadata_table.rowCount()
-        self.metadata_table.insertRow(row)
-        self.metadata_table.setItem(row, 0, QTableWidgetItem(key))
-        self.metadata_table.setItem(row, 1, QTableWidgetItem(value))
-        if edit:
-            self.metadata_table.setCurrentCell(row, 0)
-            self.metadata_table.editItem(self.metadata_table.item(row, 0))
-        return row
+        return self.fields.add_row(key, value, edit)
 
     def remove_selected_metadata(self) -> None:
-        rows = sorted({index.row() for index in self.metadata_table.selectedIndexes()}, reverse=True)
-        for row in rows:
-            self.metadata_table.removeRow(row)
+        self.fields.remove_selected()
 
     def _plan_changed(self, *_: object) -> None:
-        plan = self.document.plan
-        busy = self._task is not None or self.document.busy
-        self.export_button.setEnabled(plan is not None and not busy)
+        plan = self._planned.plan if self._planned is not None else None
+        self.export_button.setEnabled(plan is not None and self._task is None and not self._busy)
         if plan is None:
-            self.summary.setText("Planning the recipe…" if self.document.error is None else "")
-            self._set_problem(f"The recipe cannot be planned: {self.document.error}" if self.document.error else "")
+            self.summary.setText("Planning the recipe…" if self._error is None else "")
+            self._set_problem(f"The recipe cannot be planned: {self._error}" if self._error else "")
             return
         total = sum(t.nbytes for t in plan.tensors)
         changed = sum(1 for t in plan.tensors if t.ops)
-        sources = ", ".join(s.path.name for s in self.document.stores)
+        sources = ", ".join(s.path.name for s in self._planned.planned_stores)
         self.summary.setText(f"{len(plan.tensors):,} tensors · {humanize.size(total)} from {sources} · "
-                             f"{changed:,} changed by recipe {self.document.recipe.digest()}")
+                             f"{changed:,} changed by recipe {plan.recipe.digest()}")
         self.summary.setToolTip(f"{total:,} bytes of tensor data")
         mismatches = self._mismatches()
         if plan.conflicts:
             self._set_problem(f"⚠ {len(plan.conflicts):,} name conflict(s): the export will be refused until the "
                               f"recipe is fixed ({plan.conflicts[0]}).")
-        elif mismatches:
+        elif mismatches and self._planned.template is not None:
             self._set_problem(f"⚠ {len(mismatches):,} tensor shape(s) differ from the template "
-                              f"{self.document.template.path.name} ({mismatch_text(mismatches[0])}): the model "
+                              f"{self._planned.template.path.name} ({mismatch_text(mismatches[0])}): the model "
                               f"cannot load them. Export asks before writing anyway.")
         elif self._unwritable(plan):
             self._set_problem(f"⚠ {self._unwritable(plan)}; the export will be refused.")
-        elif self.document.error:
-            self._set_problem(f"⚠ The latest recipe edit cannot be planned ({self.document.error}); the export "
+        elif self._error:
+            self._set_problem(f"⚠ The latest recipe edit cannot be planned ({self._error}); the export "
                               f"writes the last good plan.")
         else:
             self._set_problem("")
@@ -323,16 +252,17 @@ class ExportDialog(QDialog):
 
     def _mismatches(self) -> list[ShapeMismatch]:
         """The shapes the template wants otherwise: the CLI's validation; none without a template."""
-        plan, template, alignment = self.document.plan, self.document.template, self.document.alignment
-        if plan is None or template is None:
+        planned = self._planned
+        if planned is None or planned.template is None:
             return []
+        plan, template, alignment = planned.plan, planned.template, planned.alignment
         # the worker aligned this plan with this template already; only a plan made before the template lacks it
         return list(alignment.shape_mismatches) if alignment is not None else validate(plan, template)
 
     # --- exporting --------------------------------------------------------------------------------------
     def start_export(self) -> None:
         """Refuse shape mismatches unless confirmed, ask before replacing a file, then export in a worker."""
-        plan, dest = self.document.plan, self.destination()
+        plan, dest = self._planned.plan if self._planned is not None else None, self.destination()
         if plan is None or self._task is not None:
             return
         if dest is None:
@@ -346,7 +276,7 @@ class ExportDialog(QDialog):
 
     def _confirm_mismatches(self, mismatches: list[ShapeMismatch], proceed: Callable[[], None]) -> None:
         """Burn-store's ``validate``: shapes the model cannot load stop the export unless the user says otherwise."""
-        template = self.document.template
+        template = self._planned.template if self._planned is not None else None
         assert template is not None
         box = QMessageBox(QMessageBox.Icon.Warning, "Shapes differ from the template",
                           f"{len(mismatches):,} tensor(s) do not have the shape {template.path.name} wants; "
@@ -383,7 +313,7 @@ class ExportDialog(QDialog):
     def _run(self, plan: Plan, dest: Path, *, overwrite: bool) -> None:
         fmt, metadata, relay, version = self.format(), self.metadata(), self.progress_relay, self.burn_version()
         dequantize = self.dequantize.isChecked()
-        _, scalars = carried_metadata(self.document.planned_stores(), self.document.recipe, fmt)  # as convert does
+        _, scalars = carried_metadata(self._planned.planned_stores, plan.recipe, fmt)  # as convert does
 
         def work(cancelled: Callable[[], bool]) -> Path:
             return plan.export(dest, fmt, metadata=metadata, scalars=scalars, overwrite=overwrite,
@@ -446,7 +376,7 @@ class ExportDialog(QDialog):
         seconds = time.monotonic() - self._started
         took = f"{seconds:.1f} s" if seconds >= 1 else "under a second"
         total = sum(t.nbytes for t in plan.tensors)
-        mismatches = self._mismatches() if self.document.plan is plan else []
+        mismatches = self._mismatches() if self._planned is not None and self._planned.plan is plan else []
         anyway = (f" Written anyway with {len(mismatches):,} shape mismatch(es) against the template."
                   if mismatches else "")
         self._show_result(f"<span style='color:{TONE_COLOURS['ok']}'>✓</span> Exported {len(plan.tensors):,} tensors "
@@ -465,10 +395,7 @@ class ExportDialog(QDialog):
                           f"Export cancelled; nothing was written to {dest.name}.")
 
     def _show_result(self, text: str, problem: bool = False) -> None:
-        self.result.setText(text)
-        self.result.setProperty("role", "problem" if problem else "")
-        self.result.style().unpolish(self.result)
-        self.result.style().polish(self.result)
+        self.footer.show_result(text, problem)
 
     def diff_result(self) -> None:
         """Open the diff dock on the written file: every tensor should read identical to the recipe's result."""

@@ -16,9 +16,9 @@ from gui.workers import Failure, Task, TaskRunner
 TEMPLATE_TITLE = "Choose a template: a file saved from the target model"
 
 
-def choose_template(parent: QWidget, document: RecipeDocument, runner: TaskRunner) -> bool:
-    """Ask for a template file and open it; False when the user cancelled."""
-    path = choose_model(parent, TEMPLATE_TITLE, (document.template or document.store).path)
+def choose_template(parent: QWidget, document: RecipeDocument, runner: TaskRunner, near: Location) -> bool:
+    """Ask for a template file or address (Browse… opens in ``near``'s folder) and open it; False when cancelled."""
+    path = choose_model(parent, TEMPLATE_TITLE, near)
     if not path:
         return False
     open_template(parent, document, runner, path)

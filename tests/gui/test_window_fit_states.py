@@ -19,9 +19,9 @@ import pytest
 REPO = Path(__file__).parents[2]
 PROBE = Path(__file__).with_name("window_fit_probe.py")
 SCREEN = [1024, 640]
-VALUE_ROWS = 5  # the selection's value table keeps at least this many rows in view...
-DIFF_FIRST = ("alone-diff", "tabified-diff")  # ...except while the diff, in front, keeps its six rows:
-DIFF_FRONT_VALUE_ROWS = 3  # then the value table keeps three
+VALUE_ROWS = 5  # the selection's value table keeps at least this many rows in view, the diff in front included
+DETAILS_LINE = 24  # where the height allows it, the details above the values keep at least this much
+DIFF_FRONT = ("alone-diff", "tabified-diff")  # the diff's bars take height: only there may the details fold
 RIGHT = ("filters", "remap", "adapters", "sources")
 
 
@@ -62,10 +62,15 @@ def test_the_tree_keeps_name_dtype_and_shape_readable(states):
             assert shown or facts["in_name_cell"], (name, column, facts)
 
 
-def test_the_value_table_shows_five_rows_unless_the_diff_is_in_front(states):
+def test_the_value_table_shows_five_rows_in_every_state(states):
     for name, state in states.items():
-        least = DIFF_FRONT_VALUE_ROWS if name in DIFF_FIRST else VALUE_ROWS
-        assert state["values_visible"] and state["value_rows"] >= least, (name, state["value_rows"])
+        assert state["values_visible"] and state["value_rows"] >= VALUE_ROWS, (name, state["value_rows"])
+
+
+def test_the_details_fold_away_only_for_want_of_height_and_come_back(states):
+    """States are measured in order: tabified-preview, after alone-diff, shows the details came back."""
+    for name in set(states) - set(DIFF_FRONT):
+        assert states[name]["details_height"] >= DETAILS_LINE, (name, states[name]["details_height"])
 
 
 def test_the_preview_and_diff_show_six_rows_and_every_operation_reads_whole_or_in_its_tooltip(states):

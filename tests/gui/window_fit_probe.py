@@ -102,7 +102,7 @@ def measure(window: Any, view: Any, state: str, shots: Path) -> dict[str, Any]:
     facts = {"window": list(window.size().toTuple()),
              "minimum": [max(hint.width(), minimum.width()), max(hint.height(), minimum.height())],
              "tree": tree_facts(view), "value_rows": table_rows(view.values.table),
-             "values_visible": view.values.table.isVisible(),
+             "values_visible": view.values.table.isVisible(), "details_height": view.selection_split.sizes()[0],
              "docks": {name: dock_facts(dock) for name, dock in docks.items() if dock.isVisible()}}
     if window.docks["preview"].isVisible():
         facts["preview"] = preview_facts(window)

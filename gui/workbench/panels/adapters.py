@@ -214,49 +214,43 @@ class AdaptersPanel(DocumentPanel):
 
     # --- edits -------------------------------------------------------------------------------------------
     def _toggled(self, name: str, on: bool) -> None:
-        if self._showing or self.document is None:
+        if self._showing or self.state is None:
             return
-        adapters = [a for a in self.document.recipe.adapters if a != name]
+        adapters = [a for a in self.state.recipe.adapters if a != name]
         if on:
             opposite = {ad.PYTORCH_TO_BURN: ad.BURN_TO_PYTORCH, ad.BURN_TO_PYTORCH: ad.PYTORCH_TO_BURN}.get(name)
             adapters = [a for a in adapters if a != opposite] + [name]  # the two directions undo each other
         label = ADAPTER_LABELS[name][0]
-        self.document.push(self.document.recipe.with_changes(adapters=tuple(adapters)),
-                           f"{'Use' if on else 'Stop using'} {label}")
+        self.push(lambda recipe: recipe.with_changes(adapters=tuple(adapters)), f"{'Use' if on else 'Stop using'} {label}")
 
     def _key_chosen(self) -> None:
-        if self.document is None:
-            return
         key = self.key.currentText()
         key = None if key == WHOLE_FILE else key
-        self.document.push(self.document.recipe.with_changes(top_level_key=key), f"Top-level key {key or 'none'}")
+        self.push(lambda recipe: recipe.with_changes(top_level_key=key), f"Top-level key {key or 'none'}")
 
     def _cast_changed(self) -> None:
-        if self._showing or self.document is None:
+        if self._showing or self.state is None:
             return
         kinds = tuple(k for k, a in self.scope_actions.items() if a.isChecked())
         target = self.cast.currentText()
         casts = () if target == NO_CAST else (CastRule(target, kinds),)
-        self.document.push(self.document.recipe.with_changes(casts=casts), "Cast " + (target if casts else "none"))
+        self.push(lambda recipe: recipe.with_changes(casts=casts), "Cast " + (target if casts else "none"))
 
     def override(self, path: str, kind: str) -> bool:
-        if self.document is None:
-            return False
-        overrides = {**self.document.recipe.module_overrides, path: kind}
-        return self.document.push(self.document.recipe.with_changes(module_overrides=overrides),
-                                  f"Treat {path or 'top level'} as {kind}")
+        return self.push(lambda recipe: recipe.with_changes(module_overrides={**recipe.module_overrides, path: kind}),
+                         f"Treat {path or 'top level'} as {kind}")
 
     # --- showing -----------------------------------------------------------------------------------------
     def recipe_changed(self) -> None:
         self._showing = True
         try:
-            recipe = self.document.recipe if self.document is not None else None
+            recipe = self.state.recipe if self.state is not None else None
             for name, check in self.checks.items():
                 check.setChecked(recipe is not None and name in recipe.adapters)
             self.key.clear()
             self.key.addItem(WHOLE_FILE)
-            if self.document is not None:
-                self.key.addItems(top_level_keys(self.document.store))
+            if self.state is not None:
+                self.key.addItems(top_level_keys(self.state.home))
                 if recipe is not None and recipe.top_level_key:
                     if self.key.findText(recipe.top_level_key) < 0:
                         self.key.addItem(recipe.top_level_key)

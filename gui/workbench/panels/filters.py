@@ -245,11 +245,11 @@ class FiltersPanel(DocumentPanel):
                       exclude=tuple(parts[EXCLUDE]))
 
     def _push(self, text: str, merge_key: str | None) -> None:
-        if self.document is not None:
-            self.document.push(self.document.recipe.with_changes(filter=self.built()), text, merge_key)
+        built = self.built()
+        self.push(lambda recipe: recipe.with_changes(filter=built), text, merge_key)
 
     def recipe_changed(self) -> None:
-        wanted = self.document.recipe.filter if self.document is not None else Filter()
+        wanted = self.state.recipe.filter if self.state is not None else Filter()
         if wanted == self.built():
             return  # our own edit (or nothing new): keep the rows, half-typed ones included
         self.rows.clear()

@@ -296,11 +296,14 @@ class PreviewPanel(DocumentPanel):
         self.shown.setVisible(bool(self.name_filter.text()))
 
     def recipe_changed(self) -> None:
-        if self.document is not None and self.document.busy:
-            self.counts.setText(self.counts.text().removesuffix("  (updating…)") + "  (updating…)")
-        if self.document is None:
+        if self.state is None:
             self.model.show(None, [])
             self.counts.setText("")
+
+    def busy_changed(self, busy: bool) -> None:
+        """An edit was made: the rows stay until its plan arrives, and the count line says they are updating."""
+        if busy and self.state is not None:
+            self.counts.setText(self.counts.text().removesuffix("  (updating…)") + "  (updating…)")
 
     def show_result(self, result: PlanResult) -> None:
         plan, report, template = result.plan, result.alignment, result.template

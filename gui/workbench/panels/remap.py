@@ -234,10 +234,10 @@ class RemapPanel(DocumentPanel):
 
     def add_typed(self) -> bool:
         """Add the rule typed in the form (Enter or "Add rule"); a broken one stays in the form, marked."""
-        if self.document is None or not self.pattern.text():
+        if self.state is None or not self.pattern.text():
             return False
         rule = RemapRule(self.pattern.text(), self.replacement.text())
-        problem = check(rule, len(self.document.recipe.remaps) + 1)
+        problem = check(rule, len(self.state.recipe.remaps) + 1)
         if problem:
             self._problem(problem)
             return False
@@ -247,22 +247,22 @@ class RemapPanel(DocumentPanel):
         return True
 
     def replace_rule(self, row: int, rule: RemapRule) -> bool:
-        if self.document is None:
+        if self.state is None:
             return False
         problem = check(rule, row + 1)
         self._problem(problem)
         if problem:
             return False
-        remaps = list(self.document.recipe.remaps)
+        remaps = list(self.state.recipe.remaps)
         remaps[row] = rule
-        return self.document.push(self.document.recipe.with_changes(remaps=tuple(remaps)), f"Edit remap rule {row + 1}")
+        return self.push(lambda recipe: recipe.with_changes(remaps=tuple(remaps)), f"Edit remap rule {row + 1}")
 
     def move_rule(self, row: int, new_row: int) -> None:
-        if self.document is None or row == new_row or not 0 <= new_row < len(self.document.recipe.remaps):
+        if self.state is None or row == new_row or not 0 <= new_row < len(self.state.recipe.remaps):
             return
-        remaps = list(self.document.recipe.remaps)
+        remaps = list(self.state.recipe.remaps)
         remaps.insert(new_row, remaps.pop(row))
-        self.document.push(self.document.recipe.with_changes(remaps=tuple(remaps)), f"Move remap rule {row + 1}")
+        self.push(lambda recipe: recipe.with_changes(remaps=tuple(remaps)), f"Move remap rule {row + 1}")
         self.table.selectRow(new_row)
 
     def _selected(self) -> int | None:
@@ -276,15 +276,14 @@ class RemapPanel(DocumentPanel):
 
     def _remove_selected(self) -> None:
         row = self._selected()
-        if self.document is not None and row is not None:
-            remaps = list(self.document.recipe.remaps)
+        if self.state is not None and row is not None:
+            remaps = list(self.state.recipe.remaps)
             removed = remaps.pop(row)
-            self.document.push(self.document.recipe.with_changes(remaps=tuple(remaps)),
-                               f"Remove remap rule {removed.pattern}")
+            self.push(lambda recipe: recipe.with_changes(remaps=tuple(remaps)), f"Remove remap rule {removed.pattern}")
 
     # --- showing -----------------------------------------------------------------------------------------
     def recipe_changed(self) -> None:
-        rules = self.document.recipe.remaps if self.document is not None else ()
+        rules = self.state.recipe.remaps if self.state is not None else ()
         if rules != self.model.rules:
             selected = self._selected()
             self.model.reset(rules, [None] * len(rules))
@@ -301,7 +300,7 @@ class RemapPanel(DocumentPanel):
     def _show_examples(self) -> None:
         """The typed rule's effect when one is being typed, else what the recipe's rules do."""
         self.examples.clear()
-        plan = self.document.plan if self.document is not None else None
+        plan = self.result.plan if self.result is not None else None
         if plan is None:
             return
         typed = RemapRule(self.pattern.text(), self.replacement.text())

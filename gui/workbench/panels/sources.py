@@ -103,7 +103,7 @@ class SourcesPanel(DocumentPanel):
 
     # --- adding (a file opens in a worker) -------------------------------------------------------------------
     def add_dialog(self) -> None:
-        path = choose_model(self, "Add a source to merge", self.document.store.path if self.document else None)
+        path = choose_model(self, "Add a source to merge", self.state.home.path if self.state is not None else None)
         if path:
             self.add_file(path)
 
@@ -133,7 +133,7 @@ class SourcesPanel(DocumentPanel):
     # --- the selected source's filter ----------------------------------------------------------------------
     def _filter_edited(self, edit: QLineEdit) -> None:
         row = self.list.currentRow()
-        if self.document is None or row < 0:
+        if self.state is None or row < 0:
             return
         problems = []
         for field in (self.include, self.exclude):
@@ -150,32 +150,32 @@ class SourcesPanel(DocumentPanel):
             return
         own = Filter(include=(self.include.text(),) if self.include.text() else (),
                      exclude=(self.exclude.text(),) if self.exclude.text() else ())
-        sources = list(self.document.recipe.sources)
+        sources = list(self.state.recipe.sources)
         sources[row] = replace(sources[row], filter=own)
-        self.document.push(self.document.recipe.with_changes(sources=tuple(sources)),
-                           f"Filter source {row + 1}", f"source-filter-{row}-{'inc' if edit is self.include else 'exc'}")
+        self.push(lambda recipe: recipe.with_changes(sources=tuple(sources)),
+                  f"Filter source {row + 1}", f"source-filter-{row}-{'inc' if edit is self.include else 'exc'}")
 
     def _key_chosen(self) -> None:
         row = self.list.currentRow()
-        if self.document is None or row < 0:
+        if self.state is None or row < 0:
             return
         key = self.key.currentData()
-        sources = list(self.document.recipe.sources)
+        sources = list(self.state.recipe.sources)
         sources[row] = replace(sources[row], top_level_key=key)
-        self.document.push(self.document.recipe.with_changes(sources=tuple(sources)),
-                           f"Top-level key of source {row + 1}: {key or 'none'}")
+        self.push(lambda recipe: recipe.with_changes(sources=tuple(sources)),
+                  f"Top-level key of source {row + 1}: {key or 'none'}")
 
     def _show_key(self, row: int) -> None:
         """The selected source's key choices: its own, or (first item) none of its own, the recipe's then."""
         self.key.clear()
-        document = self.document
-        if document is None or not 0 <= row < len(document.stores):
+        state = self.state
+        if state is None or not 0 <= row < len(state.stores):
             self.key.setEnabled(False)
             return
-        spec = document.recipe.source_spec(row)
-        inherited = document.recipe.top_level_key
+        spec = state.recipe.source_spec(row)
+        inherited = state.recipe.top_level_key
         self.key.addItem(f"(as the recipe: {inherited})" if inherited else WHOLE_FILE, None)
-        found = top_level_keys(document.stores[row])
+        found = top_level_keys(state.stores[row])
         own = spec.top_level_key if spec is not None else None
         for key in found + ([own] if own and own not in found else []):
             self.key.addItem(key, key)
@@ -186,7 +186,7 @@ class SourcesPanel(DocumentPanel):
 
     def _show_filter(self) -> None:
         row = self.list.currentRow()
-        spec = self.document.recipe.source_spec(row) if self.document is not None and row >= 0 else None
+        spec = self.state.recipe.source_spec(row) if self.state is not None and row >= 0 else None
         self.filter_box.setEnabled(spec is not None)
         self._show_key(row)
         own = spec.filter if spec is not None else Filter()
@@ -194,8 +194,7 @@ class SourcesPanel(DocumentPanel):
             if not edit.hasFocus():
                 edit.setText(values[0] if values else "")
                 edit.setStyleSheet("")
-        home = self.document is not None and 0 <= row < len(self.document.stores) and \
-            self.document.stores[row] is self.document.store
+        home = self.state is not None and 0 <= row < len(self.state.stores) and self.state.stores[row] is self.state.home
         self.remove.setEnabled(row >= 0 and not home)
         self.up.setEnabled(row > 0)
         self.down.setEnabled(0 <= row < self.list.count() - 1)
@@ -205,10 +204,10 @@ class SourcesPanel(DocumentPanel):
         row = max(self.list.currentRow(), 0)
         self.list.blockSignals(True)
         self.list.clear()
-        if self.document is not None:
-            for i, store in enumerate(self.document.stores):
-                spec = self.document.recipe.source_spec(i)
-                role = "this tab's file" if store is self.document.store else "overrides the sources above"
+        if self.state is not None:
+            for i, store in enumerate(self.state.stores):
+                spec = self.state.recipe.source_spec(i)
+                role = "this tab's file" if store is self.state.home else "overrides the sources above"
                 text = f"{i + 1}. {Path(store.path).name}  ·  {len(store.entries):,} tensors  ·  {role}"
                 if spec is not None and spec.top_level_key:
                     text += f"  ·  key {spec.top_level_key}"

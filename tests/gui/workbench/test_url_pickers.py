@@ -80,7 +80,7 @@ def test_the_diff_compares_with_an_address(window: MainWindow, surgery, qtbot, u
 def test_the_template_can_be_an_address(window: MainWindow, surgery, qtbot, url):
     document = surgery()
     titles = answer_picker(url)
-    assert choose_template(window, document, window.work)
+    assert choose_template(window, document, window.work, document.store.path)
     qtbot.waitUntil(lambda: document.template is not None, timeout=10_000)
     assert titles == ["Choose a template: a file saved from the target model"]
     assert document.template.path == RemoteLocation(url) and "extra.weight" in document.template.names
