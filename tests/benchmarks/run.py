@@ -97,7 +97,12 @@ def opened(view):
     heart.setInterval(2)
     heart.timeout.connect(beat)
     heart.start()
-    QTimer.singleShot(500, type_next)  # after the tab settles
+    QTimer.singleShot(500, start_typing)  # after the tab settles
+
+
+def start_typing():  # gaps before the first key belong to opening the tab (its own row), not to typing
+    beats.clear()
+    type_next()
 
 
 window.file_opened.connect(opened)
