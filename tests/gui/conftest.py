@@ -45,3 +45,29 @@ def open_view(window: MainWindow, qtbot):
 
     return opener
 
+
+
+@pytest.fixture
+def heat_map(qtbot):
+    """A factory: a values panel showing ``array`` with its heat map in front; returns the heat map widget."""
+    from PySide6.QtWidgets import QApplication
+
+    from engine import ArrayStore
+    from gui.panels.values import ValuesPanel
+    from gui.workers import TaskRunner
+
+    panels = []  # the panels live as long as the test: their heat maps are their children
+
+    def showing(array):
+        panel = ValuesPanel(TaskRunner())
+        panels.append(panel)
+        qtbot.addWidget(panel)
+        panel.resize(400, 400)
+        panel.show()
+        panel.show_entry(ArrayStore({"w": array}).entries[0])
+        qtbot.waitUntil(lambda: panel.current is not None, timeout=30_000)
+        panel.tabs.setCurrentWidget(panel.heat_map)
+        QApplication.processEvents()
+        return panel.heat_map
+
+    return showing

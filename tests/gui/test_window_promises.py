@@ -69,8 +69,6 @@ from PySide6.QtWidgets import QApplication, QComboBox, QToolBar
 
 from engine import ArrayStore, export
 from gui.main_window import MainWindow
-from gui.panels.values import ValuesPanel
-from gui.workers import TaskRunner
 
 
 def test_the_toolbar_and_the_documented_shortcuts(window: MainWindow):
@@ -94,17 +92,9 @@ def _event(kind: QEvent.Type, at: QPointF, button: Qt.MouseButton) -> QMouseEven
     return QMouseEvent(kind, at, at, button, held, Qt.KeyboardModifier.NoModifier)
 
 
-def test_the_heat_map_zooms_with_the_wheel_and_pans_by_dragging(qtbot):
+def test_the_heat_map_zooms_with_the_wheel_and_pans_by_dragging(heat_map):
     array = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
-    panel = ValuesPanel(TaskRunner())
-    qtbot.addWidget(panel)
-    panel.resize(400, 400)
-    panel.show()
-    panel.show_entry(ArrayStore({"w": array}).entries[0])
-    qtbot.waitUntil(lambda: panel.current is not None, timeout=30_000)
-    panel.tabs.setCurrentWidget(panel.heat_map)
-    QApplication.processEvents()
-    heat = panel.heat_map
+    heat = heat_map(array)
     area = heat.image_area()
     centre = area.center()
     corner = QPointF(area.left() + 2, area.top() + 2)

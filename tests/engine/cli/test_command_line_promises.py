@@ -55,8 +55,6 @@ Exit codes:
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +67,7 @@ from engine.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
 from burn_record_writers import Settings, model_item, write_record  # noqa: E402
+from terminal_helpers import stderr_on_a_pty  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -129,24 +128,6 @@ def test_ctrl_c_during_convert_leaves_out_as_it_was_and_exits_130(tmp_path):
     assert (out / "model.bpk").read_bytes() == b"the old model"
     assert sorted(p.name for p in out.iterdir()) == ["model.bpk"]  # no partial file left beside it
 
-
-def stderr_on_a_pty(*args: str) -> tuple[int, str]:
-    """Run ``store-studio`` with stderr on a terminal; the exit code and what the terminal received."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "gui.launch", *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=slave, cwd=REPO)
-    os.close(slave)
-    received = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed its end
-            break
-        if not chunk:
-            break
-        received += chunk
-    os.close(master)
-    return proc.wait(timeout=120), received.decode()
 
 
 def test_migrate_draws_a_progress_line_on_a_terminal_and_q_silences_it(tmp_path):

@@ -3,38 +3,19 @@
 from __future__ import annotations
 
 import io
-import os
-import pty
 import subprocess
 import sys
 
 from engine.cli.progress import ERASE, ProgressLine
 from engine.samples import SAMPLES
+from terminal_helpers import stderr_on_a_pty
 
 SAMPLE = str(SAMPLES / "sample_cnn.bpk")
 
 
-def run_with_stderr_on_a_pty(*args: str) -> tuple[int, str]:
-    """Run ``store-studio`` with stderr on a terminal; returns the exit code and what the terminal received."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "gui.launch", *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=slave)
-    os.close(slave)
-    received = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed its end
-            break
-        if not chunk:
-            break
-        received += chunk
-    os.close(master)
-    return proc.wait(timeout=120), received.decode()
-
 
 def test_convert_draws_a_progress_line_on_a_terminal_and_erases_it(tmp_path):
-    code, terminal = run_with_stderr_on_a_pty("convert", SAMPLE, str(tmp_path / "out.safetensors"))
+    code, terminal = stderr_on_a_pty("convert", SAMPLE, str(tmp_path / "out.safetensors"))
     assert code == 0
     assert f"{ERASE}writing out.safetensors  " in terminal
     assert " (100%)  " in terminal and "/s" in terminal
@@ -42,13 +23,13 @@ def test_convert_draws_a_progress_line_on_a_terminal_and_erases_it(tmp_path):
 
 
 def test_quiet_silences_the_progress_line_even_on_a_terminal(tmp_path):
-    code, terminal = run_with_stderr_on_a_pty("convert", SAMPLE, str(tmp_path / "out.bpk"), "-q")
+    code, terminal = stderr_on_a_pty("convert", SAMPLE, str(tmp_path / "out.bpk"), "-q")
     assert code == 0
     assert "writing" not in terminal and ERASE not in terminal
 
 
 def test_diff_draws_a_progress_line_on_a_terminal():
-    code, terminal = run_with_stderr_on_a_pty("diff", SAMPLE, str(SAMPLES / "sample_cnn.safetensors"))
+    code, terminal = stderr_on_a_pty("diff", SAMPLE, str(SAMPLES / "sample_cnn.safetensors"))
     assert code == 0
     assert f"{ERASE}comparing  " in terminal and " (100%)" in terminal
 

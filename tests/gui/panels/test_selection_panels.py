@@ -14,7 +14,7 @@ from engine.tree import build_tree
 from gui.models.slice_model import SliceModel
 from gui.numbers import digits_for, format_number
 from gui.panels.details import DetailsPanel
-from gui.panels.values import ValuesPanel, block_extremes
+from gui.panels.values import block_extremes
 from gui.workers import TaskRunner
 
 
@@ -91,17 +91,9 @@ def test_downsampling_keeps_each_blocks_extreme_and_its_nan():
     np.testing.assert_array_equal(block_extremes(cells, (3, 3)), [[-9.0, np.nan], [0.0, 7.0]])
 
 
-def test_hovering_the_heat_map_shows_the_cells_index_and_value(qtbot):
+def test_hovering_the_heat_map_shows_the_cells_index_and_value(heat_map):
     array = np.arange(12, dtype=np.float32).reshape(3, 4) / 8
-    panel = ValuesPanel(TaskRunner())
-    qtbot.addWidget(panel)
-    panel.resize(400, 400)
-    panel.show()
-    panel.show_entry(ArrayStore({"w": array}).entries[0])
-    qtbot.waitUntil(lambda: panel.current is not None, timeout=30_000)
-    panel.tabs.setCurrentWidget(panel.heat_map)
-    QApplication.processEvents()
-    heat = panel.heat_map
+    heat = heat_map(array)
     area = heat.image_area()
     point = QPointF(area.left() + area.width() * 3.5 / 4, area.top() + area.height() * 1.5 / 3)  # row 1, col 3
     QApplication.sendEvent(heat, QMouseEvent(QEvent.Type.MouseMove, point, point, Qt.MouseButton.NoButton,
