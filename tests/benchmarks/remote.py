@@ -71,6 +71,7 @@ class _Files(BaseHTTPRequestHandler):
         match = _RANGE.fullmatch(self.headers.get("Range") or "")
         start, stop = (int(match[1]), min(size, int(match[2]) + 1 if match[2] else size)) if match else (0, size)
         self._head(file, 206 if match else 200, start, stop)
+        self.server.served += stop - start  # type: ignore[attr-defined]  # counted before the client can have it
         self.wfile.flush()
         with open(file, "rb") as f:
             sent = start
@@ -79,7 +80,6 @@ class _Files(BaseHTTPRequestHandler):
                 if n <= 0:
                     break
                 sent += n
-        self.server.served += stop - start  # type: ignore[attr-defined]
 
 
 class FileServer:
