@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QScrollArea,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from engine import burn_compatibility, humanize, scheme_description
+from engine import Store, burn_compatibility, humanize, scheme_description
 from gui.loaded_store import LoadedStore
 from gui.resources import icon, monospace
 
@@ -75,92 +75,121 @@ def _value_tree(value: Any) -> QTreeWidget:
     return tree
 
 
+def _summary(loaded: LoadedStore) -> tuple[QFormLayout, QLabel | None]:
+    """The file's facts, one row each; also the "Loads in" label (None when Burn's releases do not apply)."""
+    store, totals, size = loaded.store, loaded.tree, loaded.file_size
+    summary = QFormLayout()
+    summary.addRow("File", _selectable(str(store.path), mono=True))
+    if len(store.files) > 1:
+        summary.addRow("Shards", _selectable(f"{len(store.files):,} files"))
+    summary.addRow("Format", _selectable(store.description))
+    if store.note:
+        summary.addRow("Note", _selectable(store.note))
+    burn_label = _burn_rows(summary, store)
+    schemes = Counter(scheme_description(e.dtype) for e in store.entries if e.dtype.kind == "quantized")
+    for scheme, count in schemes.items():
+        summary.addRow("Quantized", _selectable(f"{scheme} ({humanize.plural(count, 'tensor')})"))
+    summary.addRow("File size", _selectable(humanize.size(size), tooltip=f"{size:,} bytes"))
+    summary.addRow("Tensors", _selectable(humanize.count(totals.tensors)))
+    summary.addRow("Parameters", _selectable(humanize.count(totals.parameters)))
+    if totals.buffer_values:
+        summary.addRow("Buffer values", _selectable(humanize.count(totals.buffer_values),
+                                                    tooltip="running_mean, running_var, num_batches_tracked "
+                                                    "and other non-float tensors: state, not trained weights"))
+    summary.addRow("Tensor data", _selectable(humanize.size(totals.nbytes), tooltip=f"{totals.nbytes:,} bytes"))
+    return summary, burn_label
+
+
+def _burn_rows(summary: QFormLayout, store: Store) -> QLabel | None:
+    """Which Burn releases load the file, and why each other one does not."""
+    burn = burn_compatibility(store)
+    if burn is None:
+        return None
+    label = _selectable(burn.describe(), tooltip="Read from the file's own dtype spellings "
+                        "(Bool, quantization scheme) and its Burnpack version")
+    label.setObjectName("burnLoads")
+    summary.addRow("Loads in", label)
+    for version, reason in burn.reasons:
+        summary.addRow(f"Not {version.value}", _selectable(reason))
+    return label
+
+
+def _dtype_box(loaded: LoadedStore) -> QGroupBox:
+    """Values by dtype, parameters and buffers alike, with each one's share."""
+    box = QGroupBox("Values by dtype")
+    form = QFormLayout(box)
+    total = loaded.tree.params
+    for dtype, params in loaded.params_by_dtype:
+        share = params / total if total else 0.0
+        percent = "<0.1%" if 0 < share < 0.001 else f"{share:.1%}"
+        value = _selectable(f"{params:,}  ({percent})")
+        value.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        form.addRow(_selectable(dtype, mono=True), value)
+    return box
+
+
+def _metadata_box(metadata: dict[str, str]) -> QGroupBox:
+    box = QGroupBox(f"Metadata ({len(metadata):,})")
+    form = QFormLayout(box)
+    for key, value in metadata.items():
+        form.addRow(_selectable(key, mono=True), _selectable(value, mono=True))
+    return box
+
+
+def _foreign_box(foreign: Sequence[str]) -> QGroupBox:
+    box = QGroupBox(f"Classes torch.load(weights_only=True) refuses ({len(foreign):,})")
+    box.setObjectName("foreignClasses")
+    box.setToolTip("Named by the file, never imported here: shown as their saved state")
+    QVBoxLayout(box).addWidget(_selectable("\n".join(foreign[:MAX_CHILDREN]), mono=True))
+    return box
+
+
+def _scalars_box(scalars: dict[str, Any]) -> QGroupBox:
+    box = QGroupBox(f"Scalars ({len(scalars):,})")
+    QVBoxLayout(box).addWidget(_value_tree(scalars))
+    return box
+
+
+def _values_box(values: Any, copy_json: Callable[[], None]) -> tuple[QGroupBox, QTreeWidget]:
+    """The checkpoint's non-tensor values as a tree, with a button that copies them as JSON."""
+    box = QGroupBox("Other values in the checkpoint")
+    box_layout = QVBoxLayout(box)
+    tree = _value_tree(values)
+    tree.setObjectName("valuesTree")
+    copy = QPushButton(icon("copy"), "Copy as JSON")
+    copy.setObjectName("copyJson")
+    copy.setToolTip("Copy these values to the clipboard as JSON")
+    copy.clicked.connect(copy_json)
+    row = QHBoxLayout()
+    row.addWidget(QLabel("Non-tensor values saved alongside the weights."), 1)
+    row.addWidget(copy)
+    box_layout.addLayout(row)
+    box_layout.addWidget(tree)
+    return box, tree
+
+
 class FileInfoPanel(QWidget):
     """A read-only page about one store; sections with nothing to show are left out, not shown empty."""
 
     def __init__(self, loaded: LoadedStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         store = self.store = loaded.store
-        totals = loaded.tree
         content = QWidget()
         layout = QVBoxLayout(content)
-
-        summary = QFormLayout()
-        size = loaded.file_size
-        summary.addRow("File", _selectable(str(store.path), mono=True))
-        if len(store.files) > 1:
-            summary.addRow("Shards", _selectable(f"{len(store.files):,} files"))
-        summary.addRow("Format", _selectable(store.description))
-        if store.note:
-            summary.addRow("Note", _selectable(store.note))
-        burn = burn_compatibility(store)
-        if burn is not None:
-            self.burn_label = _selectable(burn.describe(), tooltip="Read from the file's own dtype spellings "
-                                          "(Bool, quantization scheme) and its Burnpack version")
-            self.burn_label.setObjectName("burnLoads")
-            summary.addRow("Loads in", self.burn_label)
-            for version, reason in burn.reasons:
-                summary.addRow(f"Not {version.value}", _selectable(reason))
-        schemes = Counter(scheme_description(e.dtype) for e in store.entries if e.dtype.kind == "quantized")
-        for scheme, count in schemes.items():
-            summary.addRow("Quantized", _selectable(f"{scheme} ({humanize.plural(count, 'tensor')})"))
-        summary.addRow("File size", _selectable(humanize.size(size), tooltip=f"{size:,} bytes"))
-        summary.addRow("Tensors", _selectable(humanize.count(totals.tensors)))
-        summary.addRow("Parameters", _selectable(humanize.count(totals.parameters)))
-        if totals.buffer_values:
-            summary.addRow("Buffer values", _selectable(humanize.count(totals.buffer_values),
-                                                        tooltip="running_mean, running_var, num_batches_tracked "
-                                                        "and other non-float tensors: state, not trained weights"))
-        summary.addRow("Tensor data", _selectable(humanize.size(totals.nbytes), tooltip=f"{totals.nbytes:,} bytes"))
+        summary, self.burn_label = _summary(loaded)
         layout.addLayout(summary)
-
         if loaded.params_by_dtype:
-            box = QGroupBox("Values by dtype")  # parameters and buffers alike
-            form = QFormLayout(box)
-            for dtype, params in loaded.params_by_dtype:
-                share = params / totals.params if totals.params else 0.0
-                percent = "<0.1%" if 0 < share < 0.001 else f"{share:.1%}"
-                value = _selectable(f"{params:,}  ({percent})")
-                value.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                name = _selectable(dtype, mono=True)
-                form.addRow(name, value)
-            layout.addWidget(box)
-
+            layout.addWidget(_dtype_box(loaded))
         if store.metadata:
-            box = QGroupBox(f"Metadata ({len(store.metadata):,})")
-            form = QFormLayout(box)
-            for key, value in store.metadata.items():
-                form.addRow(_selectable(key, mono=True), _selectable(value, mono=True))
-            layout.addWidget(box)
-
+            layout.addWidget(_metadata_box(store.metadata))
         foreign = getattr(store, "foreign_classes", ())
         if foreign:
-            box = QGroupBox(f"Classes torch.load(weights_only=True) refuses ({len(foreign):,})")
-            box.setObjectName("foreignClasses")
-            box.setToolTip("Named by the file, never imported here: shown as their saved state")
-            QVBoxLayout(box).addWidget(_selectable("\n".join(foreign[:MAX_CHILDREN]), mono=True))
-            layout.addWidget(box)
-
+            layout.addWidget(_foreign_box(foreign))
         if store.scalars:
-            box = QGroupBox(f"Scalars ({len(store.scalars):,})")
-            QVBoxLayout(box).addWidget(_value_tree(store.scalars))
-            layout.addWidget(box)
-
+            layout.addWidget(_scalars_box(store.scalars))
         self.values_tree: QTreeWidget | None = None
         if store.values:
-            box = QGroupBox("Other values in the checkpoint")
-            box_layout = QVBoxLayout(box)
-            self.values_tree = _value_tree(store.values)
-            self.values_tree.setObjectName("valuesTree")
-            copy = QPushButton(icon("copy"), "Copy as JSON")
-            copy.setObjectName("copyJson")
-            copy.setToolTip("Copy these values to the clipboard as JSON")
-            copy.clicked.connect(self.copy_values_json)
-            row = QHBoxLayout()
-            row.addWidget(QLabel("Non-tensor values saved alongside the weights."), 1)
-            row.addWidget(copy)
-            box_layout.addLayout(row)
-            box_layout.addWidget(self.values_tree)
+            box, self.values_tree = _values_box(store.values, self.copy_values_json)
             layout.addWidget(box, 1)
         layout.addStretch(0)
 
