@@ -24,8 +24,8 @@ class Run:
     peak_rss: int  # bytes
     cpu: float  # seconds, user + system
 
-    def within_limits(self) -> bool:
-        return self.peak_rss <= MAX_RSS and self.cpu <= MAX_CPU
+    def within_limits(self, max_cpu: float = MAX_CPU) -> bool:
+        return self.peak_rss <= MAX_RSS and self.cpu <= max_cpu
 
     def describe(self) -> str:
         return (f"exit {self.status}, {self.peak_rss / 2**20:.0f} MiB peak, {self.cpu:.2f} s CPU, output:\n"
