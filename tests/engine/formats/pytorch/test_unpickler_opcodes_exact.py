@@ -168,6 +168,10 @@ def test_text_and_float_opcodes(loop):
     assert unpickle(b"S\"\xe9\"\n.", loop) == "\xe9"  # not UTF-8: Latin-1, as torch.load reads Python 2 text
     assert refusal(b"Sab\n.", loop) == "m.pt: the pickle is malformed (STRING at byte 0): STRING argument is not quoted"
     assert refusal(b"S'\n.", loop) == "m.pt: the pickle is malformed (STRING at byte 0): STRING argument is not quoted"
+    assert unpickle(b"S''\n.", loop) == "" and unpickle(b"S'a'\r\n.", loop) == "a"  # Windows line ends too
+    for unquoted in (b"S'a\"\n.", b"S'a' \n.", b"S'a'X\n.", b"Sa\n."):
+        assert refusal(unquoted, loop) == ("m.pt: the pickle is malformed (STRING at byte 0): STRING argument is "
+                                           "not quoted")
     assert unpickle(b"\x80\x02T\x02\x00\x00\x00ab.", loop) == "ab"  # BINSTRING
     assert unpickle(b"\x80\x02U\x02\xc3\xa9.", loop) == "\xe9"  # SHORT_BINSTRING, UTF-8
     assert unpickle(b"\x80\x02C\x02ab.", loop) == b"ab"
