@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -32,3 +33,17 @@ def test_special_files_are_refused_by_their_kind(tmp_path):
     assert refusal(tmp_path / "pipe") == "pipe is a FIFO, not a file: choose a file name to export to"
     assert refusal(Path(os.devnull)) == "null is a device, not a file: choose a file name to export to"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "sock"]
+
+
+def is_block_device(path: Path) -> bool:
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def test_a_block_device_is_refused_as_a_device():
+    block = next((p for p in sorted(Path("/dev").iterdir()) if is_block_device(p)), None)
+    if block is None:
+        pytest.skip("this machine shows no block device")
+    assert refusal(block) == f"{block.name} is a device, not a file: choose a file name to export to"
