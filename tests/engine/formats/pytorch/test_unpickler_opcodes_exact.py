@@ -120,6 +120,10 @@ def test_obj_and_newobj_call_only_allowed_globals(loop):
     assert unpickle(b"\x80\x04c__builtin__\nslice\nK\x03\x85}\x92.", loop) == slice(3)
     assert refusal(b"\x80\x04c__builtin__\nslice\nK\x03\x85}K\x01K\x02s\x92.", loop) == (
         "m.pt: the pickle is malformed (NEWOBJ_EX at byte 30): NEWOBJ_EX with keyword arguments")
+    assert refusal(b"\x80\x04c__builtin__\nslice\nK\x03}\x92.", loop) == (
+        "m.pt: the pickle is malformed (NEWOBJ_EX at byte 24): NEWOBJ_EX arguments must be a tuple")
+    assert refusal(b"\x80\x04K\x03)}\x92.", loop) == ("m.pt: the pickle is malformed (NEWOBJ_EX at byte 6): NEWOBJ_EX "
+                                                      "on int, which is not an allowed global")
     assert refusal(b"\x80\x02c__builtin__\nslice\nK\x03\x81.", loop) == (
         "m.pt: the pickle is malformed (NEWOBJ at byte 23): NEWOBJ arguments must be a tuple")
     assert refusal(b"\x80\x02K\x03)\x81.", loop) == ("m.pt: the pickle is malformed (NEWOBJ at byte 5): NEWOBJ on int, "
