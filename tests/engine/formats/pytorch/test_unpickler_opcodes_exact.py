@@ -167,7 +167,9 @@ def test_text_and_float_opcodes(loop):
     assert unpickle(b"F-2.25\n.", loop) == -2.25
     assert unpickle(b"\x80\x02G\xc0\x02\x00\x00\x00\x00\x00\x00.", loop) == -2.25  # BINFLOAT, big-endian
     assert unpickle(b"I00\n.", loop) is False and unpickle(b"I01\n.", loop) is True and unpickle(b"I-3\n.", loop) == -3
-    assert unpickle(b"L-12L\n.", loop) == -12
+    assert unpickle(b"L-12L\n.", loop) == -12 and unpickle(b"L7\n.", loop) == 7
+    assert refusal(b"L12XL\n.", loop) == ("m.pt: the pickle is malformed (LONG at byte 0): invalid literal for int() "
+                                          "with base 10: b'12X'")
     assert unpickle(b"S'a\\x00'\n.", loop) == "a\x00"
     assert unpickle(b"S\"\xe9\"\n.", loop) == "\xe9"  # not UTF-8: Latin-1, as torch.load reads Python 2 text
     assert refusal(b"Sab\n.", loop) == "m.pt: the pickle is malformed (STRING at byte 0): STRING argument is not quoted"
