@@ -112,12 +112,16 @@ def test_inst_builds_a_placeholder_or_an_allowed_value(loop):
 
 
 @pytest.mark.parametrize("loop", LOOPS)
-def test_obj_and_newobj_call_only_allowed_globals(loop):
+def test_reduce_obj_and_newobj_call_only_allowed_globals(loop):
     assert unpickle(b"\x80\x02(c__builtin__\nslice\nK\x01K\x02o.", loop) == slice(1, 2)
     assert refusal(b"\x80\x02(o.", loop) == "m.pt: the pickle is malformed (OBJ at byte 3): OBJ without a class"
     assert refusal(b"\x80\x02(K\x01o.", loop) == ("m.pt: the pickle is malformed (OBJ at byte 5): OBJ on int, "
                                                  "which is not an allowed global")
     assert unpickle(b"\x80\x04c__builtin__\nslice\nK\x03\x85}\x92.", loop) == slice(3)
+    assert refusal(b"\x80\x02K\x01)R.", loop) == ("m.pt: the pickle is malformed (REDUCE at byte 5): REDUCE on int, "
+                                               "which is not an allowed global")
+    assert refusal(b"\x80\x02c__builtin__\nslice\nK\x01R.", loop) == (
+        "m.pt: the pickle is malformed (REDUCE at byte 23): REDUCE arguments must be a tuple")
     assert refusal(b"\x80\x04c__builtin__\nslice\nK\x03\x85}K\x01K\x02s\x92.", loop) == (
         "m.pt: the pickle is malformed (NEWOBJ_EX at byte 30): NEWOBJ_EX with keyword arguments")
     assert refusal(b"\x80\x04c__builtin__\nslice\nK\x03}\x92.", loop) == (
