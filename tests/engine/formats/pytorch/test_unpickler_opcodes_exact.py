@@ -237,6 +237,13 @@ def test_truncation_and_unknown_opcodes_say_where(loop):
     assert refusal(b"\x80\x02\xff", loop) == "m.pt: the pickle has an unknown opcode b'\\xff' at byte 2"
     assert refusal(b"\x80\x02C\x05ab", loop) == "m.pt: the pickle is truncated: it needs 5 bytes at byte 4 but only 2 remain"
     assert refusal(b"Vabc", loop) == "m.pt: the pickle is truncated inside a text argument"
+    # every argument cut short says so, whichever loop decodes it
+    cut = {b"X\x01\x00": (4, 3, 2), b"X\x05\x00\x00\x00ab": (5, 7, 2), b"K": (1, 3, 0), b"M\x01": (2, 3, 1),
+           b"J\x01\x02\x03": (4, 3, 3), b"h": (1, 3, 0), b"j\x00\x00": (4, 3, 2), b"q": (1, 3, 0),
+           b"N}r\x00\x00\x00": (4, 5, 3), b"\x8c\x03ab": (3, 4, 2)}
+    for body, (n, at, left) in cut.items():
+        assert refusal(b"\x80\x02" + body, loop) == (f"m.pt: the pickle is truncated: it needs {n} bytes at byte {at} "
+                                                      f"but only {left} remain"), body
     with pytest.raises(FormatError) as info:
         load(stream(b"\x80\x02", loop, what="data.pkl"))
     assert str(info.value) == f"m.pt: data.pkl is truncated: it needs 1 bytes at byte {2 + START[loop]} but only 0 remain"
