@@ -55,7 +55,8 @@ def shared_values() -> dict:
     many = [[i] for i in range(300)]
     return {"a": leaf, "b": leaf, "many": many, "again": many[::-1], "t1": (1,), "t2": (1, leaf), "t3": (1, 2, leaf),
             "t4": (1, 2, 3, 4), "empty": (), "set": {1, 2}, "fs": frozenset({3}), "bytes": b"\x00\xff", "f": -1.5,
-            "big": 2**70, "neg": -(2**40), "true": True, "none": None, "text": "é\u20ac", "nested": {"k": [(1,)]}}
+            "big": 2**70, "neg": -(2**40), "true": True, "none": None, "text": "é\u20ac", "nested": {"k": [(1,)]},
+            "surrogate": "\ud800"}  # a lone surrogate: pickle writes it with surrogatepass
 
 
 @pytest.mark.parametrize("loop", LOOPS)
@@ -66,6 +67,12 @@ def test_python_pickles_read_the_same_through_both_loops(loop, protocol):
     assert got == value
     assert got["a"] is got["b"] and got["t2"][1] is got["a"]  # memo: one object, not copies
     assert [id(x) for x in got["again"]] == [id(x) for x in got["many"][::-1]]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_each_text_takes_its_own_length(loop):
+    raw = b"X\x01\x00\x00\x00a" + b"X\x90\x01\x00\x00" + b"b" * 400 + b"\x86."  # protocol 1: no PROTO first
+    assert unpickle(raw, loop) == ("a", "b" * 400)
 
 
 @pytest.mark.parametrize("loop", LOOPS)
