@@ -17,7 +17,9 @@ from __future__ import annotations
 import pickle
 import re
 
+import numpy as np
 import pytest
+from numpy._core.multiarray import _reconstruct
 
 from engine.errors import FormatError
 from engine.formats.pytorch.allowlist import Placeholder
@@ -227,6 +229,26 @@ def test_containers_refuse_the_wrong_target(loop):
     assert refusal(b"\x80\x02}K\x01b.", loop) == ("m.pt: the pickle is malformed (BUILD at byte 5): BUILD on a dict "
                                                  "with a state that is not attributes")
     assert unpickle(b"\x80\x02}}b.", loop) == {}  # an OrderedDict's _metadata: an attribute, not an item
+    assert refusal(b"\x80\x02K\x01}b.", loop) == ("m.pt: the pickle is malformed (BUILD at byte 5): BUILD on int, "
+                                                 "which takes no state")
+
+
+class NumpyArrayState:
+    """Pickles as numpy pickles an array: _reconstruct, then BUILD with (version, shape, dtype, fortran, data)."""
+
+    def __init__(self, state: tuple):
+        self.state = state
+
+    def __reduce__(self):
+        return _reconstruct, (np.ndarray, (0,), b"b"), self.state
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_numpy_array_in_a_pickle_is_checked_like_a_tensor(loop):
+    array = unpickle(pickle.dumps(NumpyArrayState((1, (3,), np.dtype("<f4"), False, b"\0" * 12)), protocol=2), loop)
+    assert (array.tensor.shape, array.tensor.storage.data) == ((3,), bytes(12))
+    huge = pickle.dumps(NumpyArrayState((1, (2**62, 4), np.dtype("<f4"), False, b"")), protocol=2)
+    assert refusal(huge, loop) == "m.pt: a tensor of size [4611686018427387904, 4] is larger than any array can be"
 
 
 @pytest.mark.parametrize("loop", LOOPS)
