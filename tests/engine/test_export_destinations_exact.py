@@ -5,7 +5,10 @@ a Unix socket), before a byte is written.
 Promise -> test (README, "Export": bad input is one line naming the file and what is wrong):
 - a destination that is a device, socket or FIFO is refused by kind -> test_special_files_are_refused_by_their_kind
 - the kernel copy is checked (a range past the source's end is an error) -> test_a_range_past_the_source_end_is_an_error_not_a_loop
-- partial files of killed exports are cleaned, live ones kept -> test_a_partial_of_another_users_live_process_is_kept
+- partial files of killed exports are cleaned, live ones kept -> test_a_partial_of_another_users_live_process_is_kept,
+  test_a_name_that_is_not_utf8_gets_partials_of_the_same_bytes
+- a file that changes while open is caught -> test_a_source_changed_under_the_copy_of_its_last_tensor_is_caught
+- exports are atomic (a cancel leaves the destination) -> test_a_cancel_says_the_destination_was_left_as_it_was
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import ArrayStore, ExportError, export
+from engine import ArrayStore, ExportCancelled, ExportError, FormatError, export, open_store
 from engine.export import PARTIAL, _partial_prefix, _RangeCopier
 
 export_module = importlib.import_module("engine.export")  # the package re-exports the function under this name
@@ -98,3 +101,56 @@ def test_a_partial_of_another_users_live_process_is_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(export_module.os, "kill", kill)
     export(ArrayStore({"w": np.ones(2, np.float32)}).entries, dest)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([dest.name, theirs.name])
+
+
+def test_a_source_changed_under_the_copy_of_its_last_tensor_is_caught(tmp_path, monkeypatch):
+    """The check after each kernel copy is what catches it: no later tensor's read would."""
+    source = tmp_path / "src.safetensors"
+    export(ArrayStore({"w": np.arange(1000, dtype=np.float32)}).entries, source)
+    real = os.copy_file_range
+
+    def copy_then_grow(src: int, dst: int, count: int, offset: int) -> int:
+        n = real(src, dst, count, offset)
+        with open(source, "ab") as grow:
+            grow.write(b"later")
+        return n
+    monkeypatch.setattr(export_module.os, "copy_file_range", copy_then_grow)
+    with open_store(source) as store, pytest.raises(FormatError) as info:
+        export(store.entries, tmp_path / "out.bpk")
+    assert str(info.value) == "src.safetensors: changed on disk since it was opened; reload it to read the new contents"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src.safetensors"]
+
+
+@pytest.mark.parametrize("kind", ["file", "arrays"])
+def test_a_cancel_says_the_destination_was_left_as_it_was(tmp_path, kind):
+    """Cancelled in the kernel copy (tensors of an open file) or in the chunked one (arrays in memory)."""
+    arrays = ArrayStore({"w": np.arange(10, dtype=np.float32)})
+    dest = tmp_path / "out.bpk"
+    dest.write_bytes(b"old")
+    if kind == "file":
+        export(arrays.entries, tmp_path / "src.safetensors")
+        store = open_store(tmp_path / "src.safetensors")
+    else:
+        store = arrays
+    with pytest.raises(ExportCancelled) as info:
+        export(store.entries, dest, overwrite=True, cancel=lambda: True)
+    store.close()
+    assert str(info.value) == "export cancelled; the destination was left as it was"
+    assert dest.read_bytes() == b"old"
+
+
+def test_a_name_that_is_not_utf8_gets_partials_of_the_same_bytes(tmp_path):
+    """Linux names are bytes: one that is not UTF-8 (Python shows it with surrogates) is exported, its partial
+    files are named after the same bytes, and a stale one of them is cleaned."""
+    name = os.fsdecode(b"\xffmodel.bpk")
+    dest = tmp_path / name
+    assert _partial_prefix(dest) == f".{name}."
+    stale = tmp_path / f".{name}.{2**22 + 7}-0a1b2c3d{PARTIAL}"
+    stale.write_bytes(b"partial")
+    export(ArrayStore({"w": np.ones(2, np.float32)}).entries, dest)
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    with open_store(dest) as store:
+        assert store.names == ["w"]
+    room = os.pathconf(tmp_path, "PC_NAME_MAX") - len(f"..{2**22}-{'0' * 8}{PARTIAL}")
+    exactly = os.fsdecode(b"\xff" + b"a" * (room - 1))  # as long as a partial's name allows: kept whole
+    assert _partial_prefix(tmp_path / exactly) == f".{exactly}."
