@@ -63,7 +63,7 @@ def copy_range(src: Path, dst: Path, offset: int, count: int, ways: list | None 
     copier = _RangeCopier()
     if ways is not None:
         copier.ways = ways
-    with open(src, "rb") as i, open(dst, "ab") as o:
+    with open(src, "rb") as i, open(dst, "wb") as o:  # as export opens its partial file (O_APPEND would refuse the kernel)
         return copier.copy(i.fileno(), offset, o.fileno(), count)
 
 
@@ -154,3 +154,18 @@ def test_a_name_that_is_not_utf8_gets_partials_of_the_same_bytes(tmp_path):
     room = os.pathconf(tmp_path, "PC_NAME_MAX") - len(f"..{2**22}-{'0' * 8}{PARTIAL}")
     exactly = os.fsdecode(b"\xff" + b"a" * (room - 1))  # as long as a partial's name allows: kept whole
     assert _partial_prefix(tmp_path / exactly) == f".{exactly}."
+
+
+def test_a_tensor_of_many_chunks_is_written_whole(tmp_path):
+    values = np.arange(4_300_000, dtype=np.float32)  # 17.2 MB: two 16 MiB chunks of the in-memory path
+    out = export(ArrayStore({"w": values}).entries, tmp_path / "out.safetensors")
+    with open_store(out) as store:
+        assert store.read("w").tobytes() == values.tobytes()
+
+
+def test_a_dead_partial_of_another_destination_is_not_removed(tmp_path):
+    """Only this destination's partials are cleaned, even when another's name is as long and its pid is dead."""
+    other = tmp_path / f".n.bpk.{2**22 + 7}-0a1b2c3d{PARTIAL}"  # ".n.bpk." is as long as ".m.bpk."
+    other.write_bytes(b"partial")
+    export(ArrayStore({"w": np.ones(2, np.float32)}).entries, tmp_path / "m.bpk")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m.bpk", other.name])
