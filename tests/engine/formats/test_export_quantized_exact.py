@@ -5,6 +5,9 @@ Promise -> test (README, "Export" and "Quantized tensors"):
 - quantized tensors are written as stored (bytes and scheme) -> test_quantized_tensors_are_kept_as_stored_by_default
 - --dequantize writes their F32 values, other tensors untouched -> test_dequantize_writes_values_and_leaves_dense_tensors
 - SafeTensors cannot hold them: refused unless dequantized -> test_safetensors_refuses_quantized_tensors_unless_dequantized
+- a scheme the chosen Burn cannot read is refused before writing -> test_a_scheme_an_older_burn_cannot_express_is_refused_before_writing,
+  test_blocks_whose_layout_depends_on_the_shape_are_refused_for_that_shape
+- --burn-version writes the spelling that Burn reads -> test_a_block_scheme_is_written_in_the_chosen_burns_spelling
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import numpy as np
 import pytest
 
 from engine import ExportError, export, open_store
-from quantized_files import f32, gen2, i8, read_meta, write
+from engine.burn_versions import BurnVersion
+from quantized_files import block, f32, gen1, gen2, i8, read_meta, write
 
 SCHEME = {"QFloat": gen2(blocks=(8,))}
 
@@ -56,3 +60,31 @@ def test_safetensors_refuses_quantized_tensors_unless_dequantized(tmp_path):
     with open_store(out) as copy:
         assert copy.read("w").dtype == np.float32
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.safetensors", "q.bpk"]
+
+
+def test_a_scheme_an_older_burn_cannot_express_is_refused_before_writing(tmp_path):
+    two_level = gen2(store="Native", tensor="F32", blocks=(4,), block_dtype="F16")
+    src = write(tmp_path, {"w": ({"QFloat": two_level}, [8], i8(*[1] * 8) + bytes(4) + f32(1.0))})
+    with open_store(src) as store, pytest.raises(ExportError) as info:
+        export(store.entries, tmp_path / "old.bpk", burn_version=BurnVersion.V0_21)
+    assert str(info.value).startswith("old.bpk: tensor 'w': cannot be written for Burn 0.21: Burn 0.21 has no "
+                                      "two-level scales")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.bpk"]
+
+
+def test_a_block_scheme_is_written_in_the_chosen_burns_spelling(tmp_path):
+    raw = i8(*[1] * 8) + f32(2.0, 3.0)
+    src = write(tmp_path, {"w": ({"QFloat": gen2(blocks=(4,))}, [8], raw)})
+    with open_store(src) as store:
+        out = export(store.entries, tmp_path / "old.bpk", burn_version=BurnVersion.V0_21)
+    assert read_meta(out)["tensors"]["w"]["dtype"] == {"QFloat": gen1(level={"Block": block(4)})}
+    with open_store(out) as copy:
+        assert b"".join(copy.iter_bytes("w")) == raw and copy.read("w").tolist() == [2.0] * 4 + [3.0] * 4
+
+
+def test_blocks_whose_layout_depends_on_the_shape_are_refused_for_that_shape(tmp_path):
+    src = write(tmp_path, {"w": ({"QFloat": gen1(level={"Block": block(16)})}, [2, 8], i8(*[1] * 16) + f32(1))})
+    with open_store(src) as store, pytest.raises(ExportError) as info:
+        export(store.entries, tmp_path / "out.bpk", burn_version=BurnVersion.V0_22)
+    assert str(info.value).startswith("out.bpk: tensor 'w': cannot be written for Burn 0.22: ")
+    assert "runs of the flat values up to 0.22.0-pre.2" in str(info.value)
