@@ -214,9 +214,10 @@ def _convert_rows(rows: list[Row], paths: dict[str, Path], out: Path, largest: i
         if baseline:
             ref = measure.child(measure.python(TORCH_CONVERT, str(src), str(out / "torch.safetensors")),
                                 fresh=out / "torch.safetensors")
-            rows.append(Row(f"{label} vs torch.load + save_file", ours.seconds, ref.seconds,
-                            "torch.load + save_file", "<= 0.25x", ours.seconds * 4 <= ref.seconds))
-            rows.append(Row(f"{label} peak memory", ours.peak_mib, ref.peak_mib, "torch.load + save_file",
+            loader = "load_file" if src_fmt == "safetensors" else "torch.load"  # what TORCH_CONVERT runs for it
+            rows.append(Row(f"{label} vs {loader} + save_file", ours.seconds, ref.seconds,
+                            f"{loader} + save_file", "<= 0.25x", ours.seconds * 4 <= ref.seconds))
+            rows.append(Row(f"{label} peak memory", ours.peak_mib, ref.peak_mib, f"{loader} + save_file",
                             f"<= {budget:.0f} MiB", ours.peak_mib <= budget, "MiB"))
         else:
             rows.append(Row(f"{label} peak memory", ours.peak_mib, None, "", f"<= {budget:.0f} MiB",
