@@ -251,7 +251,16 @@ class StageCache:
         self._lock = threading.Lock()
         self._items: dict[str, OrderedDict[Any, tuple[int, Any, int]]] = {}
         self._same: dict[str, OrderedDict[int, tuple[int, Any]]] = {}
+        self._last: dict[tuple[str, int], Any] = {}
         self.ran: Counter[str] = Counter()
+
+    def last(self, stage: str, source: int) -> Any:
+        """``stage``'s latest result for the plan's source number ``source`` (None before the first): what a
+        stage that works incrementally starts from, whatever its inputs were."""
+        return self._last.get((stage, source))
+
+    def keep_last(self, stage: str, source: int, result: Any) -> None:
+        self._last[(stage, source)] = result
 
     def run(self, stage: str, key: Any, compute: Callable[[], Any], tensors: int = 0) -> tuple[int, Any]:
         """``(token, result)`` of ``stage`` for ``key``: cached, or computed now (over ``tensors`` tensors)."""
@@ -394,8 +403,12 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
         token, split = run("fuse/split", (token, fuse, direction), lambda: stages.fuse_split(batch, fuse, direction))
         batch, linears, conventions = split.batch, split.linears, split.conventions
     token, modules = run("module inference", (token, wanted, overrides),
-                         lambda: stages.infer(batch, wanted, recipe.module_overrides, linears))
-    token, adapted = run("adapters", (token, direction, wanted), lambda: stages.adapt(batch, modules, direction, wanted))
+                         lambda: stages.infer(batch, wanted, recipe.module_overrides, linears,
+                                              cache.last("module inference", index)))
+    cache.keep_last("module inference", index, modules)
+    token, adapted = run("adapters", (token, direction, wanted),
+                         lambda: stages.adapt(batch, modules, direction, wanted, cache.last("adapters", index)))
+    cache.keep_last("adapters", index, adapted)
     label = str(store.path)
     filter_token, filtered = run("filter", (token, recipe.filter),
                                  lambda: stages.filter_names(adapted, recipe.filter, label))
