@@ -281,7 +281,7 @@ class Modules:
     inferred: dict[str, ModuleGuess] = field(default_factory=dict, repr=False)
     groups: dict[str, Siblings] = field(default_factory=dict, repr=False)
     shapes: list[tuple[int, ...]] = field(default_factory=list, repr=False)
-    kinds: list[str | None] = field(default_factory=list, repr=False)  # each tensor's module kind
+    kinds: list[str] = field(default_factory=list, repr=False)  # each tensor's module kind ("Unknown" without one)
 
 
 def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str, str],
@@ -307,7 +307,7 @@ def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str
             guesses[path] = ModuleGuess(path, kind, "set by user", True)
     kind_of = dict(zip(guesses, map(attrgetter("kind"), guesses.values())))
     return Modules(guesses, list(map(guesses.get, paths)), paths, leaves, inferred, groups, batch.shapes,
-                   list(map(kind_of.get, paths)))
+                   list(map(kind_of.get, paths, repeat("Unknown"))))
 
 
 def _inferred(paths: list[str], leaves: list[str], shapes: list[tuple[int, ...]]) -> tuple[dict[str, ModuleGuess],
@@ -327,7 +327,7 @@ class Layout:
     leaves: list[str]
     shapes_before: list[tuple[int, ...]]
     dtypes: list[DType]
-    kinds: list[str | None]
+    kinds: list[str]
     transposes: list[tuple[int, Op]]
     renames: list[tuple[int, str, str]]
     shapes: list[tuple[int, ...]]
@@ -344,17 +344,17 @@ def _same(column: list[Any], other: list[Any]) -> bool:
 
 @dataclass(frozen=True)
 class Adapted:
-    """The adapters' result: the batch, each tensor's module guess, the batch before the layout, and the
-    layout's decisions (None without a direction)."""
+    """The adapters' result: the batch, each tensor's module guess and kind ("Unknown" without a guess), the
+    batch before the layout, and the layout's decisions (None without a direction)."""
 
     batch: Batch
     guesses: list[ModuleGuess | None]
+    kinds: list[str]
     before: Batch
     layout: Layout | None = None
 
     def kind(self, i: int) -> str:
-        guess = self.guesses[i]
-        return guess.kind if guess else "Unknown"
+        return self.kinds[i]
 
 
 def adapt(batch: Batch, modules: Modules, direction: str | None, template: "TemplateIndex | None",
@@ -364,7 +364,7 @@ def adapt(batch: Batch, modules: Modules, direction: str | None, template: "Temp
     decisions still hold: only the names and ops are made anew."""
     per_tensor = modules.per_tensor
     if not direction and template is None:
-        return Adapted(batch, per_tensor, batch)
+        return Adapted(batch, per_tensor, modules.kinds, batch)
     names, shapes, ops = batch.names, batch.shapes, batch.ops
     decided = None
     if direction:
@@ -377,7 +377,7 @@ def adapt(batch: Batch, modules: Modules, direction: str | None, template: "Temp
         for i, name in enumerate(names):
             if name not in template.shapes and name in template.variants:
                 names[i], ops[i] = _renamed(name, template.variants[name], ops[i], "template enum variant")
-    return Adapted(replace(batch, names=names, shapes=shapes, ops=ops), per_tensor, batch, decided)
+    return Adapted(replace(batch, names=names, shapes=shapes, ops=ops), per_tensor, modules.kinds, batch, decided)
 
 
 def _layout(batch: Batch, modules: Modules, direction: str) -> Layout:
