@@ -151,12 +151,14 @@ def guess_groups(groups: Mapping[str, Siblings], overrides: Mapping[str, str] | 
     return guesses
 
 
-def repathed(guesses: Mapping[str, ModuleGuess], groups: Mapping[str, Siblings], old_paths: Sequence[str],
-             new_paths: Sequence[str], leaves: Sequence[str]) -> tuple[dict[str, ModuleGuess], dict[str, Siblings]] | None:
+def repathed(guesses: Mapping[str, ModuleGuess], groups: Sequence[Siblings], lasts: Sequence[str] | None,
+             old_paths: Sequence[str], new_paths: Sequence[str],
+             leaves: Sequence[str]) -> tuple[dict[str, ModuleGuess], list[str]] | None:
     """``guess_groups`` for tensors whose module paths went from ``old_paths`` to ``new_paths``, ``leaves``
-    and shapes unchanged, from the earlier ``guesses`` (made without overrides) and ``groups``; None unless
-    every old module became exactly one new one (a remap that moves whole modules, the usual edit) and no
-    parametrization is folded (its module is not its path).
+    and shapes unchanged, from the earlier ``guesses`` (made without overrides), ``groups`` (each module's
+    tensors, in the same order) and ``lasts`` (each module path's last segment, None if not at hand); with
+    the new paths' last segments. None unless every old module became exactly one new one (a remap that
+    moves whole modules, the usual edit) and no parametrization is folded (its module is not its path).
 
     A module keeps its tensors, so only its label can change its kind: one moved under the same label
     is the same guess at its new path, one renamed is guessed again from its tensors.
@@ -164,19 +166,19 @@ def repathed(guesses: Mapping[str, ModuleGuess], groups: Mapping[str, Siblings],
     if "original0" in leaves or "original1" in leaves:
         return None
     moved = dict(zip(old_paths, new_paths))
-    if (moved.keys() != groups.keys() or len(set(moved.values())) != len(moved)
+    if (moved.keys() != guesses.keys() or len(set(moved.values())) != len(moved)
             or list(map(moved.__getitem__, old_paths)) != new_paths):
         return None  # modules merged or split
-    olds, news = list(moved), list(moved.values())
-    old_lasts, new_lasts = _lasts(olds), _lasts(news)
+    olds, news = list(guesses), list(map(moved.__getitem__, guesses))
+    old_lasts, new_lasts = lasts if lasts is not None else _lasts(olds), _lasts(news)
     # where the label may have changed: another last segment, or an index (then the label is further back)
     labels_at = sorted({*compress(count(), map(ne, old_lasts, new_lasts)),
                         *compress(count(), map(str.startswith, old_lasts, repeat(_INDEX_STARTS)))})
-    new_guesses = list(map(ModuleGuess.at, map(guesses.__getitem__, olds), news))  # one map: hot on every edit
+    new_guesses = list(map(ModuleGuess.at, guesses.values(), news))  # one map: hot on every edit
     for i in labels_at:
         if module_label(olds[i]) != module_label(news[i]):
-            new_guesses[i] = _guess(module_label(news[i]), groups[olds[i]]).at(news[i])
-    return dict(zip(news, new_guesses)), dict(zip(news, map(groups.__getitem__, olds)))
+            new_guesses[i] = _guess(module_label(news[i]), groups[i]).at(news[i])
+    return dict(zip(news, new_guesses)), new_lasts
 
 
 def _lasts(paths: Sequence[str]) -> list[str]:

@@ -267,21 +267,26 @@ def _append(out: Batch, batch: Batch, i: int) -> None:
 # --- 5. module inference ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Modules:
-    """Every module path's kind (``guesses``, in order of first appearance) and each tensor's (``per_tensor``),
-    with each tensor's name split into its module path and last segment (``paths``, ``leaves``).
+    """Every module path's kind (``guesses``, in order of first appearance) and each tensor's (``per_tensor``,
+    and its kind in ``kinds``: "Unknown" without a guess), with each tensor's name split into its module
+    path and last segment (``paths``, ``leaves``).
 
-    ``inferred`` are the kinds the tensors alone give and ``groups`` each module's tensors (leaves and
-    shapes of ``shapes``): what the next inference starts from when an edit only moves modules.
+    What the next inference starts from when an edit only moves modules: ``inferred``, the kinds the
+    tensors alone give, with each module's tensors (``groups``: leaves and shapes of ``shapes``) and
+    its path's last segment (``lasts``, None until needed) in the same order, and ``module_kinds``, the
+    final kind of each module of ``guesses``.
     """
 
     guesses: dict[str, ModuleGuess]
     per_tensor: list[ModuleGuess | None]
     paths: list[str]
     leaves: list[str]
+    kinds: list[str] = field(default_factory=list, repr=False)
     inferred: dict[str, ModuleGuess] = field(default_factory=dict, repr=False)
-    groups: dict[str, Siblings] = field(default_factory=dict, repr=False)
+    groups: list[Siblings] = field(default_factory=list, repr=False)
+    lasts: list[str] | None = field(default=None, repr=False)
     shapes: list[tuple[int, ...]] = field(default_factory=list, repr=False)
-    kinds: list[str] = field(default_factory=list, repr=False)  # each tensor's module kind ("Unknown" without one)
+    module_kinds: list[str] = field(default_factory=list, repr=False)
 
 
 def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str, str],
@@ -290,13 +295,17 @@ def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str
 
     ``base``, an earlier result for tensors with the same leaves and shapes (the same source before a
     remap edit), is moved to the new paths when its modules map one to one onto them (``repathed``):
-    a pass over the modules that moved instead of one grouping every tensor again.
+    a pass over the modules instead of one grouping every tensor again.
     """
     paths, leaves = split_names(batch.names)
     found = None
     if base is not None and leaves == base.leaves and (batch.shapes is base.shapes or batch.shapes == base.shapes):
-        found = repathed(base.inferred, base.groups, base.paths, paths, leaves)
-    inferred, groups = found or _inferred(paths, leaves, batch.shapes)
+        found = repathed(base.inferred, base.groups, base.lasts, base.paths, paths, leaves)
+    if found is not None:
+        (inferred, lasts), groups = found, base.groups
+    else:
+        grouped = group_columns(paths, leaves, batch.shapes)
+        inferred, groups, lasts = guess_groups(grouped), list(grouped.values()), None
     guesses = dict(inferred)
     if known:
         guesses.update((path, guess) for path, guess in known.items() if path in guesses)
@@ -305,15 +314,13 @@ def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str
     for path, kind in overrides.items():
         if path in guesses:
             guesses[path] = ModuleGuess(path, kind, "set by user", True)
-    kind_of = dict(zip(guesses, map(attrgetter("kind"), guesses.values())))
-    return Modules(guesses, list(map(guesses.get, paths)), paths, leaves, inferred, groups, batch.shapes,
-                   list(map(kind_of.get, paths, repeat("Unknown"))))
-
-
-def _inferred(paths: list[str], leaves: list[str], shapes: list[tuple[int, ...]]) -> tuple[dict[str, ModuleGuess],
-                                                                                           dict[str, Siblings]]:
-    groups = group_columns(paths, leaves, shapes)
-    return guess_groups(groups), groups
+    module_kinds = list(map(attrgetter("kind"), guesses.values()))
+    if found is not None and module_kinds == base.module_kinds:
+        kinds = base.kinds  # the same modules, in the same order, of the same kinds: each tensor's kind is as it was
+    else:
+        kinds = list(map(dict(zip(guesses, module_kinds)).get, paths, repeat("Unknown")))
+    return Modules(guesses, list(map(guesses.get, paths)), paths, leaves, kinds, inferred, groups, lasts,
+                   batch.shapes, module_kinds)
 
 
 # --- 6. adapters ----------------------------------------------------------------------------------------------
