@@ -326,23 +326,27 @@ def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str
 # --- 6. adapters ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Layout:
-    """What a direction asks of each tensor (``transposes``: index and op; ``renames``: index, new leaf and
-    why), decided from each tensor's leaf, shape, dtype and module kind, kept to be reused when an edit
-    changes none of those (a remap that moves whole modules). ``shapes`` are the shapes after it."""
+    """What a direction asks of each tensor, as columns: the tensors ``transposed`` (each with its op, as a
+    1-tuple in ``transposes``) and those ``renamed`` (each with its new leaf and why), decided from each
+    tensor's leaf, shape, dtype and module kind, kept to be reused when an edit changes none of those (a
+    remap that moves whole modules). ``shapes`` are the shapes after it."""
 
     direction: str
     leaves: list[str]
     shapes_before: list[tuple[int, ...]]
     dtypes: list[DType]
     kinds: list[str]
-    transposes: list[tuple[int, Op]]
-    renames: list[tuple[int, str, str]]
+    transposed: list[int]
+    transposes: list[tuple[Op]]
+    renamed: list[int]
+    new_leaves: list[str]
+    whys: list[str]
     shapes: list[tuple[int, ...]]
 
     def fits(self, batch: Batch, modules: Modules, direction: str) -> bool:
         """Whether this layout's decisions hold for ``batch`` (column by column, at C speed)."""
         return (direction == self.direction and _same(batch.shapes, self.shapes_before)
-                and _same(batch.dtypes, self.dtypes) and modules.leaves == self.leaves and modules.kinds == self.kinds)
+                and _same(batch.dtypes, self.dtypes) and modules.leaves == self.leaves and _same(modules.kinds, self.kinds))
 
 
 def _same(column: list[Any], other: list[Any]) -> bool:
@@ -392,8 +396,11 @@ def _layout(batch: Batch, modules: Modules, direction: str) -> Layout:
     layout_kinds, layout = ad.LAYOUT_KINDS, ad.layout
     whys = {kind: f"{direction}, {kind}" for kind in layout_kinds}
     shapes = list(batch.shapes)
-    transposes: list[tuple[int, Op]] = []
-    renames: list[tuple[int, str, str]] = []
+    transposed: list[int] = []
+    transposes: list[tuple[Op]] = []
+    renamed: list[int] = []
+    new_leaves: list[str] = []
+    renamed_why: list[str] = []
     for i, (kind, leaf, shape) in enumerate(zip(modules.kinds, modules.leaves, batch.shapes)):
         if kind not in layout_kinds:
             continue
@@ -401,22 +408,26 @@ def _layout(batch: Batch, modules: Modules, direction: str) -> Layout:
         if transpose:
             if batch.dtypes[i].kind == "quantized":
                 _check_bytes(batch.inputs[i][0], batch.dtypes[i], Transpose((shape[0], shape[1])))
-            transposes.append((i, (Transpose, (shape[0], shape[1]))))
+            transposed.append(i)
+            transposes.append(((Transpose, (shape[0], shape[1])),))
             shapes[i] = shape[::-1]
         elif new_leaf:
-            renames.append((i, new_leaf, whys[kind]))
-    return Layout(direction, modules.leaves, batch.shapes, batch.dtypes, modules.kinds, transposes, renames, shapes)
+            renamed.append(i)
+            new_leaves.append(new_leaf)
+            renamed_why.append(whys[kind])
+    return Layout(direction, modules.leaves, batch.shapes, batch.dtypes, modules.kinds, transposed, transposes,
+                  renamed, new_leaves, renamed_why, shapes)
 
 
 def _laid_out(batch: Batch, paths: list[str], decided: Layout) -> tuple[list[str], list[tuple[int, ...]], list[tuple[Op, ...]]]:
     """``batch``'s names, shapes and ops after ``decided``'s transposes and renames."""
     names, ops = list(batch.names), list(batch.ops)
-    for i, op in decided.transposes:
-        ops[i] = (*ops[i], op)
-    for i, leaf, why in decided.renames:
+    for i, op in zip(decided.transposed, decided.transposes):
+        ops[i] += op
+    for i, leaf, why in zip(decided.renamed, decided.new_leaves, decided.whys):
         module = paths[i]
         new = f"{module}.{leaf}" if module else leaf
-        ops[i] = (*ops[i], (Rename, names[i], new, why))
+        ops[i] += ((Rename, names[i], new, why),)
         names[i] = new
     return names, decided.shapes, ops
 
