@@ -403,10 +403,10 @@ def _plan(stores: Sequence[Store], recipe: Recipe, template: Store | None, cache
     modules: dict[str, ModuleGuess] = {}
     for source in sources:
         modules.update(source.guesses)
-    return Plan(list(tensors), dropped=[*selection.dropped, *(d for s in sources for d in s.filtered.dropped)],
+    return Plan(list(tensors), dropped=[*selection.dropped, *itertools.chain.from_iterable(s.filtered.dropped for s in sources)],
                 conflicts=list(conflicts), overrides=list(overrides), modules=modules,
                 rule_hits=[*filter_hits, *(RuleHits.remap(i, r, n) for i, (r, n) in enumerate(zip(recipe.remaps, remap_hits)))],
-                recipe=recipe, guesses=[g for s in sources for g in s.found])
+                recipe=recipe, guesses=list(itertools.chain.from_iterable(s.found for s in sources)))
 
 
 def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: Store, recipe: Recipe,
