@@ -166,19 +166,20 @@ def repathed(guesses: Mapping[str, ModuleGuess], groups: Sequence[Siblings], las
     if "original0" in leaves or "original1" in leaves:
         return None
     moved = dict(zip(old_paths, new_paths))
-    if (moved.keys() != guesses.keys() or len(set(moved.values())) != len(moved)
-            or list(map(moved.__getitem__, old_paths)) != new_paths):
-        return None  # modules merged or split
+    if moved.keys() != guesses.keys() or list(map(moved.__getitem__, old_paths)) != new_paths:
+        return None  # a module split
     olds, news = list(guesses), list(map(moved.__getitem__, guesses))
     old_lasts, new_lasts = lasts if lasts is not None else _lasts(olds), _lasts(news)
     # where the label may have changed: another last segment, or an index (then the label is further back)
-    labels_at = sorted({*compress(count(), map(ne, old_lasts, new_lasts)),
-                        *compress(count(), map(str.startswith, old_lasts, repeat(_INDEX_STARTS)))})
+    labels_at = set(compress(count(), map(str.startswith, new_lasts, repeat(_INDEX_STARTS))))
+    if old_lasts != new_lasts:
+        labels_at.update(compress(count(), map(ne, old_lasts, new_lasts)))
     new_guesses = list(map(ModuleGuess.at, guesses.values(), news))  # one map: hot on every edit
     for i in labels_at:
         if module_label(olds[i]) != module_label(news[i]):
             new_guesses[i] = _guess(module_label(news[i]), groups[i]).at(news[i])
-    return dict(zip(news, new_guesses)), new_lasts
+    repathed = dict(zip(news, new_guesses))
+    return (repathed, new_lasts) if len(repathed) == len(news) else None  # else modules merged
 
 
 def _lasts(paths: Sequence[str]) -> list[str]:
