@@ -270,12 +270,15 @@ class StageCache:
 
     A stage keeps at most ``SIZE`` results, and fewer for big sources: their tensors count against
     ``TENSORS`` (one 100,000-tensor source keeps two: the current plan and the one before, what undo
-    and a typo's correction come back to). ``ran`` counts the stages actually computed (what a test, or
+    and a typo's correction come back to). What it lets go is freed after the plan, on the reaper's
+    thread, unless it is big (``FREE_LATER``): a live edit's plan waits for no freeing, a big one holds
+    no extra generation. ``ran`` counts the stages actually computed (what a test, or
     a profile, asks). A key that cannot be hashed (a predicate holding a list) is simply not cached.
     """
 
     SIZE = 4
     TENSORS = 200_000
+    FREE_LATER = 20_000  # results up to this many tensors are freed after the plan; bigger ones at once (memory)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -314,7 +317,9 @@ class StageCache:
                 items[key] = (token, result, tensors)
                 while len(items) > 1 and (len(items) > self.SIZE
                                           or sum(size for _, _, size in items.values()) > self.TENSORS):
-                    self._evicted.append(items.popitem(last=False))
+                    evicted = items.popitem(last=False)
+                    if evicted[1][2] <= self.FREE_LATER:
+                        self._evicted.append(evicted)
         return token, result
 
     def free_later(self) -> None:
@@ -449,8 +454,8 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
                                               cache.last("module inference", index)))
     cache.keep_last("module inference", index, modules)
     token, adapted = run("adapters", (token, direction, wanted),
-                         lambda: stages.adapt(batch, modules, direction, wanted, cache.last("adapters", index)))
-    cache.keep_last("adapters", index, adapted)
+                         lambda: stages.adapt(batch, modules, direction, wanted, cache.last("layout", index)))
+    cache.keep_last("layout", index, adapted.layout)
     label = str(store.path)
     filter_token, filtered = run("filter", (token, recipe.filter),
                                  lambda: stages.filter_names(adapted, recipe.filter, label))

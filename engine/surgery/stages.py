@@ -385,19 +385,18 @@ class Adapted:
 
 
 def adapt(batch: Batch, modules: Modules, direction: str | None, template: "TemplateIndex | None",
-          base: Adapted | None = None) -> Adapted:
+          reusable: Layout | None = None) -> Adapted:
     """The PyTorch/Burn layout by module kind (transpose a Linear, rename a norm's or PReLU's leaves), then
-    the enum variants a template's names carry. ``base``'s layout (an earlier result) is reused when its
-    decisions still hold: only the names and ops are made anew."""
+    the enum variants a template's names carry. ``reusable`` (an earlier result's layout) is reused when
+    its decisions still hold: only the names and ops are made anew."""
     per_tensor = modules.per_tensor
     if not direction and template is None:
         return Adapted(batch, per_tensor, modules.kinds, batch)
     names, shapes, ops = batch.names, batch.shapes, batch.ops
     decided = None
     if direction:
-        reused = base.layout if base is not None else None
-        decided = reused if reused is not None and reused.fits(batch, modules, direction) else _layout(
-            batch, modules, direction)
+        fits = reusable is not None and reusable.fits(batch, modules, direction)
+        decided = reusable if fits else _layout(batch, modules, direction)
         names, shapes, ops = _laid_out(batch, modules.paths, decided)
     if template is not None:
         names, ops = list(names), list(ops)
