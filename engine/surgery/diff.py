@@ -243,7 +243,7 @@ class _Stats:
             return
         self.equal = False
         self.largest = max(self.largest, largest)
-        self.sums.append(float(d.sum()))  # numpy sums pairwise: a block's float32 sum is good to ~1e-7, added in float64
+        self.sums.append(float(d.sum()))  # numpy sums pairwise: a float32 block's sum is good to ~1e-7
         if self.close and largest > self.atol:
             tolerance = self.y[:m]
             np.abs(y, out=tolerance)
