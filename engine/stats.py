@@ -21,7 +21,7 @@ from .store import TensorEntry
 Values = Union[StoredValues, ArrayValues]
 
 CHUNK_ELEMENTS = 1 << 18  # elements per chunk: its float64 scratch (2 MiB) stays in the caches between passes
-PIECE_ELEMENTS = 1 << 20  # elements one thread takes in a row; a tensor this small is summarized on the caller alone
+PIECE_ELEMENTS = 1 << 19  # elements one thread takes in a row; a tensor this small is summarized on the caller alone
 BINS = 64
 PERCENTILES = (1, 50, 99)
 PERCENTILE_SAMPLE = 1 << 20  # percentiles of larger tensors come from an evenly strided sample this big

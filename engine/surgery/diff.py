@@ -25,7 +25,8 @@ from .plan import Plan
 
 CHUNK_ELEMENTS = 1 << 17  # elements read from each file per step: both chunks stay in the caches while compared
 BLOCK_ELEMENTS = 1 << 16  # elements of arithmetic per step: its three buffers stay in cache
-PIECE_ELEMENTS = 1 << 20  # elements one thread compares in a row; a tensor this small compares on the caller alone
+PIECE_ELEMENTS = 1 << 19  # elements one thread compares in a row (balances the two threads to half a piece); a tensor
+# this small compares on the calling thread alone, with no hand-off
 HISTOGRAM_BINS = 64
 VALUE_CHUNK_ELEMENTS = 1 << 20  # float64 differences value_difference holds at once (8 MiB)
 STATUSES = ("identical", "different", "only_in_a", "only_in_b", "shape_mismatch", "dtype_mismatch")
