@@ -31,6 +31,16 @@ def _helpers() -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget_pool_in_child() -> None:
+    """A forked child has none of the parent's threads: it makes its own pool when it needs one."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def run_pieces(count: int, make_worker: Callable[[], Callable[[int], T]]) -> list[T]:
     """``worker(i)`` for every piece ``i`` in ``range(count)``, each thread with its own ``make_worker()``.
 

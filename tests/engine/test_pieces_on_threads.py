@@ -244,3 +244,29 @@ def test_a_pool_busy_with_another_job_does_not_stall_the_caller(monkeypatch):
     finally:
         release.set()
         busy.result()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_forked_child_runs_pieces_on_threads_of_its_own(monkeypatch):
+    """A child forked after the pool started has none of its threads: it makes a pool of its own rather
+    than queueing pieces for helpers that do not exist."""
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    assert parallel.run_pieces(4, lambda: lambda piece: piece) == [0, 1, 2, 3]  # the parent's pool exists
+    parent_pool = parallel._helpers()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether its pool is new and two threads met in it, then leave at once
+        try:
+            met = threading.Barrier(2, timeout=BARRIER_SECONDS)
+
+            def make_worker():
+                met.wait()
+                return lambda piece: piece
+
+            ok = parallel.run_pieces(6, make_worker) == list(range(6)) and parallel._helpers() is not parent_pool
+            os.write(write, b"ok" if ok else b"no")
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    assert os.read(read, 2) == b"ok"
