@@ -1,7 +1,8 @@
 """Summary statistics and a histogram of one tensor, computed chunk by chunk.
 
 Chunking keeps memory bounded (a 256 MB tensor is never copied whole, and narrow floats are widened a
-chunk at a time) and lets a caller cancel between chunks. Pure numpy: the GUI runs this in a worker.
+chunk at a time) and lets a caller cancel between chunks; a large tensor's chunks are shared out in pieces to
+the machine's cores (``engine.parallel``). Pure numpy: the GUI runs this in a worker.
 """
 
 from __future__ import annotations

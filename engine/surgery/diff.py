@@ -1,7 +1,7 @@
 """Compare two stores (or a plan and a store) tensor by tensor, values included, in bounded memory.
 
-Values are streamed a chunk of elements at a time from the mapped arrays and each tensor's pages
-are given back after it, so a diff of two 50 GB files stays small. Equal bytes short-cut the
+Values are streamed a chunk of elements at a time (a large tensor in pieces, on the machine's cores) and
+each tensor's pages are given back after it, so a diff of two 50 GB files stays small. Equal bytes short-cut the
 arithmetic; otherwise floats are compared as float64 (max and mean absolute difference, allclose)
 and ints/bools exactly. A ``Plan`` compares by its target names and transformed values, so a
 source and what was exported from it through that plan compare identical. ``value_difference`` looks
