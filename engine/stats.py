@@ -21,7 +21,7 @@ from .store import TensorEntry
 
 Values = Union[StoredValues, ArrayValues]
 
-CHUNK_ELEMENTS = 1 << 18  # elements per chunk: its float64 scratch (2 MiB) stays in the caches between passes
+CHUNK_ELEMENTS = 1 << 17  # elements per chunk: two threads' float64 scratch (1 MiB each) stay in the shared caches
 PIECE_ELEMENTS = 1 << 19  # elements one thread takes in a row; a tensor this small is summarized on the caller alone
 BINS = 64
 PERCENTILES = (1, 50, 99)
