@@ -17,6 +17,8 @@ from typing import Callable, TypeVar
 
 T = TypeVar("T")
 
+# The cores this process may use, at most 4: the pieces copy from the page cache and stream through memory,
+# which a few cores saturate (measured on this project's 2-core machines only).
 THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
