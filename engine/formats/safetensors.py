@@ -20,7 +20,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import FormatError, nesting, shown
 from ..store import Store, TensorEntry, TensorSource
-from .mapped import RangeStore, build_entries, entries_from_columns
+from .mapped import MAX_NDIM, RangeStore, build_entries, entries_from_columns
 from .source import ByteSource, open_source
 
 NAME = "safetensors"
@@ -94,7 +94,10 @@ class _NotFast(Exception):
     """The fast path met something it does not judge itself: the reference path below decides (and words) it."""
 
 
-_Size = Annotated[int, msgspec.Meta(ge=0)]
+# What ``entries_from_columns(typed=True)`` takes as checked. msgspec bounds only fit int64: a dimension or
+# offset from 2**63 on (none real) goes to the reference path, which judges it against the u64 limit.
+_Size = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+_Shape = Annotated[tuple[_Size, ...], msgspec.Meta(max_length=MAX_NDIM)]
 
 
 class _Descriptor(msgspec.Struct, gc=False):
@@ -104,7 +107,7 @@ class _Descriptor(msgspec.Struct, gc=False):
     missing field is left ``None`` (or ``""``), which the fast path hands to the reference path."""
 
     dtype: str = ""
-    shape: tuple[_Size, ...] | None = None
+    shape: _Shape | None = None
     data_offsets: tuple[_Size, _Size] | None = None
 
 
@@ -152,7 +155,7 @@ def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
         kinds = list(map(_DTYPES.__getitem__, map(_DTYPE, descriptors)))
         entries = entries_from_columns(path, list(header), kinds, shapes, list(map(_FIRST, offsets)),
                                        list(map(_SECOND, offsets)), [None] * len(kinds), data_start, buffer_size,
-                                       contiguous=True)
+                                       contiguous=True, typed=True)
     except (KeyError, FormatError):  # an unknown dtype, a size or range refused: the reference path words it
         raise _NotFast from None
     return entries, metadata
