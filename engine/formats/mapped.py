@@ -275,9 +275,10 @@ def entries_from_columns(path: str | os.PathLike, names: list[str], kinds: list,
         name, kind, shape, need, size = next(t for t in zip(names, kinds, shapes, needed, sizes)
                                              if t[4] > max_tensor_bytes)
         _explain_size(path, name, kind, shape, size * 8 if need is None else need, size, max_tensor_bytes)
-    order = validate_ranges(path, names, starts, ends, buffer_size, contiguous=contiguous)
+    in_order = contiguous and bool(names) and _tiles_in_order(starts, ends, buffer_size)  # as written, usually
+    order = None if in_order else validate_ranges(path, names, starts, ends, buffer_size, contiguous=contiguous)
     entries = make_entries(names, kinds, shapes, sizes, param_ids, list(map(operator.add, starts, repeat(data_start))))
-    return entries if order == list(range(len(order))) else list(map(entries.__getitem__, order))
+    return entries if order is None or order == list(range(len(order))) else list(map(entries.__getitem__, order))
 
 
 _BITS = operator.attrgetter("bits")
@@ -328,8 +329,6 @@ def validate_ranges(path: str | os.PathLike, names: list[str], starts: list[int]
         if contiguous and buffer_size:
             raise FormatError(path, f"the data buffer has {buffer_size} bytes that no tensor uses")
         return []
-    if contiguous and _tiles_in_order(starts, ends, buffer_size):  # the official writer's layout: no sort needed
-        return list(range(len(names)))
     if len(names) < BULK:  # few: sorted columns compared whole, each a C-level pass
         order = sorted(range(len(names)), key=list(zip(starts, ends)).__getitem__)
         s, e = list(map(starts.__getitem__, order)), list(map(ends.__getitem__, order))

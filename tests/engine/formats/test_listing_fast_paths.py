@@ -7,6 +7,7 @@ on inputs hypothesis invents: same entries, or the same refusal in the same word
 
 from __future__ import annotations
 
+import itertools
 import json
 import struct
 import threading
@@ -52,6 +53,22 @@ def test_an_entry_built_from_columns_is_a_plain_frozen_entry():
     assert replace(built, name="b") == TensorEntry("b", f32, (2, 3), 24, 7, 100)
     with pytest.raises(AttributeError):  # frozen
         built.name = "c"  # type: ignore[misc]
+
+
+@given(ranges, st.integers(0, 60))
+@SETTINGS
+def test_ranges_that_tile_as_listed_are_what_the_general_check_accepts_in_that_order(pairs, buffer_size):
+    starts, ends = [s for s, _ in pairs], [e for _, e in pairs]
+    if mapped._tiles_in_order(starts, ends, buffer_size):
+        names = [f"t{i}" for i in range(len(pairs))]
+        assert mapped.validate_ranges("f", names, starts, ends, buffer_size, contiguous=True) == list(range(len(pairs)))
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=8))
+@SETTINGS
+def test_sizes_laid_end_to_end_tile_as_listed(sizes):
+    ends = list(itertools.accumulate(sizes))
+    assert mapped._tiles_in_order([0, *ends[:-1]], ends, ends[-1])
 
 
 dtype_names = st.sampled_from(["F32", "F16", "I64", "BOOL", "U8", "F8_E4M3", "C64", "X9"])
