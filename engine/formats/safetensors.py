@@ -123,18 +123,27 @@ _DTYPE, _SHAPE, _OFFSETS = (operator.attrgetter(field) for field in ("dtype", "s
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
                 ) -> tuple[list[TensorEntry], dict[str, str]]:
     """The header parsed by msgspec into typed descriptors, then entries built in bulk.
 
-    It only ever accepts what the reference path accepts. msgspec refuses invalid UTF-8, NaN, a shape or
-    offset that is not a non-negative integer, and nesting past Python's recursion limit (a
-    ``RecursionError``, not a crash); headers with escapes (where a lone surrogate could hide) and
-    anything else unusual (a missing field, an unknown dtype, a range that does not fit) raise
-    ``_NotFast``, so the reference path gives its own verdict and message. msgspec keeps the last
-    of a key given twice: the colon count below finds repeats.
+    It only ever accepts what the reference path accepts. msgspec refuses NaN, a shape or offset that is
+    not a non-negative integer, and nesting past Python's recursion limit (a ``RecursionError``, not a
+    crash); headers with escapes (where a lone surrogate could hide) or with text that is not UTF-8
+    (msgspec skips an unknown field's text without decoding it), and anything else unusual (a missing
+    field, an unknown dtype, a range that does not fit) raise ``_NotFast``, so the reference path gives
+    its own verdict and message. msgspec keeps the last of a key given twice: the colon count below
+    finds repeats.
     """
-    if b"\\" in raw:
+    if b"\\" in raw or not (raw.isascii() or _is_utf8(raw)):  # msgspec skips an unknown field's text unchecked
         raise _NotFast
     try:
         header = _HEADER.decode(raw)

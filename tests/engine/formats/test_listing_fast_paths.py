@@ -176,3 +176,15 @@ def test_a_deep_unknown_field_is_refused_on_a_small_thread_stack_not_a_crash(tmp
     finally:
         threading.stack_size(previous)
     assert outcome == ["deep.safetensors: header is nested deeper than 64 levels (100002 levels)"]
+
+
+@pytest.mark.parametrize("text", [b'"\xff"', b'"\xed\xa0\x80"', b'"\xc0\x80"'])
+def test_an_unknown_field_that_is_not_utf8_is_refused_as_the_reference_path_refuses_it(tmp_path, monkeypatch, text):
+    """msgspec skips an unknown field's text without decoding it: the fast path must not accept it unread."""
+    raw = b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"param_id":' + text + b"}}"
+    path = tmp_path / "text.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0")
+    quick = _listing(path)
+    monkeypatch.setattr(safetensors, "_parse_fast", _not_fast)
+    assert quick == _listing(path)
+    assert "is not valid UTF-8" in quick
