@@ -1,6 +1,7 @@
-"""Destinations that are not files, and how export names them: the refusal must say what the path is, so the
-user knows why a name they typed cannot take a model. Checked on real special files (a FIFO, the null device,
-a Unix socket), before a byte is written.
+"""Where export writes and how it moves bytes, checked by outcome: destinations that are not files are refused by
+what they are (real special files: a FIFO, the null device, a Unix socket, a block device), partial files are
+named after the destination's bytes and only dead ones of the same destination are cleaned, the range copier
+copies each range once and refuses one past the source's end, and a source changed under the copy is caught.
 
 Promise -> test (README, "Export": bad input is one line naming the file and what is wrong):
 - a destination that is a device, socket or FIFO is refused by kind -> test_special_files_are_refused_by_their_kind
