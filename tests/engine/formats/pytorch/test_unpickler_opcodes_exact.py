@@ -75,6 +75,8 @@ def test_python_pickles_read_the_same_through_both_loops(loop, protocol):
 def test_each_text_takes_its_own_length(loop):
     raw = b"X\x01\x00\x00\x00a" + b"X\x90\x01\x00\x00" + b"b" * 400 + b"\x86."  # protocol 1: no PROTO first
     assert unpickle(raw, loop) == ("a", "b" * 400)
+    cut = b"X\x01\x00\x00\x00a" + b"X\xe8\x03\x00\x00" + b"b" * 400  # claims 1,000 bytes, holds 400
+    assert refusal(cut, loop) == "m.pt: the pickle is truncated: it needs 1000 bytes at byte 11 but only 400 remain"
 
 
 @pytest.mark.parametrize("loop", LOOPS)
