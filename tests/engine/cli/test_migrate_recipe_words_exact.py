@@ -111,3 +111,31 @@ def test_recipe_rust_spells_renames_from_the_sources_or_leaves_a_note(tmp_path, 
     assert "// left to do: renumber indices contiguously" in captured.out
     assert main(["recipe", str(tmp_path / "r.json")]) == 0  # --as cli is the default, OUT the default output
     assert capsys.readouterr().out == f"store-studio convert {tmp_path / 's.bpk'} OUT --contiguous-indices\n"
+
+
+def test_recipe_rust_spells_enum_variant_renames_from_the_plan_and_its_template(tmp_path, capsys):
+    """Skipping enum variants on a Burnpack source is spelled out from the plan: by ``--module`` alone, or by
+    ``--skip-enum-variants`` when the template has the module without the segment."""
+    from engine import ArrayStore, export
+    source, template = tmp_path / "v.bpk", tmp_path / "vt.bpk"
+    export(ArrayStore({"Block.fc.weight": np.ones((3, 2), np.float32), "fc.2.weight": np.ones((2, 3), np.float32)}).entries,
+           source)
+    export(ArrayStore({"fc.weight": np.ones((3, 2), np.float32), "fc.1.weight": np.ones((2, 3), np.float32)}).entries,
+           template)
+    head = "// burn-store 0.22.0-pre.2 (Burn 0.22)\nuse burn_store::{BurnpackStore, ModuleSnapshot};\n"
+    Recipe(sources=(SourceSpec(str(source)),), module_overrides={"Block": "EnumVariant"}).save(tmp_path / "m.json")
+    assert main(["recipe", str(tmp_path / "m.json"), "--as", "rust"]) == 0
+    assert capsys.readouterr().out == head + (
+        "// enum variants skipped, which BurnpackStore cannot do, as this file's 1 renames\n"
+        f'let mut store = BurnpackStore::from_file(r"{source}")\n'
+        '    .with_remap_pattern(r"^Block\\.fc\\.weight$", r"fc.weight");\n'
+        "let result = model.load_from(&mut store)?;\n"
+        "// Store Studio only: module 'Block' treated as EnumVariant\n")
+    Recipe(sources=(SourceSpec(str(source)),), adapters=("skip-enum-variants",),
+           template=str(template)).save(tmp_path / "t.json")
+    assert main(["recipe", str(tmp_path / "t.json"), "--as", "rust"]) == 0
+    assert capsys.readouterr().out == head + (
+        "// enum variants skipped, which BurnpackStore cannot do, as this file's 1 renames\n"
+        f'let mut store = BurnpackStore::from_file(r"{source}")\n'
+        '    .with_remap_pattern(r"^Block\\.fc\\.weight$", r"fc.weight");\n'
+        "let result = model.load_from(&mut store)?;\n")
