@@ -185,3 +185,17 @@ def test_config_keeps_text_as_written(tmp_path, capsys):
 def test_migrate_refuses_a_file_as_its_folder(checkpoint, capsys):
     assert main(["migrate", checkpoint]) == 1
     assert capsys.readouterr().err == f"store-studio: {checkpoint}: not a folder\n"
+
+
+@pytest.mark.parametrize("saved, key", [([torch.ones(2), 5, "x"], "9"), ([torch.ones(2), 5, "x"], "x.y"),
+                                        ({"w": torch.ones(2)}, "a")])
+def test_config_names_no_keys_for_a_list_or_a_checkpoint_of_tensors_only(tmp_path, capsys, saved, key):
+    torch.save(saved, tmp_path / "c.pt")
+    assert main(["config", str(tmp_path / "c.pt"), "--key", key]) == 1
+    assert capsys.readouterr().err == f"store-studio: c.pt: has no value at {key!r}; its top-level keys are: none\n"
+
+
+def test_config_key_indexes_a_top_level_list(tmp_path, capsys):
+    torch.save([torch.ones(2), 5, "x"], tmp_path / "c.pt")
+    assert main(["config", str(tmp_path / "c.pt"), "--key", "1"]) == 0
+    assert capsys.readouterr().out == "5\n"
