@@ -199,3 +199,30 @@ def test_config_key_indexes_a_top_level_list(tmp_path, capsys):
     torch.save([torch.ones(2), 5, "x"], tmp_path / "c.pt")
     assert main(["config", str(tmp_path / "c.pt"), "--key", "1"]) == 0
     assert capsys.readouterr().out == "5\n"
+
+
+def test_inspect_says_a_files_caveat_and_its_param_ids(tmp_path, capsys):
+    """A Bin record's names are positional: the note says so beside the format, in the table and the JSON; each
+    parameter's id is listed."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
+    from burn_record_writers import IDS, Settings, model_item, write_record
+    item, _ = model_item()
+    record = write_record(tmp_path, "deploy", item, Settings(recorder="Bin"))
+    note = ("Tensor names are positional (param.0, param.1, ...): Bin records have no field names. Convert with "
+            "--template (a file of the same model) to name them.")
+    assert main(["inspect", str(record)]) == 0
+    assert capsys.readouterr().out.splitlines()[:3] == ["deploy.bin · Burn record Bin · Burn 0.21.0", f"note: {note}",
+                                                        "name      dtype  shape      parameters  size"]
+    assert main(["inspect", str(record), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["note"] == note
+    assert document["tensors"][0] == {"name": "param.0", "dtype": "F32", "shape": [5, 3], "parameters": 15,
+                                      "bytes": 60, "param_id": IDS[0]}
+    assert main(["inspect", checkpoint_path(tmp_path), "--json"]) == 0
+    assert "note" not in json.loads(capsys.readouterr().out)
+
+
+def checkpoint_path(tmp_path: Path) -> str:
+    torch.save({"w": torch.ones(2)}, tmp_path / "plain.pt")
+    return str(tmp_path / "plain.pt")
