@@ -87,3 +87,18 @@ def test_the_first_and_empty_states():
     with ProgressLine("writing", untouched):
         pass
     assert untouched.getvalue() == ""  # nothing drawn: nothing to erase
+
+
+def test_a_rate_needs_time_and_bytes_and_a_whole_is_100_percent():
+    """No rate before time has passed or a byte is done (no division by zero), then a rate from the first byte."""
+    stream, now = io.StringIO(), [0.0]
+    progress = ProgressLine("w", stream, clock=lambda: now[0])
+    progress(50, 100)  # no time has passed
+    now[0] = 0.5
+    progress(0, 100)  # time, but nothing done
+    now[0] = 0.7
+    progress(1, 100)
+    now[0] = 0.9
+    progress(1, 1)
+    assert stream.getvalue().split(ERASE) == ["", "w  50 B of 100 B (50%)", "w  0 B of 100 B (0%)",
+                                              "w  1 B of 100 B (1%)  1 B/s  1 min 9 s left", "w  1 B of 1 B (100%)  1 B/s"]
