@@ -226,3 +226,36 @@ def test_inspect_says_a_files_caveat_and_its_param_ids(tmp_path, capsys):
 def checkpoint_path(tmp_path: Path) -> str:
     torch.save({"w": torch.ones(2)}, tmp_path / "plain.pt")
     return str(tmp_path / "plain.pt")
+
+
+def test_inspect_right_aligns_counts_and_sizes_under_their_headers(tmp_path, capsys):
+    """A billion-element tensor (a sparse file: inspect reads only the header) is wider than "parameters"."""
+    import struct
+    count = 1_000_000_000
+    header = json.dumps({"big": {"dtype": "I8", "shape": [count], "data_offsets": [0, count]},
+                         "w": {"dtype": "F32", "shape": [2], "data_offsets": [count, count + 8]}}).encode()
+    header += b" " * (-len(header) % 8)
+    path = tmp_path / "big.safetensors"
+    with path.open("wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header)
+        f.truncate(8 + len(header) + count + 8)
+    assert main(["inspect", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "big.safetensors · SafeTensors",
+        "name  dtype  shape            parameters     size",
+        "big   I8     [1000000000]  1,000,000,000  954 MiB",
+        "w     F32    [2]                       2      8 B",
+        "2 tensors · 1,000,000,002 parameters · 954 MiB",
+    ]
+
+
+def test_inspect_says_which_burn_releases_cannot_load_a_burnpack_and_why(tmp_path, capsys):
+    save_file({"m": np.array([True, False])}, str(tmp_path / "bool.safetensors"))
+    out = tmp_path / "b20.bpk"
+    assert main(["convert", str(tmp_path / "bool.safetensors"), str(out), "--burn-version", "0.20", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines()[:4] == [
+        "b20.bpk · Burnpack v1", "loads in: Burn 0.20",
+        '  not Burn 0.21: the bare "Bool" spelling is Burn 0.20\'s; 0.21 reads bools with their storage (#4649)',
+        '  not Burn 0.22: the bare "Bool" spelling is Burn 0.20\'s; 0.22 reads bools with their storage (#4649)']
