@@ -259,3 +259,8 @@ def test_inspect_says_which_burn_releases_cannot_load_a_burnpack_and_why(tmp_pat
         "b20.bpk · Burnpack v1", "loads in: Burn 0.20",
         '  not Burn 0.21: the bare "Bool" spelling is Burn 0.20\'s; 0.21 reads bools with their storage (#4649)',
         '  not Burn 0.22: the bare "Bool" spelling is Burn 0.20\'s; 0.22 reads bools with their storage (#4649)']
+
+
+def test_inspect_json_is_indented_by_two(checkpoint, capsys):
+    assert main(["inspect", checkpoint, "--json"]) == 0
+    assert capsys.readouterr().out.startswith('{\n  "file": ')

@@ -201,3 +201,9 @@ def test_save_recipe_says_where_and_the_recipe_replays(files, capsys):
     assert convert("--recipe", recipe, files / "o2.safetensors", "-q") == 0
     assert out.read_bytes() == (files / "o2.safetensors").read_bytes()
     assert sorted(load_file(str(out))) == ["fc.0.bias", "fc.0.weight", "fc.2.weight"]
+
+
+def test_a_dry_run_of_a_file_without_tensors_prints_an_empty_plan(tmp_path, capsys):
+    save_file({}, str(tmp_path / "e.safetensors"))
+    assert convert(tmp_path / "e.safetensors", tmp_path / "o.bpk", "--dry-run", "--allow-partial") == 0
+    assert capsys.readouterr().out == "0 tensors out, 0 dropped, 0 conflicts, 0 guessed\n"

@@ -12,6 +12,7 @@ Promises (README "Command line", "Burn records") -> tests:
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -139,3 +140,15 @@ def test_recipe_rust_spells_enum_variant_renames_from_the_plan_and_its_template(
         f'let mut store = BurnpackStore::from_file(r"{source}")\n'
         '    .with_remap_pattern(r"^Block\\.fc\\.weight$", r"fc.weight");\n'
         "let result = model.load_from(&mut store)?;\n")
+
+
+def test_a_file_that_cannot_be_read_is_passed_over_and_the_search_goes_on(tmp_path, capsys):
+    """``a_mem`` links to /proc/self/mem, a regular file whose first read fails (EIO) even for root: migrate
+    skips it and still finds the record after it."""
+    os.symlink("/proc/self/mem", tmp_path / "a_mem")
+    item, _ = model_item()
+    write_record(tmp_path, "b", item, Settings(recorder="NamedMpk"))
+    assert main(["migrate", str(tmp_path), "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "would convert b.mpk -> b.bpk (11 tensors, 260 B)",
+        f"would migrate 1 of 1 record in {tmp_path} (260 B): 0 skipped, 0 failed"]
