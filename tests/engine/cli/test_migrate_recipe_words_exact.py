@@ -152,3 +152,15 @@ def test_a_file_that_cannot_be_read_is_passed_over_and_the_search_goes_on(tmp_pa
     assert capsys.readouterr().out.splitlines() == [
         "would convert b.mpk -> b.bpk (11 tensors, 260 B)",
         f"would migrate 1 of 1 record in {tmp_path} (260 B): 0 skipped, 0 failed"]
+
+
+def test_a_dry_run_skips_records_planned_to_the_same_destination(tmp_path, capsys):
+    """``a.mpk``, ``a.mpk.gz`` and ``a.json`` all become ``a.bpk``: a dry run writes nothing, yet plans one."""
+    item, _ = model_item()
+    for recorder in ("NamedMpk", "NamedMpkGz", "PrettyJson"):
+        write_record(tmp_path, "a", item, Settings(recorder=recorder))
+    assert main(["migrate", str(tmp_path), "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == f"would migrate 1 of 3 records in {tmp_path} (260 B): 2 skipped, 0 failed"
+    assert sum(line.startswith("skipped   ") and line.endswith(": a.bpk already exists") for line in out) == 2
+    assert not (tmp_path / "a.bpk").exists()

@@ -75,6 +75,9 @@ def test_closest_names_rank_segment_by_segment():
     assert closest_names(["a.q.weight"], available, limit=1) == {"a.q.weight": ["a.q_proj.weight"]}
     assert closest_names(["a.q.weight"], []) == {} and closest_names([], available) == {}
     assert closest_names(["nothing.alike"], available) == {}
+    report = align(ArrayStore({"a.q_proj.weight": np.ones(1, np.float32), "a.qq.weight": np.ones(1, np.float32)}),
+                   ArrayStore({"a.q.weight": np.ones(1, np.float32)}))
+    assert report.lines()[1] == "  missing a.q.weight (closest: a.q_proj.weight, a.qq.weight)"
     # ties in segment likeness go to the name sharing longer prefixes: q_proj is closer to q than k_proj is
     assert closest_names(["l.q.w"], ["l.k_proj.w", "l.q_proj.w"]) == {"l.q.w": ["l.q_proj.w", "l.k_proj.w"]}
 
