@@ -86,6 +86,9 @@ def test_a_segment_every_name_shares_does_not_vote():
     """``layers`` is in 100 names: only the leaf and the telling segments choose candidates."""
     available = [f"layers.{i}.mlp.weight" for i in range(100)] + ["layers.7.attn.qkv"]
     assert closest_names(["layers.7.attn.q"], available)["layers.7.attn.q"][0] == "layers.7.attn.qkv"
+    # a segment in 64 names still votes (mlp.l0...), in 65 it says too little (and the leaf zz finds nothing)
+    assert closest_names(["mlp.zz"], [f"mlp.l{i}" for i in range(64)]) == {"mlp.zz": ["mlp.l0", "mlp.l1", "mlp.l2"]}
+    assert closest_names(["mlp.zz"], [f"mlp.l{i}" for i in range(65)]) == {}
     leaf_only = [f"m{i}.weight" for i in range(70)]
     # no telling segment: the leaf picks candidates (the first nine of them scored), each half alike
     assert closest_names(["x.weight"], leaf_only) == {"x.weight": ["m0.weight", "m1.weight", "m2.weight"]}
