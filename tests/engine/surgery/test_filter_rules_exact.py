@@ -80,6 +80,15 @@ def test_a_bad_predicate_is_refused_naming_it(make, says):
     assert str(error.value) == says
 
 
+def test_a_bad_include_or_exclude_names_its_rule_by_number():
+    with pytest.raises(RecipeError) as error:
+        Filter(include=("a", "("))
+    assert str(error.value) == "include rule 2: invalid regex '(': missing ), unterminated subpattern at position 0"
+    with pytest.raises(RecipeError) as error:
+        Filter(exclude=("[",))
+    assert str(error.value) == "exclude rule 1: invalid regex '[': unterminated character set at position 0"
+
+
 def test_groups_combine_with_and_or():
     two_d, linear, f16 = Predicate("ndim", "==", 2), Predicate("module", "==", "Linear"), Predicate("dtype", "==", "F16")
     both = PredicateGroup("and", (two_d, linear))
@@ -105,7 +114,7 @@ def test_verdicts_name_the_first_rule_that_drops():
     assert Filter(full_paths=("step", "gone")).judge(names)[1] == (1, 0)
     where = Filter(where=(Predicate("ndim", "==", 1),))
     assert where.verdict("enc.fc.bias", B) is None and where.verdict("x", W) == "matched no include rule"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^judge is for filters without predicates: they need each tensor's facts$"):
         where.judge(names)
 
 
