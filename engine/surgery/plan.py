@@ -244,7 +244,7 @@ class _Reaper:
     """
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[list[Any]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[Any]] = queue.SimpleQueue()  # lists of results, or [Event] to set
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -256,9 +256,19 @@ class _Reaper:
                 self._thread.start()
         self._queue.put(results)
 
+    def settled(self) -> None:
+        """Wait until everything handed over so far is freed (what a test or a memory profile needs)."""
+        done = threading.Event()
+        self.drop([done])
+        done.wait()
+
     def _run(self) -> None:
         while True:
-            self._queue.get().clear()  # the last references: the results are freed here
+            results = self._queue.get()
+            if results and isinstance(results[0], threading.Event):
+                results[0].set()
+            results.clear()  # the last references: the results are freed here
+            del results
 
 
 _REAPER = _Reaper()
