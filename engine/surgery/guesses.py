@@ -47,8 +47,9 @@ def module_flag(path: str, kind: str) -> str:
     return "--module " + shlex.quote(f"{path}={kind}")
 
 
-def kind_guess(name: str, source_name: str, guess: ModuleGuess, ops: Sequence[Op | OpRecord], could_transpose: bool) -> Guess:
-    """The guess behind a tensor whose outcome would differ had its module been another kind (``ops`` as ops or records)."""
+def kind_guess(name: str, source_name: str, guess: ModuleGuess, ops: Sequence[Op | OpRecord],
+               could_transpose: bool) -> Guess:
+    """The guess behind a tensor whose outcome would differ had its module been another kind (``ops``: ops or records)."""
     settle = " or ".join(module_flag(guess.path, kind) for kind in guess.alternatives or (guess.kind,))
     done = describe(ops)
     if could_transpose and "transposed" not in done:

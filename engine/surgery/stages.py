@@ -362,8 +362,8 @@ class Layout:
 
     def fits(self, batch: Batch, modules: Modules, direction: str) -> bool:
         """Whether this layout's decisions hold for ``batch`` (column by column, at C speed)."""
-        return (direction == self.direction and _same(batch.shapes, self.shapes_before)
-                and _same(batch.dtypes, self.dtypes) and modules.leaves == self.leaves and _same(modules.kinds, self.kinds))
+        return (direction == self.direction and _same(batch.shapes, self.shapes_before) and _same(batch.dtypes, self.dtypes)
+                and modules.leaves == self.leaves and _same(modules.kinds, self.kinds))
 
 
 def _same(column: list[Any], other: list[Any]) -> bool:
@@ -435,7 +435,8 @@ def _layout(batch: Batch, modules: Modules, direction: str) -> Layout:
                   renamed, new_leaves, renamed_why, shapes)
 
 
-def _laid_out(batch: Batch, paths: list[str], decided: Layout) -> tuple[list[str], list[tuple[int, ...]], list[tuple[Op, ...]]]:
+def _laid_out(batch: Batch, paths: list[str],
+              decided: Layout) -> tuple[list[str], list[tuple[int, ...]], list[tuple[Op, ...]]]:
     """``batch``'s names, shapes and ops after ``decided``'s transposes and renames."""
     names, ops = list(batch.names), list(batch.ops)
     for i, op in zip(decided.transposed, decided.transposes):
