@@ -51,7 +51,7 @@ def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool],
 
 
 def freeze_lasting_objects() -> None:
-    """Take what a tab keeps for its lifetime (a store, its tree, its module guesses) out of the collector's scans.
+    """Take what a tab keeps for its lifetime (a store and its tree) out of the collector's scans.
 
     Made while the collector was paused, 100,000 tensors' objects would all wait in its youngest generation,
     and the next collection, in whichever thread allocates next, would scan them with the GIL held: a

@@ -255,8 +255,8 @@ class MainWindow(QMainWindow):
         return download
 
     def is_idle(self) -> bool:
-        """No file opening and no statistics, module inference, preview or recipe plan being computed."""
-        planning = any(v.modules is None or (v.document is not None and v.document.busy) for v in self.views())
+        """No file opening and no statistics, preview or recipe plan being computed."""
+        planning = any(v.document is not None and v.document.busy for v in self.views())
         return not self._opening and self.opener.active == 0 and self.work.active == 0 and not planning
 
     # --- tabs -------------------------------------------------------------------------------------------
