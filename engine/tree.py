@@ -3,12 +3,14 @@
 Pure Python: the GUI adapts it to Qt. A node splits its names into child groups only when first
 asked for its children, and sorts them in natural order (``layer.2`` before ``layer.10``) then: building
 the tree of 100,000 names costs one pass to total them, and a view pays only for the groups it opens.
+Laying out is guarded by one lock per tree, so a worker may open levels of the tree a view shows.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from itertools import repeat
@@ -84,10 +86,13 @@ class _Table:
     tuples (a collection over those, in whichever thread, holds the GIL and freezes the window).
     """
 
-    __slots__ = ("names", "entries", "numel", "nbytes", "buffers", "by_dtype")
+    __slots__ = ("names", "entries", "numel", "nbytes", "buffers", "by_dtype", "lock")
 
     def __init__(self, entries: list[TensorEntry]) -> None:
         self.entries = entries
+        # Held while a level is laid out or re-sorted: a worker may open the first levels of the tree a view
+        # shows (first_levels), and two threads splitting one group would each make its children.
+        self.lock = threading.RLock()
         self.names: list[str] = []
         self.numel: list[int] = []
         self.nbytes: list[int] = []
@@ -150,14 +155,16 @@ class TreeNode:
     def children(self) -> list["TreeNode"]:
         """Children in the tree's order (compacted when it asks), made on first access."""
         if self._children is None:
-            nodes = list(self._split().values())
-            if self._shape.compact:
-                nodes = [self._compacted(node) for node in nodes]
-            if self._shape.key is not None:
-                nodes.sort(key=self._shape.key, reverse=self._shape.reverse)
-            self._children = nodes
-            for row, child in enumerate(nodes):
-                child.row = row
+            with self._table.lock:  # a worker may be laying out this level for the view (first_levels)
+                if self._children is None:
+                    nodes = list(self._split().values())
+                    if self._shape.compact:
+                        nodes = [self._compacted(node) for node in nodes]
+                    if self._shape.key is not None:
+                        nodes.sort(key=self._shape.key, reverse=self._shape.reverse)
+                    for row, child in enumerate(nodes):
+                        child.row = row
+                    self._children = nodes  # shown only once complete
         return self._children
 
     @property
@@ -193,20 +200,21 @@ class TreeNode:
         Lazy: only children lists already made are re-sorted, so a 100,000-tensor tree re-sorts in the time
         its opened groups take.
         """
-        self._shape.key, self._shape.reverse = key, reverse
-        stack = [self]
-        while stack:
-            node = stack.pop()
-            if node._children is None:
-                continue
-            if key is None:
-                order = {id(child.folded_into or child): i for i, child in enumerate(node._split().values())}
-                node._children.sort(key=lambda c: order[id(c)])
-            else:
-                node._children.sort(key=key, reverse=reverse)
-            for row, child in enumerate(node._children):
-                child.row = row
-            stack.extend(node._children)
+        with self._table.lock:
+            self._shape.key, self._shape.reverse = key, reverse
+            stack = [self]
+            while stack:
+                node = stack.pop()
+                if node._children is None:
+                    continue
+                if key is None:
+                    order = {id(child.folded_into or child): i for i, child in enumerate(node._split().values())}
+                    node._children.sort(key=lambda c: order[id(c)])
+                else:
+                    node._children.sort(key=key, reverse=reverse)
+                for row, child in enumerate(node._children):
+                    child.row = row
+                stack.extend(node._children)
 
     def walk(self) -> Iterator["TreeNode"]:
         """This node and every node shown below it, depth first, in the tree's order."""
@@ -223,8 +231,10 @@ class TreeNode:
         offset where its part of the full names starts. A child's totals are sums over its rows (C loops).
         """
         if self._by_name is None:
-            self._by_name = self._split_rows() if self._rows else {}
-            self._rows = None
+            with self._table.lock:
+                if self._by_name is None:
+                    self._by_name = self._split_rows() if self._rows else {}
+                    self._rows = None
         return self._by_name
 
     def _split_rows(self) -> dict[str, "TreeNode"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -14,7 +15,7 @@ from PySide6.QtWidgets import QHeaderView, QSplitter, QVBoxLayout, QWidget
 from engine.collector import collector_paused
 from engine.surgery.modules import ModuleFinder, ModuleGuess, logical_leaf
 from engine.tree import TreeNode, build_tree, filter_entries, first_levels, name_matcher
-from gui.loaded_store import SMALL_STORE, LoadedStore, release_frozen_objects
+from gui.loaded_store import SMALL_STORE, LoadedStore, freeze_lasting_objects, release_frozen_objects
 from gui.models.tree_model import Column, TreeModel
 from gui.resources import monospace
 from gui.store_sections import BASE_ORDERS, SidePanel, TreePane
@@ -65,7 +66,8 @@ class StoreView(QWidget):
         self.order, self.flat = tree_pane.order, tree_pane.flat
         self.tree_view.viewport().installEventFilter(self)
         self._size_columns()
-        self._expand_first_levels(loaded.tree, loaded.opened)
+        self._levels_pending = loaded.opened is None  # a large store's first levels open once its tree painted
+        self._expand_first_levels(loaded.tree, loaded.opened or [])
         self.tree_view.selectionModel().currentChanged.connect(self._current_changed)
         self.order.currentTextChanged.connect(self._base_order_changed)
         self.flat.toggled.connect(lambda _: self._rebuild())
@@ -124,7 +126,39 @@ class StoreView(QWidget):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_columns()
+        if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Paint and self._levels_pending:
+            self._levels_pending = False
+            QTimer.singleShot(0, self, self._open_first_levels)  # once this paint is on screen
         return super().eventFilter(watched, event)
+
+    def _open_first_levels(self) -> None:
+        """Work out a large store's first levels in a worker, then open them (unless a filter or a flat list
+        replaced the tree meanwhile). Splitting up to 100,000 names waits until the tree is on screen.
+
+        The task holds neither this tab nor, once done, its store (as a closed tab must free its store)."""
+        tree, store, ready = self._full_tree, self.store, weakref.WeakMethod(self._first_levels_ready)
+
+        def work(cancelled: Callable[[], bool]) -> list[TreeNode]:
+            with collector_paused():  # its many lasting nodes would set off a full collection, holding the GIL
+                opened = first_levels(tree)
+                if not store.closed:
+                    freeze_lasting_objects()  # they live as long as the tab
+            return opened
+
+        def done(opened: list[TreeNode]) -> None:
+            method = ready()
+            if method is None:  # the tab went away meanwhile: give back what the worker froze
+                release_frozen_objects()
+            else:
+                method(tree, opened)
+
+        self._runner.run(work, done)
+
+    def _first_levels_ready(self, tree: TreeNode, opened: list[TreeNode]) -> None:
+        if self.store.closed:
+            release_frozen_objects()
+        elif self.model.root is tree:
+            self._expand_first_levels(tree, opened)
 
     def _expand_first_levels(self, tree: TreeNode, opened: list[TreeNode]) -> None:
         """A small store opens fully; a larger one shows its first levels (groups chosen off the UI thread)."""
