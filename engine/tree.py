@@ -240,7 +240,7 @@ class TreeNode:
     def _split_rows(self) -> dict[str, "TreeNode"]:
         head = self._common_next()
         if head is not None:  # every name goes on below one group (a model's lone top-level module): no split
-            return {head: self._group(head, self._rows)}
+            return {head: self._only_group(head)}
         table, offset, flat = self._table, self._offset, self._shape.flat
         names = table.names
         groups: dict[str, list[int]] = {}
@@ -282,6 +282,17 @@ class TreeNode:
             child.nbytes = sum(map(table.nbytes.__getitem__, rows))
         return child
 
+    def _only_group(self, head: str) -> "TreeNode":
+        """The child ``head`` holding every tensor below: this node's totals, less its own tensor's if it is one."""
+        if self.entry is not None:
+            return self._group(head, self._rows)
+        only = TreeNode(head, f"{self.path}.{head}" if self.parent is not None else head, self)
+        only._offset = self._offset + len(head) + 1
+        only._rows = self._rows
+        only.params, only.buffer_values, only.nbytes, only.tensors = (self.params, self.buffer_values, self.nbytes,
+                                                                      self.tensors)
+        return only
+
     def _single_group(self) -> "TreeNode | None":
         """The only child of a group whose names all continue below one group (``block.0.*``), else None.
 
@@ -297,12 +308,8 @@ class TreeNode:
         head = self._common_next()
         if head is None:
             return None
-        only = TreeNode(head, f"{self.path}.{head}", self)
-        only._offset = self._offset + len(head) + 1
-        only._rows, self._rows = self._rows, None
-        only.params, only.buffer_values, only.nbytes, only.tensors = (self.params, self.buffer_values, self.nbytes,
-                                                                      self.tensors)
-        self._by_name = {head: only}
+        only = self._only_group(head)
+        self._by_name, self._rows = {head: only}, None
         return only
 
     def _common_next(self) -> str | None:
@@ -313,10 +320,11 @@ class TreeNode:
         """
         if not self._rows or self._shape.flat:
             return None
-        names, offset = self._table.names, self._offset
-        first = names[self._rows[0]]
+        names, offset, rows = self._table.names, self._offset, self._rows
+        first = names[rows[0]]
         dot = first.find(".", offset)
-        if dot < 0 or not all(map(str.startswith, map(names.__getitem__, self._rows), repeat(first[:dot + 1]))):
+        below = names if len(rows) == len(names) else map(names.__getitem__, rows)  # the root: every name
+        if dot < 0 or not all(map(str.startswith, below, repeat(first[:dot + 1]))):
             return None
         return first[offset:dot]
 
@@ -365,6 +373,12 @@ def values_by_dtype(root: TreeNode) -> list[tuple[str, int]]:
     for dtype, count, _ in root._table.by_dtype.values():
         named[str(dtype)] += count
     return named.most_common()
+
+
+def dtypes_of(root: TreeNode) -> list[Any]:
+    """Every dtype object the tree's tensors hold (equal dtypes held as distinct objects each count), from the
+    pass ``build_tree`` made: a view asks "any quantized tensor?" without a pass over 100,000 entries."""
+    return [dtype for dtype, _, _ in root._table.by_dtype.values()]
 
 
 LONE_ROW_LIMIT = 256  # a lone top row opens even past the row budget, up to this many rows in view

@@ -47,6 +47,7 @@ def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool],
             store.close()
             raise InterruptedError("cancelled")
         tree = build_tree(store.entries, order="file", compact=True)
+        tree.children  # noqa: B018 - the first level is laid out here, not in the tab's first paint
         opened = [] if tree.tensors <= SMALL_STORE else first_levels(tree) if tree.tensors < LATE_LEVELS_FROM else None
         by_dtype = values_by_dtype(tree)
         freeze_lasting_objects()
