@@ -58,6 +58,7 @@ class StoreView(QWidget):
         self.filter_text = ""
         self.filter_regex = False
         self.filter_result = FilterResult(len(self.store.entries), len(self.store.entries))
+        self._shown: TreeNode | None = None  # the node the details and values show
         self._filter_generation = 0  # which filter request is the newest
 
         self.model = TreeModel(loaded.tree, self)
@@ -228,8 +229,10 @@ class StoreView(QWidget):
 
     def _current_changed(self, current: QModelIndex, previous: QModelIndex) -> None:
         node = self.model.node(current) if current.isValid() else None
-        self.details.show_node(node, self._module_of(node))
-        self.values.show_entry(node.entry if node is not None else None)
+        if not _shows_the_same(self._shown, node):
+            self.details.show_node(node, self._module_of(node))
+            self.values.show_entry(node.entry if node is not None else None)
+        self._shown = node
         if node is not None:
             self.side.setCurrentIndex(0)
         self.selected.emit(node)
@@ -324,3 +327,10 @@ class StoreView(QWidget):
             header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # the view asks the model for sort(-1)
         else:
             self.model.sort(-1)
+
+
+def _shows_the_same(shown: TreeNode | None, node: TreeNode | None) -> bool:
+    """Whether ``node`` is the tensor on show again, in another tree (a filter kept it selected): the details,
+    statistics and values on screen stay, with the slice the user chose, rather than being read again."""
+    return (shown is not None and node is not None and node.entry is not None and shown.entry is node.entry
+            and shown.tensors == node.tensors)

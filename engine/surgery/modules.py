@@ -119,10 +119,14 @@ class ModuleFinder:
     def __init__(self, entries: Sequence[ShapedTensor]) -> None:
         self._entries = entries
         self._joined: tuple[str, str] | None = None  # (separator, names joined and framed by it), made on first use
+        self._guesses: dict[str, ModuleGuess | None] = {}  # those asked for: a view asks again for its selection
 
     def guess(self, path: str) -> ModuleGuess | None:
-        own = [self._entries[row] for row in self._rows_of(path) if logical_leaf(self._entries[row].name)[0] == path]
-        return infer_modules(own).get(path) if own else None
+        if path not in self._guesses:
+            own = [self._entries[row] for row in self._rows_of(path)
+                   if logical_leaf(self._entries[row].name)[0] == path]
+            self._guesses[path] = infer_modules(own).get(path) if own else None
+        return self._guesses[path]
 
     def _rows_of(self, path: str) -> Iterable[int]:
         """Rows of the names that may belong to module ``path``: its direct tensors, and weight-norm ones.
