@@ -264,8 +264,9 @@ class MainWindow(QMainWindow):
         return download
 
     def is_idle(self) -> bool:
-        """No file opening and no statistics, preview or recipe plan being computed."""
-        planning = any(v.document is not None and v.document.busy for v in self.views())
+        """No file opening and no statistics, preview, recipe plan or shown tab's first levels being computed."""
+        planning = any((v.document is not None and v.document.busy) or (v.levels_pending and v.isVisible())
+                       for v in self.views())
         return not self._opening and self.opener.active == 0 and self.work.active == 0 and not planning
 
     # --- tabs -------------------------------------------------------------------------------------------

@@ -67,7 +67,8 @@ class StoreView(QWidget):
         self.order, self.flat = tree_pane.order, tree_pane.flat
         self.tree_view.viewport().installEventFilter(self)
         self._size_columns()
-        self._levels_pending = loaded.opened is None  # a large store's first levels open once its tree painted
+        # A large store's first levels are worked out once its tree has painted, then opened.
+        self.levels_pending, self._levels_asked = loaded.opened is None, False
         self._expand_first_levels(loaded.tree, loaded.opened or [])
         self.tree_view.selectionModel().currentChanged.connect(self._current_changed)
         self.order.currentTextChanged.connect(self._base_order_changed)
@@ -127,8 +128,9 @@ class StoreView(QWidget):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_columns()
-        if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Paint and self._levels_pending:
-            self._levels_pending = False
+        if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Paint and self.levels_pending \
+                and not self._levels_asked:
+            self._levels_asked = True
             QTimer.singleShot(0, self, self._open_first_levels)  # once this paint is on screen
         return super().eventFilter(watched, event)
 
@@ -156,6 +158,7 @@ class StoreView(QWidget):
         self._runner.run(work, done)
 
     def _first_levels_ready(self, tree: TreeNode, opened: list[TreeNode]) -> None:
+        self.levels_pending = False
         if self.store.closed:
             release_frozen_objects()
         elif self.model.root is tree:

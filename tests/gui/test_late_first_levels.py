@@ -31,7 +31,8 @@ def test_the_first_levels_of_a_large_store_open_once_worked_out(window, open_vie
     view = open_view(_large(tmp_path))
     assert view.loaded.opened is None  # left to the view: nothing was split while loading
     model_row = view.model.index(0, 0)
-    qtbot.waitUntil(lambda: view.tree_view.isExpanded(model_row), timeout=30_000)
+    qtbot.waitUntil(window.is_idle, timeout=30_000)  # what a screenshot waits for: the shown tab's levels opened
+    assert view.tree_view.isExpanded(model_row) and not view.levels_pending
     assert _top_rows(view) == ["model"]
     children = [view.model.index(row, 0, model_row).data() for row in range(view.model.rowCount(model_row))]
     assert sorted(children) == ["dec", "enc"]  # the lone row opened; its children hold thousands of rows each: closed
