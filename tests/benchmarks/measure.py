@@ -51,22 +51,35 @@ def child(argv: Sequence[str], repeat: int | None = None, fresh: Path | None = N
 
     ``fresh`` is a file the command writes: it is removed before each run, so every run writes anew.
     """
-    best: Run | None = None
+    return side_by_side([(argv, fresh)], repeat)[0]
+
+
+def side_by_side(commands: Sequence[tuple[Sequence[str], Path | None]], repeat: int | None = None) -> list[Run]:
+    """The fastest run of each command, the commands taking turns (a, b, a, b, ...).
+
+    Turns matter on a shared machine: a ratio of two commands timed minutes apart measures the load's
+    change as much as the commands, while turns put each pair in the same seconds.
+    """
+    best: list[Run | None] = [None] * len(commands)
     for _ in range(repeat or REPEATS["child"]):
-        if fresh is not None:
-            fresh.unlink(missing_ok=True)
-        os.sync()  # start each run with no dirty pages, or it pays for the previous run's writeback
-        result = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr[-500:]}")
-        peak, rest = result.stderr.rsplit("peak-kib=", 1)[1].split(" seconds=")
-        seconds, cpu = rest.split(" cpu=")
-        run = Run(float(seconds), int(peak) / 1024, float(cpu))
-        if best is None or run.seconds < best.seconds:
-            best = run
-    assert best is not None
-    return best
+        for i, (argv, fresh) in enumerate(commands):
+            run = _run_child(argv, fresh)
+            if best[i] is None or run.seconds < best[i].seconds:
+                best[i] = run
+    return [run for run in best if run is not None]
+
+
+def _run_child(argv: Sequence[str], fresh: Path | None) -> Run:
+    if fresh is not None:
+        fresh.unlink(missing_ok=True)
+    os.sync()  # start each run with no dirty pages, or it pays for the previous run's writeback
+    result = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr[-500:]}")
+    peak, rest = result.stderr.rsplit("peak-kib=", 1)[1].split(" seconds=")
+    seconds, cpu = rest.split(" cpu=")
+    return Run(float(seconds), int(peak) / 1024, float(cpu))
 
 
 def python(code: str, *args: str) -> list[str]:

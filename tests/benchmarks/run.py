@@ -207,16 +207,17 @@ def _convert_rows(rows: list[Row], paths: dict[str, Path], out: Path, largest: i
     for src_fmt, dst_fmt, baseline in (("pt", "bpk", True), ("safetensors", "bpk", True), ("bpk", "safetensors", False)):
         src = paths[src_fmt]
         dst = out / f"converted.{dst_fmt}"
-        cp = measure.child(["cp", str(src), str(out / "copy.bin")], fresh=out / "copy.bin")
-        ours = measure.child([*OURS_CONVERT, str(src), str(dst)], fresh=dst)
+        cp, ours = measure.side_by_side([(["cp", str(src), str(out / "copy.bin")], out / "copy.bin"),
+                                         ([*OURS_CONVERT, str(src), str(dst)], dst)])
         label = f"convert .{src_fmt} -> .{dst_fmt} ({src.stat().st_size / 1e9:.2g} GB)"
         rows.append(Row(f"{label} vs cp", ours.seconds, cp.seconds, "cp", "<= 1.1x", ours.seconds <= 1.1 * cp.seconds))
         if baseline:
             ref = measure.child(measure.python(TORCH_CONVERT, str(src), str(out / "torch.safetensors")),
                                 fresh=out / "torch.safetensors")
-            rows.append(Row(f"{label} vs torch.load + save_file", ours.seconds, ref.seconds,
-                            "torch.load + save_file", "<= 0.25x", ours.seconds * 4 <= ref.seconds))
-            rows.append(Row(f"{label} peak memory", ours.peak_mib, ref.peak_mib, "torch.load + save_file",
+            loader = "load_file" if src_fmt == "safetensors" else "torch.load"  # what TORCH_CONVERT runs for it
+            rows.append(Row(f"{label} vs {loader} + save_file", ours.seconds, ref.seconds,
+                            f"{loader} + save_file", "<= 0.25x", ours.seconds * 4 <= ref.seconds))
+            rows.append(Row(f"{label} peak memory", ours.peak_mib, ref.peak_mib, f"{loader} + save_file",
                             f"<= {budget:.0f} MiB", ours.peak_mib <= budget, "MiB"))
         else:
             rows.append(Row(f"{label} peak memory", ours.peak_mib, None, "", f"<= {budget:.0f} MiB",
@@ -245,8 +246,8 @@ def bench_burn_record(rows: list[Row], work: Path, quick: bool) -> str:
                     memory.peak_mib < 100, "MiB"))
     with output_folder(work, 3 * src.stat().st_size) as out:
         dst = out / "burn_record.bpk"
-        cp = measure.child(["cp", str(src), str(out / "copy.bin")], fresh=out / "copy.bin")
-        ours = measure.child([*OURS_CONVERT, str(src), str(dst)], fresh=dst)
+        cp, ours = measure.side_by_side([(["cp", str(src), str(out / "copy.bin")], out / "copy.bin"),
+                                         ([*OURS_CONVERT, str(src), str(dst)], dst)])
         for written in (dst, out / "copy.bin"):
             written.unlink(missing_ok=True)
     rows.append(Row(f"convert .mpk -> .bpk ({gb:.2g} GB) vs cp", ours.seconds, cp.seconds, "cp", "<= 1.1x",
@@ -341,9 +342,9 @@ def bench_startup(rows: list[Row], folder: Path) -> None:
     """A command's start-up against Python importing numpy alone (fresh processes; imports dominate)."""
     tiny = folder / "tiny.safetensors"
     export(ArrayStore({"w": np.arange(4, dtype=np.float32)}).entries, tiny, overwrite=True)
-    numpy = measure.child(measure.python("import numpy"), repeat=2 * measure.REPEATS["child"] + 1).seconds
     for what, argv in (("store-studio --version", ["--version"]), ("store-studio inspect (tiny file)", ["inspect", str(tiny)])):
-        ours = measure.child([*OURS, *argv], repeat=2 * measure.REPEATS["child"] + 1).seconds
+        numpy, ours = (run.seconds for run in measure.side_by_side(
+            [(measure.python("import numpy"), None), ([*OURS, *argv], None)], repeat=2 * measure.REPEATS["child"] + 1))
         rows.append(Row(f"start-up: {what}", ours, numpy, 'python -c "import numpy"', "<= 2x", ours <= 2 * numpy))
 
 

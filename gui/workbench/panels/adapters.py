@@ -141,6 +141,19 @@ class AdaptersPanel(DocumentPanel):
         super().__init__(parent)
         self._showing = False  # True while widgets are set from the recipe (their signals are not edits)
         self.checks: dict[str, QCheckBox] = {}
+        self.scope_actions: dict[str, QAction] = {}
+        self.modules_title = QLabel("Module types")
+        self.modules_title.setProperty("role", "heading")
+        self.modules_title.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self._adapter_boxes())
+        layout.addLayout(self._key_and_cast())
+        layout.addWidget(self.modules_title)
+        layout.addWidget(self._module_table(), 1)
+        self.setEnabled(False)
+
+    def _adapter_boxes(self) -> QGroupBox:
+        """One check box an adapter, its explanation under it (not beside: both keep the dock's width)."""
         adapters = QGroupBox("Adapters")
         grid = QVBoxLayout(adapters)
         for name, (label, tip) in ADAPTER_LABELS.items():
@@ -148,14 +161,16 @@ class AdaptersPanel(DocumentPanel):
             check.setObjectName(f"adapter-{name}")
             check.setToolTip(tip)
             check.toggled.connect(lambda on, n=name: self._toggled(n, on))
-            hint = QLabel(tip)  # under its box, not beside it: both keep the dock's width
+            hint = QLabel(tip)
             hint.setProperty("role", "hint")
             hint.setWordWrap(True)
             hint.setContentsMargins(22, 0, 0, 4)
             grid.addWidget(check)
             grid.addWidget(hint)
             self.checks[name] = check
+        return adapters
 
+    def _key_and_cast(self) -> QFormLayout:
         self.key = QComboBox()
         self.key.setObjectName("topLevelKey")
         self.key.setToolTip("Keep only one branch of a PyTorch checkpoint (e.g. its state_dict), without its prefix")
@@ -164,28 +179,34 @@ class AdaptersPanel(DocumentPanel):
         self.cast.setObjectName("castTarget")
         self.cast.addItems(CASTS)
         self.cast.activated.connect(lambda _: self._cast_changed())
+        cast_row = QHBoxLayout()
+        cast_row.addWidget(self.cast)
+        cast_row.addWidget(QLabel("for"))
+        cast_row.addWidget(self._cast_scope(), 1)
+        form = QFormLayout()
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        form.addRow("Top-level key", self.key)
+        form.addRow("Cast floats to", cast_row)
+        return form
+
+    def _cast_scope(self) -> QToolButton:
+        """A menu of module kinds to limit the cast to; none checked casts every float tensor."""
         self.scope = QToolButton()
         self.scope.setObjectName("castScope")
         self.scope.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.scope.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.scope.setToolTip("Cast every float tensor, or only those in modules of the checked types")
         self.scope_menu = QMenu(self.scope)
-        self.scope_actions: dict[str, QAction] = {}
         for kind in (k for k in KINDS if k != ENUM_VARIANT):  # an enum variant holds no tensors to cast
             action = self.scope_menu.addAction(kind)
             action.setCheckable(True)
             action.toggled.connect(lambda _: self._cast_changed())
             self.scope_actions[kind] = action
         self.scope.setMenu(self.scope_menu)
-        cast_row = QHBoxLayout()
-        cast_row.addWidget(self.cast)
-        cast_row.addWidget(QLabel("for"))
-        cast_row.addWidget(self.scope, 1)
-        form = QFormLayout()
-        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
-        form.addRow("Top-level key", self.key)
-        form.addRow("Cast floats to", cast_row)
+        return self.scope
 
+    def _module_table(self) -> QTableView:
+        """Each module's guessed type; double-clicking the type picks another."""
         self.modules = ModulesModel(self, self)
         self.table = QTableView()
         self.table.setObjectName("moduleTypes")
@@ -201,16 +222,7 @@ class AdaptersPanel(DocumentPanel):
         header.setSectionResizeMode(PATH, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(KIND, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(REASON, QHeaderView.ResizeMode.Stretch)
-        self.modules_title = QLabel("Module types")
-        self.modules_title.setProperty("role", "heading")
-        self.modules_title.setWordWrap(True)
-
-        layout = QVBoxLayout(self)
-        layout.addWidget(adapters)
-        layout.addLayout(form)
-        layout.addWidget(self.modules_title)
-        layout.addWidget(self.table, 1)
-        self.setEnabled(False)
+        return self.table
 
     # --- edits -------------------------------------------------------------------------------------------
     def _toggled(self, name: str, on: bool) -> None:

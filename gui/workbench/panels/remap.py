@@ -157,6 +157,26 @@ class RemapModel(QAbstractTableModel):
 class RemapPanel(DocumentPanel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.message = QLabel()
+        self.message.setObjectName("remapMessage")
+        self.message.setWordWrap(True)
+        self.message.setStyleSheet(ERROR_TEXT_STYLE)
+        self.message.hide()
+        order = QLabel("Rules run top to bottom, each on the previous result; drag a row or use the buttons "
+                       "to reorder.")
+        order.setWordWrap(True)
+        order.setProperty("role", "hint")
+        layout = QVBoxLayout(self)
+        layout.addLayout(self._rule_form())
+        layout.addWidget(self.message)
+        layout.addWidget(self._rule_table(), 1)
+        layout.addLayout(self._move_buttons())
+        layout.addWidget(order)
+        self._add_examples(layout)
+        self.setEnabled(False)
+
+    def _rule_form(self) -> QHBoxLayout:
+        """Pattern → replacement, added with Enter or the button."""
         self.pattern = QLineEdit()
         self.pattern.setObjectName("remapPattern")
         self.pattern.setPlaceholderText("pattern, e.g. ^features\\.(\\d+)")
@@ -174,7 +194,10 @@ class RemapPanel(DocumentPanel):
         form.addWidget(QLabel("→"))
         form.addWidget(self.replacement, 2)
         form.addWidget(self.add_button)
+        return form
 
+    def _rule_table(self) -> QTableView:
+        """The recipe's rules in order; a row drags to a new place (a recipe edit)."""
         self.model = RemapModel(self, self)
         self.table = QTableView()
         self.table.setObjectName("remapRules")
@@ -189,6 +212,9 @@ class RemapPanel(DocumentPanel):
         header.setSectionResizeMode(PATTERN, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(REPLACEMENT, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(HITS, QHeaderView.ResizeMode.ResizeToContents)
+        return self.table
+
+    def _move_buttons(self) -> QHBoxLayout:
         self.up = QPushButton("↑ Up")
         self.down = QPushButton("↓ Down")
         self.remove = QPushButton("Remove")
@@ -199,31 +225,18 @@ class RemapPanel(DocumentPanel):
         for button in (self.up, self.down, self.remove):
             moves.addWidget(button)
         moves.addStretch(1)
-        order = QLabel("Rules run top to bottom, each on the previous result; drag a row or use the buttons "
-                       "to reorder.")
-        order.setWordWrap(True)
-        order.setProperty("role", "hint")
+        return moves
 
-        self.message = QLabel()
-        self.message.setObjectName("remapMessage")
-        self.message.setWordWrap(True)
-        self.message.setStyleSheet(ERROR_TEXT_STYLE)
-        self.message.hide()
+    def _add_examples(self, layout: QVBoxLayout) -> None:
+        """What the typed rule would do to a few of the file's names, before it is added."""
         self.examples_title = QLabel("Examples")
         self.examples_title.setProperty("role", "heading")
         self.examples = QListWidget()
         self.examples.setObjectName("remapExamples")
         self.examples.setFont(monospace())
         self.examples.setMaximumHeight(150)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.message)
-        layout.addWidget(self.table, 1)
-        layout.addLayout(moves)
-        layout.addWidget(order)
         layout.addWidget(self.examples_title)
         layout.addWidget(self.examples)
-        self.setEnabled(False)
 
     # --- edits -------------------------------------------------------------------------------------------
     def _problem(self, text: str | None, edit: QLineEdit | None = None) -> None:
