@@ -245,7 +245,7 @@ class TreeNode:
         names = table.names
         groups: dict[str, list[int]] = {}
         ends_here: list[tuple[str, int]] = []
-        below, start, count, step = self._rows, 0, len(self._rows), 0
+        below, start, count, runs = self._rows, 0, len(self._rows), 0
         while start < count:  # the hot loop of opening a group: kept flat
             row = below[start]
             name = names[row]
@@ -259,9 +259,9 @@ class TreeNode:
                 continue
             head = name[offset:dot]
             # The rows after it in the same group (file order keeps a module's tensors together): one C loop.
-            end = _run_end(names, below, start + 1, name[:dot + 1]) if step < RUN_CHECKS or start > step * 4 \
-                else start + 1  # runs this short (names interleaved): row by row is faster
-            step += 1
+            end = _run_end(names, below, start + 1, name[:dot + 1]) if runs < RUN_CHECKS or start > runs * 4 \
+                else start + 1  # runs of under 4 rows on average (names interleaved): row by row is faster
+            runs += 1
             rows = groups.get(head)
             if rows is None:
                 groups[head] = below[start:end]

@@ -87,7 +87,6 @@ class StoreView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.main_split)
 
-
     def _size_columns(self) -> None:
         header = self.tree_view.header()
         header.setStretchLastSection(False)

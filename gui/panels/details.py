@@ -175,7 +175,7 @@ class DetailsPanel(QWidget):
         self._start_stats(node)
 
     def set_module(self, module: ModuleGuess | None) -> None:
-        """The inferred module type of the selection's module, once inference has run."""
+        """The inferred module type of the selection's module (guessed from that module's tensors)."""
         if module is None:
             self._set_fact(self._fact_labels["module"], None)
             return
