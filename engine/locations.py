@@ -65,8 +65,8 @@ Location = Path | RemoteLocation
 
 def location(value: str | os.PathLike | RemoteLocation) -> Location:
     """A ``RemoteLocation`` for a URL (or one already made), else a ``Path``."""
-    if isinstance(value, RemoteLocation):
-        return value
+    if isinstance(value, (RemoteLocation, Path)):  # made already (both immutable): parsing a path again costs
+        return value                                # a tenth of opening a small file
     if is_url(value):
         return RemoteLocation(value)
     return Path(value)

@@ -1,23 +1,28 @@
 """Summary statistics and a histogram of one tensor, computed chunk by chunk.
 
 Chunking keeps memory bounded (a 256 MB tensor is never copied whole, and narrow floats are widened a
-chunk at a time) and lets a caller cancel between chunks. Pure numpy: the GUI runs this in a worker.
+chunk at a time) and lets a caller cancel between chunks; a large tensor's chunks are shared out in pieces to
+the machine's cores (``engine.parallel``). Pure numpy: the GUI runs this in a worker.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator, Union
 
 import numpy as np
 
 from . import quantized
+from .chunked import ArrayValues, Reader, StoredValues
 from .errors import StoreStudioError
+from .parallel import run_pieces
 from .store import TensorEntry
 
-CHUNK_ELEMENTS = 1 << 18  # elements per chunk: its float64 scratch (2 MiB) stays in the caches between passes
+Values = Union[StoredValues, ArrayValues]
+
+CHUNK_ELEMENTS = 1 << 17  # elements per chunk: two threads' float64 scratch (1 MiB each) stay in the shared caches
+PIECE_ELEMENTS = 1 << 19  # elements one thread takes in a row; a tensor this small is summarized on the caller alone
 BINS = 64
 PERCENTILES = (1, 50, 99)
 PERCENTILE_SAMPLE = 1 << 20  # percentiles of larger tensors come from an evenly strided sample this big
@@ -83,8 +88,8 @@ def stats_for(entry: TensorEntry, *, bins: int = BINS, cancel: Callable[[], bool
     if entry.dtype.kind == "complex":
         raise StatsUnavailable("statistics are not computed for complex values")
     try:
-        values = _FileValues.of(entry, chunk_elements)
-        if values is not None:
+        values = StoredValues.of(entry)
+        if values is not None and values.size:
             return _summarize(values, 1, bins, cancel, chunk_elements)
         array = entry.read()
         try:
@@ -102,107 +107,50 @@ def compute_stats(array: np.ndarray, *, bins: int = BINS, cancel: Callable[[], b
         raise StatsUnavailable("statistics are not computed for complex values")
     array, repeats = _distinct(array)
     flat = np.ravel(array, order="K")  # a view for any memory layout numpy can flatten; order does not matter
-    return _summarize(_ArrayValues(flat), repeats, bins, cancel, chunk_elements)
+    return _summarize(ArrayValues(flat), repeats, bins, cancel, chunk_elements)
 
 
-class _ArrayValues:
-    """Values in memory, handed out as slices."""
-
-    def __init__(self, flat: np.ndarray):
-        self.dtype, self.size, self._flat = flat.dtype, flat.size, flat
-
-    def slice(self, start: int, stop: int) -> np.ndarray:
-        return self._flat[start:stop]
-
-
-class _FileValues:
-    """A tensor's values read from its file a chunk at a time into one reused buffer: no copy of the whole
-    tensor is ever made (a 256 MiB tensor was read whole first, a fifth of the time, all of the memory), and
-    each chunk is checked against a file changed on disk after it is read."""
-
-    def __init__(self, entry: TensorEntry, dtype: np.dtype, span: tuple[int, int, int], chunk_elements: int):
-        self.dtype, self._entry = dtype, entry
-        self._fd, self._offset, length = span
-        self.size = length // dtype.itemsize
-        self._buffer = np.empty(min(self.size, chunk_elements), dtype)
-
-    @classmethod
-    def of(cls, entry: TensorEntry, chunk_elements: int) -> "_FileValues | None":
-        """The entry's values as a file holds them as-is, or None (encoded bools, quantized, remote, ...)."""
-        dtype = entry.dtype.numpy
-        if dtype is None or entry.dtype.kind == "bool":
-            return None
-        span = entry.byte_range()
-        return None if span is None or span[2] == 0 else cls(entry, dtype, span, chunk_elements)
-
-    def slice(self, start: int, stop: int) -> np.ndarray:
-        itemsize = self.dtype.itemsize
-        view = memoryview(self._buffer.view(np.uint8))[:(stop - start) * itemsize]
-        done, at = 0, self._offset + start * itemsize
-        while done < len(view):
-            n = os.preadv(self._fd, [view[done:]], at + done)
-            if n <= 0:
-                break  # the file shrank: verify() says it changed on disk
-            done += n
-        self._entry.verify()  # after reading: these bytes are the file's as opened, or this raises
-        return self._buffer[:stop - start]
-
-
-def _summarize(source: "_ArrayValues | _FileValues", repeats: int, bins: int, cancel: Callable[[], bool] | None,
+def _summarize(source: Values, repeats: int, bins: int, cancel: Callable[[], bool] | None,
                chunk_elements: int) -> TensorStats:
     """Two chunked passes over ``source`` (moments and a strided sample, then the histogram); ``repeats`` is
-    how often each value stands for itself (a broadcast view's)."""
+    how often each value stands for itself (a broadcast view's).
+
+    A tensor of more than PIECE_ELEMENTS values is summarized in contiguous pieces on the machine's cores
+    (``engine.parallel``). Pieces start on chunk boundaries and their chunks' moments are merged in tensor
+    order, extremes and counts are exact: the result is the single thread's to the last digit.
+    """
     kind = source.dtype.kind
     if kind not in "fiub" and source.dtype.name not in _NARROW:
         raise StatsUnavailable(f"statistics are not computed for {source.dtype} values")
     is_float = kind == "f" or source.dtype.name in _NARROW
     value_kind = "float" if is_float else "bool" if kind == "b" else "int"
-    count = nan = pos_inf = neg_inf = zeros = finite = 0
-    low: float | int | None = None
-    high: float | int | None = None
-    mean = m2 = squares = 0.0
-    scratch = np.empty(min(source.size, chunk_elements), np.float64)  # reused: a fresh chunk a time faults pages in
-    flags = np.empty(scratch.size, np.bool_)
     step = max(1, -(-source.size // PERCENTILE_SAMPLE))  # the percentiles' sample: every step-th value
     wide = source.dtype if kind == "f" and source.dtype.itemsize >= 4 else np.float64
     sample = np.empty(0 if kind == "b" else -(-source.size // step), wide)
-    for chunk in _chunks(source, chunk_elements, cancel):
-        if sample.size:
-            taken = chunk[(-count) % step::step]
-            sample[-(-count // step):][:taken.size] = taken
-        count += chunk.size
-        chunk_low, chunk_high = (chunk.min(), chunk.max()) if chunk.size else (0, 0)
-        if is_float and not (np.isfinite(chunk_low) and np.isfinite(chunk_high)):  # min and max see any NaN or inf
-            bad_nan = np.isnan(chunk)
-            bad_inf = np.isinf(chunk)
-            nan += int(bad_nan.sum())
-            positive = int(np.count_nonzero(chunk[bad_inf] > 0))
-            pos_inf += positive
-            neg_inf += int(bad_inf.sum()) - positive
-            chunk = chunk[~(bad_nan | bad_inf)]
-            if not chunk.size:
-                continue
-            chunk_low, chunk_high = chunk.min(), chunk.max()
-        zeros += int(np.count_nonzero(np.equal(chunk, 0, out=flags[:chunk.size])))  # 5x count_nonzero of floats
-        if not chunk.size:
-            continue
-        low = _pick(min, low, chunk_low, is_float)
-        high = _pick(max, high, chunk_high, is_float)
-        # Chan et al.'s pairwise merge of mean and squared deviations: stable across chunks.
-        values = scratch[:chunk.size]
-        np.copyto(values, chunk, casting="unsafe")
-        n_b = values.size
-        mean_b = float(values.sum()) / n_b
-        values -= mean_b
-        values *= values  # not np.dot: BLAS threads fight over a shared machine's cores
-        m2_b = float(values.sum())
-        n = finite + n_b
-        delta = mean_b - mean
-        mean += delta * n_b / n
-        m2 += m2_b + delta * delta * finite * n_b / n
-        squares += m2_b + n_b * mean_b * mean_b  # the chunk's sum of squares, from what is already known
-        finite = n
-    inf = pos_inf + neg_inf
+    piece = _piece_elements(chunk_elements)
+
+    def make_worker() -> Callable[[int], _Moments]:
+        read = source.reader(chunk_elements)
+        scratch = np.empty(min(source.size, chunk_elements), np.float64)  # reused: a fresh one faults pages in
+        flags = np.empty(scratch.size, np.bool_)
+
+        def moments_of(index: int) -> _Moments:
+            part = _Moments()
+            start = index * piece
+            for at, chunk in _chunks(read, source.dtype, start, min(source.size, start + piece), chunk_elements,
+                                     cancel):
+                if sample.size:
+                    taken = chunk[(-at) % step::step]
+                    sample[-(-at // step):][:taken.size] = taken
+                part.add(chunk, is_float, scratch, flags)
+            return part
+        return moments_of
+
+    seen = _Moments()
+    for part in run_pieces(-(-source.size // piece), make_worker):
+        seen.merge(part, is_float)
+    count, finite, nan, zeros, low, high = seen.count, seen.finite, seen.nan, seen.zeros, seen.low, seen.high
+    pos_inf, neg_inf, inf = seen.pos_inf, seen.neg_inf, seen.pos_inf + seen.neg_inf
     if not finite:
         return TensorStats(count * repeats, 0, nan * repeats, inf * repeats, zeros * repeats, None, None, None, None,
                            (), (), value_kind, pos_inf * repeats, neg_inf * repeats)
@@ -212,9 +160,70 @@ def _summarize(source: "_ArrayValues | _FileValues", repeats: int, bins: int, ca
     # Repeating every value the same number of times changes counts and the norm, not the mean, the spread
     # or the percentiles.
     return TensorStats(count * repeats, finite * repeats, nan * repeats, inf * repeats, zeros * repeats, low, high,
-                       mean, math.sqrt(m2 / finite), tuple(c * repeats for c in histogram), edges, value_kind,
-                       pos_inf * repeats, neg_inf * repeats, max(abs(low), abs(high)), math.sqrt(squares * repeats),
-                       percentiles, sampled)
+                       seen.mean, math.sqrt(seen.m2 / finite), tuple(c * repeats for c in histogram), edges,
+                       value_kind, pos_inf * repeats, neg_inf * repeats, max(abs(low), abs(high)),
+                       math.sqrt(seen.squares * repeats), percentiles, sampled)
+
+
+def _piece_elements(chunk_elements: int) -> int:
+    """Values one thread takes in a row: whole chunks, so each chunk is the one a single thread would see."""
+    return chunk_elements * max(1, PIECE_ELEMENTS // chunk_elements)
+
+
+class _Moments:
+    """Counts, extremes and each chunk's moments ``(n, mean, squared deviations)`` of some finite values."""
+
+    def __init__(self) -> None:
+        self.count = self.nan = self.pos_inf = self.neg_inf = self.zeros = self.finite = 0
+        self.low: float | int | None = None
+        self.high: float | int | None = None
+        self.mean = self.m2 = self.squares = 0.0
+        self.chunks: list[tuple[int, float, float]] = []
+
+    def add(self, chunk: np.ndarray, is_float: bool, scratch: np.ndarray, flags: np.ndarray) -> None:
+        """One chunk's counts, extremes and moments (non-finite values counted, then left out)."""
+        self.count += chunk.size
+        chunk_low, chunk_high = (chunk.min(), chunk.max()) if chunk.size else (0, 0)
+        if is_float and not (np.isfinite(chunk_low) and np.isfinite(chunk_high)):  # min and max see any NaN or inf
+            bad_nan = np.isnan(chunk)
+            bad_inf = np.isinf(chunk)
+            self.nan += int(bad_nan.sum())
+            positive = int(np.count_nonzero(chunk[bad_inf] > 0))
+            self.pos_inf += positive
+            self.neg_inf += int(bad_inf.sum()) - positive
+            chunk = chunk[~(bad_nan | bad_inf)]
+            if not chunk.size:
+                return
+            chunk_low, chunk_high = chunk.min(), chunk.max()
+        self.zeros += int(np.count_nonzero(np.equal(chunk, 0, out=flags[:chunk.size])))  # 5x count_nonzero of floats
+        if not chunk.size:
+            return
+        self.low = _pick(min, self.low, chunk_low, is_float)
+        self.high = _pick(max, self.high, chunk_high, is_float)
+        values = scratch[:chunk.size]
+        np.copyto(values, chunk, casting="unsafe")
+        mean = float(values.sum()) / values.size
+        values -= mean
+        values *= values  # not np.dot: BLAS threads fight over a shared machine's cores
+        self.chunks.append((values.size, mean, float(values.sum())))
+
+    def merge(self, part: "_Moments", is_float: bool) -> None:
+        """Add a later piece's counts and its chunks' moments, one chunk at a time in order."""
+        self.count += part.count
+        self.nan += part.nan
+        self.pos_inf += part.pos_inf
+        self.neg_inf += part.neg_inf
+        self.zeros += part.zeros
+        if part.low is not None:
+            self.low = _pick(min, self.low, part.low, is_float)
+            self.high = _pick(max, self.high, part.high, is_float)
+        for n_b, mean_b, m2_b in part.chunks:  # Chan et al.'s pairwise merge of mean and squared deviations
+            n = self.finite + n_b
+            delta = mean_b - self.mean
+            self.mean += delta * n_b / n
+            self.m2 += m2_b + delta * delta * self.finite * n_b / n
+            self.squares += m2_b + n_b * mean_b * mean_b  # the chunk's sum of squares, from what is already known
+            self.finite = n
 
 
 def _distinct(array: np.ndarray) -> tuple[np.ndarray, int]:
@@ -241,18 +250,20 @@ def _percentiles(sample: np.ndarray, step: int, nonfinite: bool) -> tuple[tuple[
 _NARROW = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16"}
 
 
-def _chunks(values: "_ArrayValues | _FileValues", size: int, cancel: Callable[[], bool] | None):
-    """Successive chunks; narrow and ml_dtypes floats widened to float32, bools to uint8."""
-    is_bool, narrow = values.dtype.kind == "b", values.dtype.name in _NARROW
-    for start in range(0, values.size, size):
+def _chunks(read: Reader, dtype: np.dtype, start: int, stop: int, size: int, cancel: Callable[[], bool] | None
+            ) -> Iterator[tuple[int, np.ndarray]]:
+    """Successive chunks of values ``start``..``stop`` and where each starts; narrow and ml_dtypes floats
+    widened to float32, bools to uint8."""
+    is_bool, narrow = dtype.kind == "b", dtype.name in _NARROW
+    for at in range(start, stop, size):
         if cancel is not None and cancel():
             raise StatsCancelled("statistics cancelled")
-        chunk = values.slice(start, min(start + size, values.size))
+        chunk = read(at, min(at + size, stop))
         if is_bool:
             chunk = chunk.view(np.uint8)
         elif narrow:
             chunk = chunk.astype(np.float32)
-        yield chunk
+        yield at, chunk
 
 
 def _pick(choose, current, value, is_float: bool):
@@ -260,9 +271,10 @@ def _pick(choose, current, value, is_float: bool):
     return value if current is None else choose(current, value)
 
 
-def _histogram(values: "_ArrayValues | _FileValues", low, high, finite: int, bins: int, skip_nonfinite: bool, is_bool: bool,
+def _histogram(values: Values, low, high, finite: int, bins: int, skip_nonfinite: bool, is_bool: bool,
                chunk_elements: int, cancel: Callable[[], bool] | None) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """Counts of finite values in equal bins; integers get one bin per value when their range is small."""
+    """Counts of finite values in equal bins; integers get one bin per value when their range is small.
+    Pieces of a large tensor are counted on the machine's cores and their counts added (exact)."""
     if is_bool:
         edges = np.array([0.0, 0.5, 1.0])  # two bins: false, true
     elif not isinstance(low, float) and high - low < bins:
@@ -271,14 +283,29 @@ def _histogram(values: "_ArrayValues | _FileValues", low, high, finite: int, bin
         return (finite,), (float(low), float(high))
     else:
         edges = np.linspace(low, high, bins + 1)
-    counts = np.zeros(len(edges) - 1, dtype=np.int64)
-    size = min(values.size, chunk_elements)
-    scratch = np.empty(size, np.float64)
-    slots = np.empty(size + 1, np.uint8 if len(counts) < PAIRED_BINS else np.intp)
-    for chunk in _chunks(values, chunk_elements, cancel):
-        if skip_nonfinite:
-            chunk = chunk[np.isfinite(chunk)]
-        counts += _bin_counts(chunk, float(edges[0]), float(edges[-1] - edges[0]), len(counts), scratch, slots)
+    start, span, count = float(edges[0]), float(edges[-1] - edges[0]), len(edges) - 1
+    piece = _piece_elements(chunk_elements)
+
+    def make_worker() -> Callable[[int], np.ndarray]:
+        read = values.reader(chunk_elements)
+        size = min(values.size, chunk_elements)
+        scratch = np.empty(size, np.float64)
+        slots = np.empty(size + 1, np.uint8 if count < PAIRED_BINS else np.intp)
+
+        def count_piece(index: int) -> np.ndarray:
+            counts = np.zeros(count, dtype=np.int64)
+            first = index * piece
+            for _, chunk in _chunks(read, values.dtype, first, min(values.size, first + piece), chunk_elements,
+                                    cancel):
+                if skip_nonfinite:
+                    chunk = chunk[np.isfinite(chunk)]
+                counts += _bin_counts(chunk, start, span, count, scratch, slots)
+            return counts
+        return count_piece
+
+    counts = np.zeros(count, dtype=np.int64)
+    for part in run_pieces(-(-values.size // piece), make_worker):
+        counts += part
     return tuple(int(c) for c in counts), tuple(float(e) for e in edges)
 
 

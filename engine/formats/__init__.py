@@ -6,6 +6,7 @@ imported when it is first asked: a SafeTensors or Burnpack file never loads the 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from pathlib import Path
@@ -57,6 +58,7 @@ def open_store(where: "str | os.PathLike | RemoteLocation | ByteSource", **optio
         raise
 
 
+@functools.cache  # importlib's own lookup, three times an open, cost more than a small file's header
 def reader(name: str) -> ModuleType:
     """The reader module ``name`` (one of READERS), imported now if it was not yet."""
     return importlib.import_module(f"{__name__}.{name}")

@@ -12,14 +12,15 @@ import os
 import re
 import struct
 from pathlib import Path
-from typing import Any, BinaryIO, Sequence
+from typing import Annotated, Any, BinaryIO, Sequence
 
+import msgspec
 import numpy as np
 
 from .. import dtypes
 from ..errors import FormatError, nesting, shown
 from ..store import Store, TensorEntry, TensorSource
-from .mapped import RangeStore, build_entries, entries_from_columns
+from .mapped import MAX_NDIM, RangeStore, build_entries, entries_from_columns
 from .source import ByteSource, open_source
 
 NAME = "safetensors"
@@ -93,106 +94,80 @@ class _NotFast(Exception):
     """The fast path met something it does not judge itself: the reference path below decides (and words) it."""
 
 
-def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
-                ) -> tuple[list[TensorEntry], dict[str, str]]:
-    """The header parsed by orjson (in Rust, like the official reader) into rows built in bulk.
-
-    It only ever accepts what the reference path accepts: orjson refuses lone surrogates, invalid
-    UTF-8, NaN and deep nesting, and anything unusual (a key given twice, a number too large for 64
-    bits, which orjson reads as a float, a malformed descriptor) raises ``_NotFast`` so the reference
-    path gives its own verdict and message. The ranges and sizes are checked by ``entries_from_columns``;
-    a file they refuse is read again by the reference path, which gives the message.
-    """
-    if not _shallow(raw):
-        raise _NotFast
-    try:
-        import orjson
-        header = orjson.loads(raw)
-    except Exception:  # ImportError, or any refusal: the reference parser explains it
-        raise _NotFast from None
-    if type(header) is not dict:
-        raise _NotFast
-    # Every key in the text has a colon after it: as many colons as parsed keys (two levels) means no
-    # key was given twice (a repeat parses to one key fewer) and saves _refuse_repeats' four counts.
-    # A value that is not a dict miscounts here, but the fast path then refuses it below (to the
-    # reference path, which checks repeats itself); only a header of dicts is accepted.
-    try:
-        keys = len(header) + sum(map(len, header.values()))
-    except TypeError:  # a number or null among the values
-        keys = -1
-    if raw.count(b":") != keys:
-        _refuse_repeats(path, raw, header)
-    metadata = header.pop(METADATA_KEY, None) or {}
-    if type(metadata) is not dict or not set(map(type, metadata.values())) <= {str}:
-        raise _NotFast
-    descriptors = list(header.values())
-    try:  # each column in one C-level pass; a descriptor that is not a dict or lacks a field leaves it
-        kinds = list(map(_DTYPES.__getitem__, map(_DTYPE, descriptors)))
-        shapes = list(map(_SHAPE, descriptors))
-        offsets = list(map(_OFFSETS, descriptors))
-    except (KeyError, TypeError):
-        raise _NotFast from None
-    if not set(map(type, offsets)) <= {list} or not set(map(len, offsets)) <= {2} or not set(map(type, shapes)) <= {list}:
-        raise _NotFast
-    starts, ends = list(map(_FIRST, offsets)), list(map(_SECOND, offsets))
-    try:
-        entries = entries_from_columns(path, list(header), kinds, shapes, starts, ends, [None] * len(kinds),
-                                       data_start, buffer_size, contiguous=True)
-    except FormatError:  # e.g. a number orjson read as a float: the reference path words it as it reads it
-        raise _NotFast from None
-    return entries, metadata
+# What ``entries_from_columns(typed=True)`` takes as checked. msgspec bounds only fit int64: a dimension or
+# offset from 2**63 on (none real) goes to the reference path, which judges it against the u64 limit.
+_Size = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+_Shape = Annotated[tuple[_Size, ...], msgspec.Meta(max_length=MAX_NDIM)]
 
 
-_DTYPE, _SHAPE, _OFFSETS = (operator.itemgetter(field) for field in ("dtype", "shape", "data_offsets"))
+class _Descriptor(msgspec.Struct, gc=False):
+    """One tensor as the header states it, typed: msgspec checks every field as it parses, in C.
+
+    Unknown fields (Burn writes ``param_id``) are skipped, as the reference path ignores them; a
+    missing field is left ``None`` (or ``""``), which the fast path hands to the reference path."""
+
+    dtype: str = ""
+    shape: _Shape | None = None
+    data_offsets: tuple[_Size, _Size] | None = None
+
+
+class _Metadata(msgspec.Struct, rename={"text": METADATA_KEY}):
+    """Only ``__metadata__``: every other key is skipped unread (a second, quicker pass over the header)."""
+
+    text: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+_HEADER = msgspec.json.Decoder(dict[str, _Descriptor])
+_METADATA = msgspec.json.Decoder(_Metadata)
+_DTYPE, _SHAPE, _OFFSETS = (operator.attrgetter(field) for field in ("dtype", "shape", "data_offsets"))
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 
-def _shallow(raw: bytes) -> bool:
-    """True when orjson may read the JSON: no escapes, and nesting known to be shallow. orjson 3.8
-    overflows the C stack on deep nesting (a crash, not an error). Few brackets cannot nest deeply;
-    otherwise the brackets must nest at most 3 levels (a header's depth). Three checks, quickest
-    first, each sure of what it accepts; whatever orjson reads that is not a plain header (a deeper
-    value among few brackets) goes to the reference path after it."""
-    if b"\\" in raw:
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
         return False
-    if raw.count(b"[") + raw.count(b"{") <= SAFE_BRACKETS:
-        return True
-    verdict = _bracket_levels_at_most_3(raw)
-    return _shallow_exact(raw) if verdict is None else verdict
+    return True
 
 
-SAFE_BRACKETS = 1000  # no text with this many brackets nests deeper; orjson read 3,000 levels on a 256 KiB stack
-_SQUARE = bytes.maketrans(b"{}", b"[]")
-_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
+                ) -> tuple[list[TensorEntry], dict[str, str]]:
+    """The header parsed by msgspec into typed descriptors, then entries built in bulk.
 
-
-def _bracket_levels_at_most_3(raw: bytes) -> bool | None:
-    """Whether brackets nest at most 3 deep, judged on quotes and brackets alone (all in C); ``None`` when a
-    string holds a bracket. With no escapes, every string is then a ``""`` pair: scanning left to right
-    removes exactly those pairs, and a quote left over means some string held a bracket. Each round of
-    removing ``[]`` then peels one level off every nest; three rounds empty a header."""
-    structure = raw.translate(_SQUARE, _NOT_STRUCTURE).replace(b'""', b"")
-    if b'"' in structure:
-        return None
-    for _ in range(3):
-        structure = structure.replace(b"[]", b"")
-    return not structure
-
-
-def _shallow_exact(raw: bytes) -> bool:
-    """The depth of brackets outside strings, exactly (numpy). Without backslashes every quote opens or
-    closes a string, so a bracket lies inside a string when an odd number of quotes precede it."""
-    text = np.frombuffer(raw, np.uint8)
-    quotes = np.flatnonzero(text == 0x22)
-    opens = np.flatnonzero((text == 0x5B) | (text == 0x7B))
-    closes = np.flatnonzero((text == 0x5D) | (text == 0x7D))
-    opens = opens[np.searchsorted(quotes, opens) % 2 == 0]
-    closes = closes[np.searchsorted(quotes, closes) % 2 == 0]
-    if not opens.size:
-        return True
-    steps = np.concatenate((np.ones(opens.size, np.int64), -np.ones(closes.size, np.int64)))
-    order = np.argsort(np.concatenate((opens, closes)), kind="stable")
-    return int(np.cumsum(steps[order]).max()) <= 3
+    It only ever accepts what the reference path accepts. msgspec refuses NaN, a shape or offset that is
+    not a non-negative integer, and nesting past Python's recursion limit (a ``RecursionError``, not a
+    crash); headers with escapes (where a lone surrogate could hide) or with text that is not UTF-8
+    (msgspec skips an unknown field's text without decoding it), and anything else unusual (a missing
+    field, an unknown dtype, a range that does not fit) raise ``_NotFast``, so the reference path gives
+    its own verdict and message. msgspec keeps the last of a key given twice: the colon count below
+    finds repeats.
+    """
+    if b"\\" in raw or not (raw.isascii() or _is_utf8(raw)):  # msgspec skips an unknown field's text unchecked
+        raise _NotFast
+    try:
+        header = _HEADER.decode(raw)
+        metadata = _METADATA.decode(raw).text if METADATA_KEY.encode() in raw else {}
+    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):  # the reference parser explains each
+        raise _NotFast from None
+    has_metadata = header.pop(METADATA_KEY, None) is not None
+    descriptors = list(header.values())
+    shapes, offsets = list(map(_SHAPE, descriptors)), list(map(_OFFSETS, descriptors))
+    if None in shapes or None in offsets:
+        raise _NotFast
+    # Every key in the text has a colon after it, and every descriptor parsed here had its three fields:
+    # as many colons as keys parsed means no key was given twice (a repeat parses to one key fewer). More
+    # colons (one in a name, Burn's param_id) leave it to _refuse_repeats' counts.
+    if raw.count(b":") != len(header) + 3 * len(descriptors) + has_metadata * (1 + len(metadata)):
+        _refuse_repeats(path, raw, header)
+    try:
+        kinds = list(map(_DTYPES.__getitem__, map(_DTYPE, descriptors)))
+        entries = entries_from_columns(path, list(header), kinds, shapes, list(map(_FIRST, offsets)),
+                                       list(map(_SECOND, offsets)), [None] * len(kinds), data_start, buffer_size,
+                                       contiguous=True, typed=True)
+    except (KeyError, FormatError):  # an unknown dtype, a size or range refused: the reference path words it
+        raise _NotFast from None
+    return entries, metadata
 
 
 def _refuse_repeats(path: os.PathLike, raw: bytes, header: dict[str, Any]) -> None:

@@ -7,10 +7,10 @@ SafeTensors index needs no such layer: its shards' tensors are plain ranges, see
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Iterator
 
 import numpy as np
+from msgspec.structs import replace
 
 from ..locations import Location
 from ..store import CHUNK, Store, TensorEntry

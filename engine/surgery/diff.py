@@ -1,7 +1,7 @@
 """Compare two stores (or a plan and a store) tensor by tensor, values included, in bounded memory.
 
-Values are streamed a chunk of elements at a time from the mapped arrays and each tensor's pages
-are given back after it, so a diff of two 50 GB files stays small. Equal bytes short-cut the
+Values are streamed a chunk of elements at a time (a large tensor in pieces, on the machine's cores) and
+each tensor's pages are given back after it, so a diff of two 50 GB files stays small. Equal bytes short-cut the
 arithmetic; otherwise floats are compared as float64 (max and mean absolute difference, allclose)
 and ints/bools exactly. A ``Plan`` compares by its target names and transformed values, so a
 source and what was exported from it through that plan compare identical. ``value_difference`` looks
@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from ..chunked import values_of
+from ..parallel import run_pieces
 from ..store import Store
 from .plan import Plan
 
 CHUNK_ELEMENTS = 1 << 17  # elements read from each file per step: both chunks stay in the caches while compared
 BLOCK_ELEMENTS = 1 << 16  # elements of arithmetic per step: its three buffers stay in cache
+PIECE_ELEMENTS = 1 << 19  # elements one thread compares in a row (balances the two threads to half a piece); a tensor
+# this small compares on the calling thread alone, with no hand-off
 HISTOGRAM_BINS = 64
 VALUE_CHUNK_ELEMENTS = 1 << 20  # float64 differences value_difference holds at once (8 MiB)
 STATUSES = ("identical", "different", "only_in_a", "only_in_b", "shape_mismatch", "dtype_mismatch")
@@ -129,57 +133,53 @@ def _digest(item: Any) -> str:
 
 
 def _values(x: Any, y: Any, same_dtype: bool, values: bool, rtol: float, atol: float, chunk: int) -> dict[str, Any]:
-    """Stream both tensors in chunks; equal bytes skip the arithmetic, the rest runs in cache-sized blocks."""
+    """Stream both tensors in chunks; equal bytes skip the arithmetic, the rest runs in cache-sized blocks.
+
+    A tensor of more than PIECE_ELEMENTS values is compared in contiguous pieces on the machine's cores
+    (``engine.parallel``), each thread reading into its own buffers. Pieces start on chunk boundaries, so
+    every block is the one a single thread would compare, and the blocks' sums are added in tensor order:
+    the result is the single thread's to the last digit, on every run.
+    """
     n = math.prod(x.shape)
     work = _working_dtype(x.dtype.values_dtype, y.dtype.values_dtype)
-    stats = _Stats(min(n, BLOCK_ELEMENTS), rtol, atol, work)
-    with np.errstate(invalid="ignore", over="ignore"):
-        for ca, cb in zip(_flat_chunks(x, chunk), _flat_chunks(y, chunk)):
-            if same_dtype and _same_bytes(ca, cb):
-                continue
-            if not values:
-                return {"equal": False}
-            for block in range(0, ca.size, BLOCK_ELEMENTS):
-                stats.add(ca[block:block + BLOCK_ELEMENTS], cb[block:block + BLOCK_ELEMENTS])
+    side_a, side_b = values_of(x), values_of(y)
+    piece = chunk * max(1, PIECE_ELEMENTS // chunk)
+    differs = threading.Event()  # without values, the first differing chunk settles it: every piece stops
+
+    def make_worker() -> Callable[[int], _Stats]:
+        read_a, read_b = side_a.reader(chunk), side_b.reader(chunk)
+        scratch = _Stats(min(n, BLOCK_ELEMENTS), rtol, atol, work)
+
+        def compare(index: int) -> _Stats:
+            stats = scratch.fresh()
+            start = index * piece
+            with np.errstate(invalid="ignore", over="ignore"):  # numpy's error state is each thread's own
+                for at in range(start, min(n, start + piece), chunk):
+                    if differs.is_set():
+                        break
+                    stop = min(n, at + chunk)
+                    ca, cb = read_a(at, stop), read_b(at, stop)
+                    if same_dtype and _same_bytes(ca, cb):
+                        continue
+                    if not values:
+                        stats.equal = False
+                        differs.set()
+                        break
+                    for block in range(0, ca.size, BLOCK_ELEMENTS):
+                        stats.add(ca[block:block + BLOCK_ELEMENTS], cb[block:block + BLOCK_ELEMENTS])
+            return stats
+        return compare
+
+    parts = run_pieces(-(-n // piece), make_worker)
+    equal = all(part.equal for part in parts)
     if not values:
-        return {"equal": True}
-    return {"equal": stats.equal, "max_abs": stats.largest, "mean_abs": stats.total / n if n else 0.0,
-            "allclose": stats.close}
-
-
-def _flat_chunks(item: Any, chunk: int) -> Iterator[np.ndarray]:
-    """A tensor's values, ``chunk`` elements at a time, as flat arrays.
-
-    A tensor whose bytes lie as-is in a file is read straight into one reused buffer, a cache-sized
-    chunk at a time, and compared while it is still in the caches (16 MiB chunks read ahead in a thread
-    sent every byte through memory three times: 30% more CPU a gigabyte, measured side by side), each
-    chunk checked against a file changed on disk after it is read; anything else (a transformed plan
-    tensor, a bool stored as u32, a quantized tensor, a remote file) is ``read()``.
-    """
-    dtype = item.dtype.numpy  # None for a quantized tensor: its bytes are not its values
-    span = item.byte_range() if dtype is not None and item.dtype.kind != "bool" else None
-    if span is None:
-        flat = np.ascontiguousarray(item.read()).reshape(-1)
-        for start in range(0, flat.size, chunk):
-            yield flat[start:start + chunk]
-        return
-    fd, offset, length = span
-    count = length // dtype.itemsize
-    buffer = np.empty(min(count, chunk), dtype)
-    for start in range(0, count, chunk):
-        size = min(chunk, count - start)
-        _read_exactly(fd, memoryview(buffer.view(np.uint8))[:size * dtype.itemsize], offset + start * dtype.itemsize)
-        item.verify()  # after reading: these bytes are the file's as opened, or this raises
-        yield buffer[:size]
-
-
-def _read_exactly(fd: int, view: memoryview, offset: int) -> None:
-    done = 0
-    while done < len(view):
-        n = os.preadv(fd, [view[done:]], offset + done)
-        if n <= 0:
-            break  # the file shrank: the caller's verify() says it changed on disk
-        done += n
+        return {"equal": equal}
+    total = 0.0
+    for part in parts:
+        for block_sum in part.sums:  # one addition at a time, in tensor order: as one thread adds them
+            total += block_sum
+    return {"equal": equal, "max_abs": max((part.largest for part in parts), default=0.0),
+            "mean_abs": total / n if n else 0.0, "allclose": all(part.close for part in parts)}
 
 
 def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
@@ -201,7 +201,8 @@ def _working_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
 
 
 class _Stats:
-    """Running max/sum of ``|a - b|`` and allclose, reusing its buffers block after block.
+    """Running max of ``|a - b|``, each differing block's sum of it (``sums``) and allclose, reusing its
+    buffers block after block.
 
     Arithmetic runs in ``work`` (float32 for narrow floats); a block whose float32 result is not
     finite (NaN, infinity or an overflowing difference) is redone in float64, where NaN against NaN
@@ -211,8 +212,16 @@ class _Stats:
     def __init__(self, size: int, rtol: float, atol: float, work: np.dtype = np.dtype(np.float64)):
         self.x, self.y, self.d = (np.empty(size, work) for _ in range(3))
         self.rtol, self.atol = rtol, atol
-        self.equal, self.close, self.largest, self.total = True, True, 0.0, 0.0
+        self.equal, self.close, self.largest, self.sums = True, True, 0.0, []
         self.wide = self if work == np.float64 else None
+
+    def fresh(self) -> "_Stats":
+        """New results over these buffers (a piece's own), sharing the float64 fallback's buffers too."""
+        stats = object.__new__(_Stats)
+        stats.x, stats.y, stats.d, stats.rtol, stats.atol = self.x, self.y, self.d, self.rtol, self.atol
+        stats.equal, stats.close, stats.largest, stats.sums = True, True, 0.0, []
+        stats.wide = stats if self.wide is self else self.wide
+        return stats
 
     def add(self, ca: np.ndarray, cb: np.ndarray) -> None:
         m = ca.size
@@ -235,7 +244,7 @@ class _Stats:
             return
         self.equal = False
         self.largest = max(self.largest, largest)
-        self.total += float(d.sum())  # numpy sums pairwise: a block's float32 sum is good to ~1e-7, added in float64
+        self.sums.append(float(d.sum()))  # numpy sums pairwise: a float32 block's sum is good to ~1e-7
         if self.close and largest > self.atol:
             tolerance = self.y[:m]
             np.abs(y, out=tolerance)
@@ -247,9 +256,9 @@ class _Stats:
         if self.wide is None:
             self.wide = _Stats(self.d.size, self.rtol, self.atol)
         wide = self.wide
-        wide.equal, wide.close, wide.largest, wide.total = self.equal, self.close, self.largest, self.total
+        wide.equal, wide.close, wide.largest, wide.sums = self.equal, self.close, self.largest, self.sums
         wide.add(ca, cb)
-        self.equal, self.close, self.largest, self.total = wide.equal, wide.close, wide.largest, wide.total
+        self.equal, self.close, self.largest = wide.equal, wide.close, wide.largest
 
 
 def _cast(values: np.ndarray, into: np.ndarray) -> np.ndarray:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import compress, count, repeat
+from operator import itemgetter, ne
 from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from ..errors import RecipeError
@@ -165,21 +167,28 @@ def _line_numbers(text: str, sep: str, positions: Iterable[int]) -> Iterator[int
 
 
 def infer_columns(names: Sequence[str], shapes: Sequence[tuple[int, ...]],
-                  overrides: Mapping[str, str] | None = None, paths: list[str] | None = None,
-                  leaves: list[str] | None = None) -> dict[str, ModuleGuess]:
-    """``infer_modules`` over a column of names and one of shapes (tuples): the plan's form, hot on every edit.
+                  overrides: Mapping[str, str] | None = None) -> dict[str, ModuleGuess]:
+    """``infer_modules`` over a column of names and one of shapes (tuples)."""
+    paths, leaves = split_names(names)
+    return guess_groups(group_columns(paths, leaves, shapes), overrides)
 
-    ``paths`` and ``leaves``, when given, receive each name's module path (``module_path``) and last
-    segment, in order (the adapters need them too).
-    """
-    split = [name.rpartition(".") for name in names]
-    if paths is not None:
-        paths.extend([parts[0] for parts in split])
-    if leaves is not None:
-        leaves.extend([parts[2] for parts in split])
+
+def split_names(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Each name's module path (``module_path``) and last segment, as two columns (at C speed: hot on every edit)."""
+    split = list(map(str.rpartition, names, repeat(".")))
+    return list(map(itemgetter(0), split)), list(map(itemgetter(2), split))
+
+
+Siblings = tuple[tuple[str, tuple[int, ...]], ...]  # a module's (leaf, shape) pairs, in order
+
+
+def group_columns(paths: Sequence[str], leaves: Sequence[str],
+                  shapes: Sequence[tuple[int, ...]]) -> dict[str, Siblings]:
+    """Every module path (in order of first appearance) with its tensors' leaves and shapes; weight-norm
+    parametrizations folded onto their module (``logical_leaf``)."""
     modules: dict[str, dict[str, tuple[int, ...]]] = {}
     siblings_of = modules.get
-    for (module, _, leaf), shape in zip(split, shapes):
+    for module, leaf, shape in zip(paths, leaves, shapes):
         if leaf == "original0" or leaf == "original1":
             module, leaf = _folded(module, leaf)
         siblings = siblings_of(module)
@@ -187,20 +196,63 @@ def infer_columns(names: Sequence[str], shapes: Sequence[tuple[int, ...]],
             modules[module] = {leaf: shape}
         else:
             siblings[leaf] = shape
+    return {path: tuple(siblings.items()) for path, siblings in modules.items()}
+
+
+def guess_groups(groups: Mapping[str, Siblings], overrides: Mapping[str, str] | None = None) -> dict[str, ModuleGuess]:
+    """Each module's kind from its label and its tensors (``group_columns``); ``overrides`` (path -> kind) win."""
     guesses = {}
-    new = object.__new__
-    for path, siblings in modules.items():
+    for path, siblings in groups.items():
         if overrides and path in overrides:
             guesses[path] = ModuleGuess(path, check_kind(overrides[path], path), "set by user", True)
             continue
-        last = path.rpartition(".")[2]  # the label, unless it is an index (then ``_label`` walks back)
-        label = _label(path) if last[:1].isdigit() or last[:1] == "+" else last
-        # ``_guess(...).at(path)`` inlined: a module each, on every edit
-        guess = guesses[path] = new(ModuleGuess)
-        state = guess.__dict__
-        state.update(_guess(label, tuple(siblings.items())).__dict__)
-        state["path"] = path
+        guesses[path] = _guess(module_label(path), siblings).at(path)
     return guesses
+
+
+def repathed(guesses: Mapping[str, ModuleGuess], groups: Sequence[Siblings], lasts: Sequence[str] | None,
+             old_paths: Sequence[str], new_paths: Sequence[str],
+             leaves: Sequence[str]) -> tuple[dict[str, ModuleGuess], list[str]] | None:
+    """``guess_groups`` for tensors whose module paths went from ``old_paths`` to ``new_paths``, ``leaves``
+    and shapes unchanged, from the earlier ``guesses`` (made without overrides), ``groups`` (each module's
+    tensors, in the same order) and ``lasts`` (each module path's last segment, None if not at hand); with
+    the new paths' last segments. None unless every old module became exactly one new one (a remap that
+    moves whole modules, the usual edit) and no parametrization is folded (its module is not its path).
+
+    A module keeps its tensors, so only its label can change its kind: one moved under the same label
+    is the same guess at its new path, one renamed is guessed again from its tensors.
+    """
+    if "original0" in leaves or "original1" in leaves:
+        return None
+    moved = dict(zip(old_paths, new_paths))
+    if moved.keys() != guesses.keys() or list(map(moved.__getitem__, old_paths)) != new_paths:
+        return None  # a module split
+    olds, news = list(guesses), list(map(moved.__getitem__, guesses))
+    old_lasts, new_lasts = lasts if lasts is not None else _lasts(olds), _lasts(news)
+    # where the label may have changed: another last segment, or an index (then the label is further back)
+    labels_at = set(compress(count(), map(str.startswith, new_lasts, repeat(_INDEX_STARTS))))
+    if old_lasts != new_lasts:
+        labels_at.update(compress(count(), map(ne, old_lasts, new_lasts)))
+    new_guesses = list(map(ModuleGuess.at, guesses.values(), news))  # one map: hot on every edit
+    for i in labels_at:
+        if module_label(olds[i]) != module_label(news[i]):
+            new_guesses[i] = _guess(module_label(news[i]), groups[i]).at(news[i])
+    repathed = dict(zip(news, new_guesses))
+    return (repathed, new_lasts) if len(repathed) == len(news) else None  # else modules merged
+
+
+def _lasts(paths: Sequence[str]) -> list[str]:
+    """Each path's last segment."""
+    return list(map(itemgetter(2), map(str.rpartition, paths, repeat("."))))
+
+
+_INDEX_STARTS = (*"0123456789", "+")  # what a segment Rust's ``parse::<usize>()`` may read starts with
+
+
+def module_label(path: str) -> str:
+    """The segment that names a module: its last, unless that is an index (then ``_label`` walks back)."""
+    last = path.rpartition(".")[2]
+    return _label(path) if last.startswith(_INDEX_STARTS) else last
 
 
 @lru_cache(maxsize=65536)

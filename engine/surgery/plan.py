@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import os
+import queue
 import threading
 import weakref
 from collections import Counter, OrderedDict
@@ -234,24 +236,65 @@ def _filter_rules(f: Filter) -> str:
 _TOKENS = itertools.count(1)  # every computed stage result gets its own number: what later stages are keyed by
 
 
+class _Reaper:
+    """Frees the results a cache lets go on a thread of its own, once the plan that let them go is returned.
+
+    Freeing a 10,000-tensor stage result (its names, ops and guesses) took 8 ms of a 90 ms re-plan; the
+    window waits for the plan, not for that. One daemon thread, started on first use.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[list[Any]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def drop(self, results: list[Any]) -> None:
+        """Hand over ``results`` (the caller keeps no other reference to them)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="plan-reaper", daemon=True)
+                self._thread.start()
+        self._queue.put(results)
+
+    def _run(self) -> None:
+        while True:
+            self._queue.get().clear()  # the last references: the results are freed here
+
+
+_REAPER = _Reaper()
+
+
 class StageCache:
     """Each stage's last few results, keyed by its inputs: the previous stage's result (its token) and the
     part of the recipe the stage reads. An edit therefore re-runs only the stages after the part it changed.
 
     A stage keeps at most ``SIZE`` results, and fewer for big sources: their tensors count against
     ``TENSORS`` (one 100,000-tensor source keeps two: the current plan and the one before, what undo
-    and a typo's correction come back to). ``ran`` counts the stages actually computed (what a test, or
+    and a typo's correction come back to). What it lets go is freed after the plan, on the reaper's
+    thread, unless it is big (``FREE_LATER``): a live edit's plan waits for no freeing, a big one holds
+    no extra generation. ``ran`` counts the stages actually computed (what a test, or
     a profile, asks). A key that cannot be hashed (a predicate holding a list) is simply not cached.
     """
 
     SIZE = 4
     TENSORS = 200_000
+    FREE_LATER = 20_000  # results up to this many tensors are freed after the plan; bigger ones at once (memory)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._items: dict[str, OrderedDict[Any, tuple[int, Any, int]]] = {}
         self._same: dict[str, OrderedDict[int, tuple[int, Any]]] = {}
+        self._last: dict[tuple[str, int], Any] = {}
+        self._evicted: list[Any] = []
         self.ran: Counter[str] = Counter()
+
+    def last(self, stage: str, source: int) -> Any:
+        """``stage``'s latest result for the plan's source number ``source`` (None before the first): what a
+        stage that works incrementally starts from, whatever its inputs were."""
+        return self._last.get((stage, source))
+
+    def keep_last(self, stage: str, source: int, result: Any) -> None:
+        self._last[(stage, source)] = result
 
     def run(self, stage: str, key: Any, compute: Callable[[], Any], tensors: int = 0) -> tuple[int, Any]:
         """``(token, result)`` of ``stage`` for ``key``: cached, or computed now (over ``tensors`` tensors)."""
@@ -274,8 +317,17 @@ class StageCache:
                 items[key] = (token, result, tensors)
                 while len(items) > 1 and (len(items) > self.SIZE
                                           or sum(size for _, _, size in items.values()) > self.TENSORS):
-                    items.popitem(last=False)
+                    evicted = items.popitem(last=False)
+                    if evicted[1][2] <= self.FREE_LATER:
+                        self._evicted.append(evicted)
         return token, result
+
+    def free_later(self) -> None:
+        """Hand what this cache let go to the reaper thread, off the plan's path."""
+        with self._lock:
+            evicted, self._evicted = self._evicted, []
+        if evicted:
+            _REAPER.drop(evicted)
 
     def same(self, stage: str, token: int, result: Any, content: Callable[[], Any], tensors: int = 0) -> tuple[int, Any]:
         """The earlier ``(token, result)`` whose ``content()`` equals this one's, else ``(token, result)``.
@@ -334,8 +386,12 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
     resulting names, cast; then the sources merge. Each stage's result is kept by its inputs
     (``cache``, shared by default), so a re-plan after an edit re-runs only the stages after it.
     """
-    with collector_paused():  # tens of thousands of long-lived objects, no garbage: scans were 40% of a re-plan
-        return _plan(stores, recipe or Recipe(), template, cache or _STAGES)
+    cache = cache or _STAGES
+    try:
+        with collector_paused(long_lived=True):  # tens of thousands of long-lived objects, no garbage: scans were 40% of a re-plan
+            return _plan(stores, recipe or Recipe(), template, cache)
+    finally:
+        cache.free_later()
 
 
 def _plan(stores: Sequence[Store], recipe: Recipe, template: Store | None, cache: StageCache) -> Plan:
@@ -352,10 +408,10 @@ def _plan(stores: Sequence[Store], recipe: Recipe, template: Store | None, cache
     modules: dict[str, ModuleGuess] = {}
     for source in sources:
         modules.update(source.guesses)
-    return Plan(list(tensors), dropped=[*selection.dropped, *(d for s in sources for d in s.filtered.dropped)],
+    return Plan(list(tensors), dropped=[*selection.dropped, *itertools.chain.from_iterable(s.filtered.dropped for s in sources)],
                 conflicts=list(conflicts), overrides=list(overrides), modules=modules,
                 rule_hits=[*filter_hits, *(RuleHits.remap(i, r, n) for i, (r, n) in enumerate(zip(recipe.remaps, remap_hits)))],
-                recipe=recipe, guesses=[g for s in sources for g in s.found])
+                recipe=recipe, guesses=list(itertools.chain.from_iterable(s.found for s in sources)))
 
 
 def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: Store, recipe: Recipe,
@@ -394,8 +450,12 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
         token, split = run("fuse/split", (token, fuse, direction), lambda: stages.fuse_split(batch, fuse, direction))
         batch, linears, conventions = split.batch, split.linears, split.conventions
     token, modules = run("module inference", (token, wanted, overrides),
-                         lambda: stages.infer(batch, wanted, recipe.module_overrides, linears))
-    token, adapted = run("adapters", (token, direction, wanted), lambda: stages.adapt(batch, modules, direction, wanted))
+                         lambda: stages.infer(batch, wanted, recipe.module_overrides, linears,
+                                              cache.last("module inference", index)))
+    cache.keep_last("module inference", index, modules)
+    token, adapted = run("adapters", (token, direction, wanted),
+                         lambda: stages.adapt(batch, modules, direction, wanted, cache.last("layout", index)))
+    cache.keep_last("layout", index, adapted.layout)
     label = str(store.path)
     filter_token, filtered = run("filter", (token, recipe.filter),
                                  lambda: stages.filter_names(adapted, recipe.filter, label))
@@ -407,32 +467,43 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
     return _SourceResult(label, adapted, casted, filtered, modules.guesses, tuple(hits), found, (filter_token, token))
 
 
+_NAME = operator.attrgetter("name")
+
+
 def _merge(sources: Sequence[_SourceResult]) -> tuple[list[PlannedTensor], list[Conflict], list[Override]]:
     """Sources merge like successive ``load_from`` calls: a later one overrides (reported); two tensors of one
     source on one name are a conflict."""
+    planned = [_planned(source) for source in sources]
+    if len(planned) == 1 and len(set(map(_NAME, planned[0]))) == len(planned[0]):
+        return planned[0], [], []  # one source, every name once: nothing to merge
     merged: dict[str, PlannedTensor] = {}
     duplicates: list[PlannedTensor] = []
     conflicts: list[Conflict] = []
     overrides: list[Override] = []
-    for source in sources:
-        label, batch, casted, guesses = source.label, source.adapted.batch, source.casted, source.adapted.guesses
-        names, shapes, inputs, dtypes, ops = batch.names, batch.shapes, batch.inputs, casted.dtypes, casted.ops
+    for source, tensors in zip(sources, planned):
+        label = source.label
         own: dict[str, PlannedTensor] = {}
-        for j, i in enumerate(casted.kept):
-            name, guess = names[i], guesses[i]
-            planned = PlannedTensor(name, dtypes[j], shapes[i], inputs[i], ops[j], label,
-                                    guess.kind if guess is not None else "Unknown")
+        for tensor in tensors:
+            name = tensor.name
             if name in own:
                 first = own[name]
-                conflicts.append(Conflict(name, f"{label}:{first.source_name}", f"{label}:{planned.source_name}"))
-                duplicates.append(planned)
+                conflicts.append(Conflict(name, f"{label}:{first.source_name}", f"{label}:{tensor.source_name}"))
+                duplicates.append(tensor)
                 continue
-            own[name] = planned
+            own[name] = tensor
             if name in merged:
                 old = merged[name]
-                overrides.append(Override(name, f"{label}:{planned.source_name}", f"{old.source}:{old.source_name}"))
-            merged[name] = planned
+                overrides.append(Override(name, f"{label}:{tensor.source_name}", f"{old.source}:{old.source_name}"))
+            merged[name] = tensor
     return list(merged.values()) + duplicates, conflicts, overrides
+
+
+def _planned(source: _SourceResult) -> list[PlannedTensor]:
+    """One source's kept tensors as ``PlannedTensor``s, in order (one ``map``: 10,000 on every edit)."""
+    batch, casted, kinds = source.adapted.batch, source.casted, source.adapted.kinds
+    kept = casted.kept
+    return list(map(PlannedTensor, map(batch.names.__getitem__, kept), casted.dtypes, map(batch.shapes.__getitem__, kept),
+                    map(batch.inputs.__getitem__, kept), casted.ops, itertools.repeat(source.label), map(kinds.__getitem__, kept)))
 
 
 def _filter_hits(keep: Filter, sources: Sequence[_SourceResult]) -> list[RuleHits]:

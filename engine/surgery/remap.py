@@ -13,6 +13,7 @@ so ``$1_x`` is group 1 then ``_x`` -- and the printed Rust chain writes every re
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -62,9 +63,38 @@ def rust_replacement(replacement: str) -> str:
 
 @dataclass(frozen=True)
 class CompiledRule:
+    """A checked rule. ``literal`` is the text the pattern matches when it is plain text (``at_start`` when
+    anchored by ``^``) and ``plain`` the replacement when it refers to no group: such a rule (the usual
+    ``^blocks\\.`` -> ``layers.``) is applied with string methods, which do what the regex does."""
+
     index: int
     regex: re.Pattern[str]
     template: str
+    literal: str | None = None
+    at_start: bool = False
+    plain: str | None = None
+
+
+_META = frozenset(".^$*+?{}[]|()")  # outside these (and backslash escapes), a pattern is its own text
+_ESCAPED = frozenset(string.punctuation + " ")  # ``\.``, ``\-``, ``\ ``: the character itself
+
+
+def literal_text(pattern: str) -> tuple[str, bool] | None:
+    """The text ``pattern`` matches and whether it is anchored at the start (``^text``), when it is plain
+    text; None for anything else (classes, repeats, groups, ``$``, escapes of letters or digits, empty)."""
+    at_start = pattern.startswith("^")
+    chars, i = [], int(at_start)
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            if i + 1 == len(pattern) or pattern[i + 1] not in _ESCAPED:
+                return None
+            char, i = pattern[i + 1], i + 1
+        elif char in _META:
+            return None
+        chars.append(char)
+        i += 1
+    return ("".join(chars), at_start) if chars else None
 
 
 def compile_rules(rules: Sequence[RemapRule]) -> list[CompiledRule]:
@@ -77,7 +107,10 @@ def compile_rules(rules: Sequence[RemapRule]) -> list[CompiledRule]:
             known = not group or (int(ref) <= regex.groups if ref.isdigit() else ref in regex.groupindex)
             if not known:
                 raise RecipeError(f"{where}: the replacement refers to group {ref!r}, which the pattern does not have")
-        compiled.append(CompiledRule(i, regex, python_template(rule.replacement)))
+        pieces = parse_replacement(rule.replacement)
+        literal = literal_text(rule.pattern)
+        plain = "".join(text for _, text in pieces) if not any(group for group, _ in pieces) else None
+        compiled.append(CompiledRule(i, regex, python_template(rule.replacement), *(literal or (None, False)), plain))
     return compiled
 
 

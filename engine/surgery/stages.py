@@ -12,8 +12,9 @@ slots, not 10,000 objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import repeat
+from operator import attrgetter, contains
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..dtypes import DType
@@ -23,7 +24,8 @@ from . import adapters as ad
 from . import fused
 from .filters import Filter, facts
 from .guesses import Guess, kind_guess, placed_guess, variant_guess
-from .modules import ENUM_VARIANT, NORM_KINDS, ModuleGuess, infer_columns, module_path
+from .modules import (ENUM_VARIANT, NORM_KINDS, ModuleGuess, Siblings, group_columns, guess_groups, module_path, repathed,
+                      split_names)
 from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose, built
 from .recipe import CastRule
 from .remap import CompiledRule
@@ -114,12 +116,28 @@ def remap(batch: Batch, rules: Sequence[CompiledRule]) -> tuple[Batch, tuple[int
 
 
 def remap_rule(names: list[str], rule: CompiledRule) -> tuple[list[str], int]:
-    """One rule on every name (one ``map`` at C speed: it runs on every keystroke in a remap field), and how
-    many names it matched."""
+    """One rule on every name, and how many names it matched: at C speed, as it runs on every keystroke in a
+    remap field (string methods for plain text, else one ``map`` of the regex)."""
     if not names:
         return names, 0
+    if rule.literal is not None and rule.plain is not None:
+        return _replace_text(names, rule.literal, rule.at_start, rule.plain)
     changed, counts = zip(*map(rule.regex.subn, repeat(rule.template), names))
     return list(changed), len(counts) - counts.count(0)
+
+
+def _replace_text(names: list[str], text: str, at_start: bool, new: str) -> tuple[list[str], int]:
+    """``remap_rule`` for a pattern that is plain ``text`` (``^text`` when ``at_start``) and a replacement
+    without groups: what the regex does (every match replaced, left to right; ``^`` only at the start)."""
+    if not at_start:
+        hits = list(map(contains, names, repeat(text)))
+        return list(map(str.replace, names, repeat(text), repeat(new))), hits.count(True)
+    hits = list(map(str.startswith, names, repeat(text)))
+    found = hits.count(True)
+    if not found:
+        return names, 0
+    cut = len(text)
+    return [new + name[cut:] if hit else name for name, hit in zip(names, hits)], found
 
 
 def remapped(batch: Batch, names: list[str]) -> Batch:
@@ -265,21 +283,46 @@ def _append(out: Batch, batch: Batch, i: int) -> None:
 # --- 5. module inference ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Modules:
-    """Every module path's kind (``guesses``, in order of first appearance) and each tensor's (``per_tensor``),
-    with each tensor's name split into its module path and last segment (``paths``, ``leaves``)."""
+    """Every module path's kind (``guesses``, in order of first appearance) and each tensor's (``per_tensor``,
+    and its kind in ``kinds``: "Unknown" without a guess), with each tensor's name split into its module
+    path and last segment (``paths``, ``leaves``).
+
+    What the next inference starts from when an edit only moves modules: ``inferred``, the kinds the
+    tensors alone give, with each module's tensors (``groups``: leaves and shapes of ``shapes``) and
+    its path's last segment (``lasts``, None until needed) in the same order, and ``module_kinds``, the
+    final kind of each module of ``guesses``.
+    """
 
     guesses: dict[str, ModuleGuess]
     per_tensor: list[ModuleGuess | None]
     paths: list[str]
     leaves: list[str]
+    kinds: list[str] = field(default_factory=list, repr=False)
+    inferred: dict[str, ModuleGuess] = field(default_factory=dict, repr=False)
+    groups: list[Siblings] = field(default_factory=list, repr=False)
+    lasts: list[str] | None = field(default=None, repr=False)
+    shapes: list[tuple[int, ...]] = field(default_factory=list, repr=False)
+    module_kinds: list[str] = field(default_factory=list, repr=False)
 
 
 def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str, str],
-          known: Mapping[str, ModuleGuess] | None = None) -> Modules:
-    """Every module path's kind: shapes and siblings, then what earlier stages know, the template, the user."""
-    paths: list[str] = []
-    leaves: list[str] = []
-    guesses = infer_columns(batch.names, batch.shapes, paths=paths, leaves=leaves)
+          known: Mapping[str, ModuleGuess] | None = None, base: Modules | None = None) -> Modules:
+    """Every module path's kind: shapes and siblings, then what earlier stages know, the template, the user.
+
+    ``base``, an earlier result for tensors with the same leaves and shapes (the same source before a
+    remap edit), is moved to the new paths when its modules map one to one onto them (``repathed``):
+    a pass over the modules instead of one grouping every tensor again.
+    """
+    paths, leaves = split_names(batch.names)
+    found = None
+    if base is not None and leaves == base.leaves and (batch.shapes is base.shapes or batch.shapes == base.shapes):
+        found = repathed(base.inferred, base.groups, base.lasts, base.paths, paths, leaves)
+    if found is not None:
+        (inferred, lasts), groups = found, base.groups
+    else:
+        grouped = group_columns(paths, leaves, batch.shapes)
+        inferred, groups, lasts = guess_groups(grouped), list(grouped.values()), None
+    guesses = dict(inferred)
     if known:
         guesses.update((path, guess) for path, guess in known.items() if path in guesses)
     if template is not None:
@@ -287,64 +330,121 @@ def infer(batch: Batch, template: "TemplateIndex | None", overrides: Mapping[str
     for path, kind in overrides.items():
         if path in guesses:
             guesses[path] = ModuleGuess(path, kind, "set by user", True)
-    get = guesses.get
-    return Modules(guesses, list(map(get, paths)), paths, leaves)
+    module_kinds = list(map(attrgetter("kind"), guesses.values()))
+    if found is not None and module_kinds == base.module_kinds:
+        kinds = base.kinds  # the same modules, in the same order, of the same kinds: each tensor's kind is as it was
+    else:
+        kinds = list(map(dict(zip(guesses, module_kinds)).get, paths, repeat("Unknown")))
+    return Modules(guesses, list(map(guesses.get, paths)), paths, leaves, kinds, inferred, groups, lasts,
+                   batch.shapes, module_kinds)
 
 
 # --- 6. adapters ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class Layout:
+    """What a direction asks of each tensor, as columns: the tensors ``transposed`` (each with its op, as a
+    1-tuple in ``transposes``) and those ``renamed`` (each with its new leaf and why), decided from each
+    tensor's leaf, shape, dtype and module kind, kept to be reused when an edit changes none of those (a
+    remap that moves whole modules). ``shapes`` are the shapes after it."""
+
+    direction: str
+    leaves: list[str]
+    shapes_before: list[tuple[int, ...]]
+    dtypes: list[DType]
+    kinds: list[str]
+    transposed: list[int]
+    transposes: list[tuple[Op]]
+    renamed: list[int]
+    new_leaves: list[str]
+    whys: list[str]
+    shapes: list[tuple[int, ...]]
+
+    def fits(self, batch: Batch, modules: Modules, direction: str) -> bool:
+        """Whether this layout's decisions hold for ``batch`` (column by column, at C speed)."""
+        return (direction == self.direction and _same(batch.shapes, self.shapes_before)
+                and _same(batch.dtypes, self.dtypes) and modules.leaves == self.leaves and _same(modules.kinds, self.kinds))
+
+
+def _same(column: list[Any], other: list[Any]) -> bool:
+    return column is other or column == other
+
+
+@dataclass(frozen=True)
 class Adapted:
-    """The adapters' result: the batch, each tensor's module guess, and the batch before the layout."""
+    """The adapters' result: the batch, each tensor's module guess and kind ("Unknown" without a guess), the
+    batch before the layout, and the layout's decisions (None without a direction)."""
 
     batch: Batch
     guesses: list[ModuleGuess | None]
+    kinds: list[str]
     before: Batch
+    layout: Layout | None = None
 
     def kind(self, i: int) -> str:
-        guess = self.guesses[i]
-        return guess.kind if guess else "Unknown"
+        return self.kinds[i]
 
 
-def adapt(batch: Batch, modules: Modules, direction: str | None, template: "TemplateIndex | None") -> Adapted:
+def adapt(batch: Batch, modules: Modules, direction: str | None, template: "TemplateIndex | None",
+          reusable: Layout | None = None) -> Adapted:
     """The PyTorch/Burn layout by module kind (transpose a Linear, rename a norm's or PReLU's leaves), then
-    the enum variants a template's names carry."""
+    the enum variants a template's names carry. ``reusable`` (an earlier result's layout) is reused when
+    its decisions still hold: only the names and ops are made anew."""
     per_tensor = modules.per_tensor
     if not direction and template is None:
-        return Adapted(batch, per_tensor, batch)
-    names, shapes, ops = list(batch.names), list(batch.shapes), list(batch.ops)
+        return Adapted(batch, per_tensor, modules.kinds, batch)
+    names, shapes, ops = batch.names, batch.shapes, batch.ops
+    decided = None
     if direction:
-        _layout(batch, modules, direction, names, shapes, ops)
+        fits = reusable is not None and reusable.fits(batch, modules, direction)
+        decided = reusable if fits else _layout(batch, modules, direction)
+        names, shapes, ops = _laid_out(batch, modules.paths, decided)
     if template is not None:
+        names, ops = list(names), list(ops)
         for i, name in enumerate(names):
             if name not in template.shapes and name in template.variants:
                 names[i], ops[i] = _renamed(name, template.variants[name], ops[i], "template enum variant")
-    return Adapted(replace(batch, names=names, shapes=shapes, ops=ops), per_tensor, batch)
+    return Adapted(replace(batch, names=names, shapes=shapes, ops=ops), per_tensor, modules.kinds, batch, decided)
 
 
-def _layout(batch: Batch, modules: Modules, direction: str, names: list[str], shapes: list[tuple[int, ...]],
-            ops: list[tuple[Op, ...]]) -> None:
-    """``direction``'s layout by module kind, into ``names``, ``shapes`` and ``ops`` (one pass: hot on every edit)."""
+def _layout(batch: Batch, modules: Modules, direction: str) -> Layout:
+    """``direction``'s layout decisions by module kind (one pass: hot on a first plan)."""
     layout_kinds, layout = ad.LAYOUT_KINDS, ad.layout
     whys = {kind: f"{direction}, {kind}" for kind in layout_kinds}
-    paths, leaves = modules.paths, modules.leaves
-    for i, guess in enumerate(modules.per_tensor):
-        if guess is None:
-            continue
-        kind = guess.kind
+    shapes = list(batch.shapes)
+    transposed: list[int] = []
+    transposes: list[tuple[Op]] = []
+    renamed: list[int] = []
+    new_leaves: list[str] = []
+    renamed_why: list[str] = []
+    for i, (kind, leaf, shape) in enumerate(zip(modules.kinds, modules.leaves, batch.shapes)):
         if kind not in layout_kinds:
             continue
-        shape = shapes[i]
-        new_leaf, transpose = layout(direction, leaves[i], len(shape), kind)
+        new_leaf, transpose = layout(direction, leaf, len(shape), kind)
         if transpose:
             if batch.dtypes[i].kind == "quantized":
                 _check_bytes(batch.inputs[i][0], batch.dtypes[i], Transpose((shape[0], shape[1])))
-            ops[i] = (*ops[i], (Transpose, (shape[0], shape[1])))
+            transposed.append(i)
+            transposes.append(((Transpose, (shape[0], shape[1])),))
             shapes[i] = shape[::-1]
         elif new_leaf:
-            module = paths[i]
-            new = f"{module}.{new_leaf}" if module else new_leaf
-            ops[i] = (*ops[i], (Rename, names[i], new, whys[kind]))
-            names[i] = new
+            renamed.append(i)
+            new_leaves.append(new_leaf)
+            renamed_why.append(whys[kind])
+    return Layout(direction, modules.leaves, batch.shapes, batch.dtypes, modules.kinds, transposed, transposes,
+                  renamed, new_leaves, renamed_why, shapes)
+
+
+def _laid_out(batch: Batch, paths: list[str], decided: Layout) -> tuple[list[str], list[tuple[int, ...]], list[tuple[Op, ...]]]:
+    """``batch``'s names, shapes and ops after ``decided``'s transposes and renames."""
+    names, ops = list(batch.names), list(batch.ops)
+    for i, op in zip(decided.transposed, decided.transposes):
+        ops[i] += op
+    for i, leaf, why in zip(decided.renamed, decided.new_leaves, decided.whys):
+        module = paths[i]
+        new = f"{module}.{leaf}" if module else leaf
+        ops[i] += ((Rename, names[i], new, why),)
+        names[i] = new
+    return names, decided.shapes, ops
 
 
 # --- 7. filter -----------------------------------------------------------------------------------------------

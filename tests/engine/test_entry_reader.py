@@ -33,3 +33,31 @@ def test_an_entry_reads_as_its_store_reads_it_by_name_quantized_too(tmp_path):
     with open_store(path) as store:
         entry = store.entries[0]
         assert entry.read().tolist() == store.read("w").tolist() == [-63.5, -35.5, 0.0, 17.5]
+
+
+def test_a_closed_store_is_freed_without_the_collector_and_its_entries_say_it_is_closed(tmp_path):
+    import gc
+    import weakref
+
+    import pytest
+
+    export(ArrayStore({"w": np.arange(4, dtype=np.float32), "b": np.ones(2, np.float32)}).entries,
+           tmp_path / "a.safetensors")
+    was_enabled = gc.isenabled()
+    gc.disable()  # only reference counting frees now: a cycle left between store and entries would keep both
+    try:
+        with open_store(tmp_path / "a.safetensors") as store:
+            entry = store.entry("b")
+            assert entry.store is store and entry.read().tolist() == [1.0, 1.0]
+        gone = weakref.ref(store)
+        del store
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+    with pytest.raises(ValueError, match="a.safetensors is closed"):
+        entry.read()
+    with pytest.raises(ValueError, match="a.safetensors is closed"):
+        entry.byte_range()
+    entry.release()  # nothing mapped any more: a no-op, as on the closed store
+    assert (entry.name, entry.shape, entry.nbytes) == ("b", (2,), 8)

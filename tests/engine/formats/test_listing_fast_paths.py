@@ -1,19 +1,21 @@
 """The quick ways of listing a file decide exactly what the careful ways decide.
 
-Opening takes shortcuts (a bracket count before orjson, column-wise checks in C, entries built
-without the dataclass's ``__init__``); each is checked here against the slower path it stands for,
+Opening takes shortcuts (msgspec's typed parse, column-wise checks in C, entries built
+by the Struct's ``__init__`` in C); each is checked here against the slower path it stands for,
 on inputs hypothesis invents: same entries, or the same refusal in the same words.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import struct
-from dataclasses import FrozenInstanceError, replace
+import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from engine import dtypes
 from engine.errors import FormatError
@@ -22,24 +24,6 @@ from engine.formats import mapped, safetensors
 from engine.store import TensorEntry, make_entries
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@given(st.text(alphabet='[]{}"ab,:', max_size=60), st.integers(0, 3))
-@SETTINGS
-def test_bracket_rounds_accept_only_what_the_exact_depth_accepts(text, padding):
-    raw = text.encode() + b"[]" * padding
-    if safetensors._bracket_levels_at_most_3(raw):  # it may refuse more (unbalanced text), never accept more
-        assert safetensors._shallow_exact(raw)
-
-
-def test_a_deep_header_with_many_brackets_is_not_given_to_orjson():
-    three_levels = b'{"x":[' + b"[1]," * 1200 + b"[2]]}"
-    assert safetensors._shallow(b'{"a":' + b"[" * 1100 + b"]" * 1100 + b"}") is False
-    assert safetensors._shallow(b'{"x":{"a":' + b"[1]," * 1200 + b"[2]]}}".replace(b"[2]]}}", b"1}}")) is True
-    assert safetensors._shallow(three_levels.replace(b'{"x":', b'{"x":[', 1) + b"]") is False  # the bracket rounds
-    assert safetensors._shallow(three_levels.replace(b'"x"', b'"x[["')) is True  # a bracket in a name: exact pass
-    assert safetensors._shallow(b'{"a":' + b"[" * 40 + b"]" * 40 + b"}") is True  # few brackets: orjson copes,
-    # and the reference path words what is not a header
 
 
 ranges = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=1, max_size=12)
@@ -67,15 +51,32 @@ def test_an_entry_built_from_columns_is_a_plain_frozen_entry():
     assert type(built) is TensorEntry
     assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
     assert replace(built, name="b") == TensorEntry("b", f32, (2, 3), 24, 7, 100)
-    with pytest.raises(FrozenInstanceError):
+    with pytest.raises(AttributeError):  # frozen
         built.name = "c"  # type: ignore[misc]
+
+
+@given(ranges, st.integers(0, 60))
+@SETTINGS
+def test_ranges_that_tile_as_listed_are_what_the_general_check_accepts_in_that_order(pairs, buffer_size):
+    starts, ends = [s for s, _ in pairs], [e for _, e in pairs]
+    if mapped._tiles_in_order(starts, ends, buffer_size):
+        names = [f"t{i}" for i in range(len(pairs))]
+        assert mapped.validate_ranges("f", names, starts, ends, buffer_size, contiguous=True) == list(range(len(pairs)))
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=8))
+@SETTINGS
+def test_sizes_laid_end_to_end_tile_as_listed(sizes):
+    ends = list(itertools.accumulate(sizes))
+    assert mapped._tiles_in_order([0, *ends[:-1]], ends, ends[-1])
 
 
 dtype_names = st.sampled_from(["F32", "F16", "I64", "BOOL", "U8", "F8_E4M3", "C64", "X9"])
 dims = st.integers(0, 5) | st.sampled_from([2**63, 2**64, -1, 1.0, True])
 descriptor = st.fixed_dictionaries({"dtype": dtype_names, "shape": st.lists(dims, max_size=3),
                                     "data_offsets": st.lists(st.integers(0, 200) | st.just(2**64), min_size=2,
-                                                             max_size=3)})
+                                                             max_size=3)},
+                                   optional={"param_id": st.integers(0, 2**64) | st.just([[1]])})
 
 
 @st.composite
@@ -86,7 +87,9 @@ def headers(draw: st.DrawFn) -> tuple[dict, int]:
     position = 0
     for i in range(count):
         if draw(st.integers(0, 5)) == 0:
-            header[f"bad.{i}"] = draw(descriptor)
+            bad = header[f"bad.{i}"] = draw(descriptor)
+            if draw(st.booleans()):  # a field missing
+                del bad[draw(st.sampled_from(["dtype", "shape", "data_offsets"]))]
             continue
         shape = draw(st.lists(st.integers(0, 4), max_size=3))
         kind = draw(st.sampled_from([("F32", 4), ("I64", 8), ("U8", 1), ("BOOL", 1)]))
@@ -94,11 +97,17 @@ def headers(draw: st.DrawFn) -> tuple[dict, int]:
         for d in shape:
             nbytes *= d
         header[f"layer.{i}"] = {"dtype": kind[0], "shape": shape, "data_offsets": [position, position + nbytes]}
+        if draw(st.integers(0, 3)) == 0:  # Burn's own field, which both paths skip
+            header[f"layer.{i}"]["param_id"] = draw(st.integers(0, 2**64 - 1))
         position += nbytes
     if draw(st.booleans()):
-        header["__metadata__"] = draw(st.dictionaries(st.text(max_size=3), st.text(max_size=3) | st.integers(),
+        header["__metadata__"] = draw(st.dictionaries(st.text(max_size=3), st.text(max_size=3) | st.integers() | st.just({"shape": "x"}),
                                                       max_size=2))
     return header, position + draw(st.sampled_from([0, 0, 0, 1]))
+
+
+def _not_fast(*args: object) -> None:
+    raise safetensors._NotFast
 
 
 def _listing(path) -> object:
@@ -112,14 +121,14 @@ def _listing(path) -> object:
 @given(headers())
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
-def test_the_orjson_path_lists_or_refuses_as_the_reference_path_does(tmp_path, monkeypatch, case):
+def test_the_msgspec_path_lists_or_refuses_as_the_reference_path_does(tmp_path, monkeypatch, case):
     header, data_size = case
     body = json.dumps(header).encode()
     path = tmp_path / "case.safetensors"
     path.write_bytes(struct.pack("<Q", len(body)) + body + bytes(data_size))
     quick = _listing(path)
     with monkeypatch.context() as patch:
-        patch.setattr(safetensors, "_shallow", lambda raw: False)  # every header to the reference parser
+        patch.setattr(safetensors, "_parse_fast", _not_fast)  # every header to the reference parser
         reference = _listing(path)
     assert quick == reference
 
@@ -130,6 +139,8 @@ def test_the_orjson_path_lists_or_refuses_as_the_reference_path_does(tmp_path, m
     ('{"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}}', "names 'dtype' twice"),
     ('{"__metadata__":{},"__metadata__":{},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
      "names '__metadata__' twice"),
+    ('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"param_id":5,"shape":[1]}}', "names 'shape' twice"),
+    ('{"__metadata__":{"k":"x","k":"y"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', None),  # as json does
     ('{"a:b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', None),  # a colon in a name is no repeat
 ])
 def test_a_key_given_twice_is_refused_however_the_colons_count(tmp_path, body, refusal):
@@ -138,7 +149,42 @@ def test_a_key_given_twice_is_refused_however_the_colons_count(tmp_path, body, r
     path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0")
     if refusal is None:
         with open_store(path) as store:
-            assert store.names == ["a:b"]
+            assert store.names == [json.loads(body).popitem()[0]]
+            assert store.metadata == json.loads(body).get("__metadata__", {})  # a repeated metadata key: the last
         return
     with pytest.raises(FormatError, match=refusal):
         open_store(path)
+
+
+def test_a_deep_unknown_field_is_refused_on_a_small_thread_stack_not_a_crash(tmp_path):
+    """msgspec skips an unknown field without building it, but still counts its depth against Python's
+    recursion limit: 100,000 levels on a worker thread's 256 KiB stack are a refusal, not a crash."""
+    deep = b"[" * 100_000 + b"]" * 100_000
+    raw = b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"param_id":' + deep + b"}}"
+    path = tmp_path / "deep.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0")
+    outcome: list[object] = []
+
+    def open_it() -> None:
+        outcome.append(_listing(path))
+
+    previous = threading.stack_size(256 * 1024)
+    try:
+        worker = threading.Thread(target=open_it)
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(previous)
+    assert outcome == ["deep.safetensors: header is nested deeper than 64 levels (100002 levels)"]
+
+
+@pytest.mark.parametrize("text", [b'"\xff"', b'"\xed\xa0\x80"', b'"\xc0\x80"'])
+def test_an_unknown_field_that_is_not_utf8_is_refused_as_the_reference_path_refuses_it(tmp_path, monkeypatch, text):
+    """msgspec skips an unknown field's text without decoding it: the fast path must not accept it unread."""
+    raw = b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"param_id":' + text + b"}}"
+    path = tmp_path / "text.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0")
+    quick = _listing(path)
+    monkeypatch.setattr(safetensors, "_parse_fast", _not_fast)
+    assert quick == _listing(path)
+    assert "is not valid UTF-8" in quick

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from engine import ArrayStore
 from engine.surgery import CastRule, Filter, Recipe, RemapRule, SourceSpec, plan, stages
 from engine.surgery.plan import StageCache
-from engine.surgery.remap import compile_rules, remap_name
+from engine.surgery.remap import compile_rules, literal_text, remap_name
 
 AFTER_REMAP = ["module inference", "adapters", "filter", "cast", "guesses", "merge"]
 
@@ -82,14 +82,16 @@ def test_renumbering_after_a_source_filter_is_never_taken_from_another_rule_with
 
 
 NAMES = st.lists(st.text("ab.01", min_size=1, max_size=8), max_size=12)
-PATTERNS = st.sampled_from(["a", "^a", "b$", r"\.", "0", "a.*b", "", "^$", "(a)(b)?", "x"])
-REPLACEMENTS = st.sampled_from(["", "a", "b.", "$1", "${1}x", "ab"])
+PATTERNS = st.sampled_from(["a", "^a", "b$", r"\.", "0", "a.*b", "", "^$", "(a)(b)?", "x",
+                           # plain text, applied with string methods: each must do what its regex does
+                           r"^a\.", "^ab", r"a\.0", r"^\.", r"\.\.", "^^a", r"\d", r"\\", "a{1}", "aa"])
+REPLACEMENTS = st.sampled_from(["", "a", "b.", "$1", "${1}x", "ab", "$$", r"\1", ".a."])
 
 
 @settings(max_examples=200, deadline=None)
 @given(NAMES, st.lists(st.tuples(PATTERNS, REPLACEMENTS), max_size=3))
 def test_the_remap_stage_does_what_each_rule_does_name_by_name(names, rules):
-    rules = [(p, r) for p, r in rules if "$1" not in r and "${1}" not in r or "(" in p]
+    rules = [(p, r) for p, r in rules if not any(ref in r for ref in ("$1", "${1}", r"\1")) or "(" in p]
     compiled = compile_rules([RemapRule(p, r) for p, r in rules])
     batch = stages.Batch.of(ArrayStore({name: np.zeros(1, np.float32) for name in names}).entries)
     expected_hits = [0] * len(compiled)
@@ -122,3 +124,18 @@ def test_editing_a_later_remap_rule_reruns_only_the_rules_from_it_on():
     assert result.names == ["layers.0.linear.w", "layers.0.linear.bias", "layers.2.linear.w", "layers.2.linear.bias"]
     assert [(h.pattern, h.count) for h in result.rule_hits if h.kind == "remap"] == [
         (r"^blocks\.", 6), (r"\.fc\.", 4), ("weight$", 3)]
+
+
+def test_plain_text_patterns_are_told_from_regexes():
+    assert literal_text(r"^blocks\.") == ("blocks.", True) and literal_text(r"\.fc\.") == (".fc.", False)
+    assert literal_text(r"a\ b\-c") == ("a b-c", False) and literal_text("ünï") == ("ünï", False)
+    for regex in ("", "^", "a.b", r"\d", r"a\1", "a$", "(a)", "[ab]", "a+", "a{2}", "a|b", "^^a", "a\\"):
+        assert literal_text(regex) is None, regex
+    rule, = compile_rules([RemapRule(r"^blocks\.", "layers.")])
+    assert (rule.literal, rule.at_start, rule.plain) == ("blocks.", True, "layers.")
+    grouped, = compile_rules([RemapRule(r"^(blocks)\.", "$1-")])
+    assert grouped.literal is None and grouped.plain is None
+    names = ["blocks.0.w", "x.blocks.1", "blocks.blocks.2"]
+    assert stages.remap_rule(names, rule) == (["layers.0.w", "x.blocks.1", "layers.blocks.2"], 2)
+    inner, = compile_rules([RemapRule(r"blocks\.", "b$$.")])
+    assert stages.remap_rule(names, inner) == (["b$.0.w", "x.b$.1", "b$.b$.2"], 3)

@@ -1,0 +1,73 @@
+"""A tensor's values handed out a chunk at a time, from its file or from memory, to any number of threads.
+
+A tensor whose bytes lie as-is in a file is read with positioned reads straight into a buffer that each
+reading thread owns and reuses, a cache-sized chunk at a time, and each chunk is checked against a file
+changed on disk after it is read: no copy of the whole tensor is made, and no memory map of the source
+(a page past the end of a file truncated under a mapping kills the process with SIGBUS). Diff and
+statistics both read through this, so the changed-file check is written once.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import numpy as np
+
+Reader = Callable[[int, int], np.ndarray]  # (start, stop) in elements -> those values, valid until the next call
+
+
+class StoredValues:
+    """The values of a tensor as its file holds them (``item`` has ``byte_range()`` and ``verify()``)."""
+
+    def __init__(self, item: Any, dtype: np.dtype, span: tuple[int, int, int]):
+        self.dtype, self._item = dtype, item
+        self._fd, self._offset, length = span
+        self.size = length // dtype.itemsize
+
+    @classmethod
+    def of(cls, item: Any) -> "StoredValues | None":
+        """The item's values as a file holds them, or None (encoded bools, quantized, transformed, remote)."""
+        dtype = item.dtype.numpy  # None for a quantized tensor: its bytes are not its values
+        if dtype is None or item.dtype.kind == "bool":
+            return None
+        span = item.byte_range()
+        return None if span is None else cls(item, dtype, span)
+
+    def reader(self, chunk_elements: int) -> Reader:
+        """A reader with its own buffer of up to ``chunk_elements`` values, for one thread."""
+        buffer = np.empty(min(self.size, chunk_elements), self.dtype)
+        raw = memoryview(buffer.view(np.uint8))
+        itemsize, fd, offset, verify = self.dtype.itemsize, self._fd, self._offset, self._item.verify
+
+        def read(start: int, stop: int) -> np.ndarray:
+            _read_exactly(fd, raw[:(stop - start) * itemsize], offset + start * itemsize)
+            verify()  # after reading: these bytes are the file's as opened, or this raises
+            return buffer[:stop - start]
+        return read
+
+
+class ArrayValues:
+    """Values already in memory (a flat array), handed out as slices: every thread shares them."""
+
+    def __init__(self, flat: np.ndarray):
+        self.dtype, self.size, self._flat = flat.dtype, flat.size, flat
+
+    def reader(self, chunk_elements: int) -> Reader:
+        flat = self._flat
+        return lambda start, stop: flat[start:stop]
+
+
+def values_of(item: Any) -> "StoredValues | ArrayValues":
+    """Stored values where the file holds them as-is, else ``item.read()`` flattened (read once, here)."""
+    stored = StoredValues.of(item)
+    return stored if stored is not None else ArrayValues(np.ascontiguousarray(item.read()).reshape(-1))
+
+
+def _read_exactly(fd: int, view: memoryview, offset: int) -> None:
+    done = 0
+    while done < len(view):
+        n = os.preadv(fd, [view[done:]], offset + done)
+        if n <= 0:
+            break  # the file shrank: the caller's verify() says it changed on disk
+        done += n
