@@ -34,21 +34,27 @@ from .remap import CompiledRule
 
 @dataclass(frozen=True)
 class Dropped:
-    """A source tensor left out: ``name`` as the file writes it, ``matched`` the name the filter saw."""
+    """A source tensor left out: ``name`` as the file writes it, ``matched`` the name the filter saw.
+
+    ``by_recipe_filter`` says which filter dropped it (the recipe's, not a source's own), as data: the
+    window lists the names the recipe's filter saw without reading ``reason``'s words back.
+    """
 
     source: str
     name: str
     reason: str
     matched: str = ""
+    by_recipe_filter: bool = False
 
     @classmethod
     def many(cls, source: str, rows: Iterable[tuple[str, str, str]]) -> list["Dropped"]:
-        """One per ``(name, reason, matched)``, built as fast as dicts: a filter may drop 100,000 on every edit."""
+        """One per ``(name, reason, matched)`` the recipe's filter dropped, built as fast as dicts: a filter
+        may drop 100,000 on every edit."""
         new = object.__new__
         out = []
         for name, reason, matched in rows:
             dropped = new(cls)
-            dropped.__dict__.update(source=source, name=name, reason=reason, matched=matched)
+            dropped.__dict__.update(source=source, name=name, reason=reason, matched=matched, by_recipe_filter=True)
             out.append(dropped)
         return out
 
