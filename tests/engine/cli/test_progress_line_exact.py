@@ -29,12 +29,23 @@ def terminal():
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 40, 0, 0))
     stream = os.fdopen(slave, "w")
     yield stream, master
-    stream.close()
+    if not stream.closed:
+        stream.close()
     os.close(master)
 
 
 def read_all(master: int) -> str:
-    return os.read(master, 65536).decode()
+    """Everything written to the slave side, once it is closed (then the master reads EOF or EIO, never waits)."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the slave side is closed and drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode()
 
 
 def test_only_a_terminal_without_quiet_gets_the_line(terminal):
@@ -54,7 +65,7 @@ def test_the_line_fits_the_terminals_width(terminal):
     with line(argparse.Namespace(quiet=False), "writing a-rather-long-name.bpk", stream) as progress:
         progress.clock, progress.started = clock, clock()
         progress(1 << 20, 4 << 20)
-    stream.flush()
+    stream.close()
     text = read_all(master)
     drawn = text.split(ERASE)
     assert drawn[0] == "" and drawn[-1] == ""
