@@ -8,7 +8,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -167,15 +166,28 @@ def _arrange(view: "StoreView", select: str | None, panel: str | None) -> str | 
 
 
 def _wait(condition: Callable[[], bool], timeout: float) -> bool:
-    from PySide6.QtWidgets import QApplication
+    """Run the event loop until ``condition()`` holds or ``timeout`` seconds pass.
 
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        QApplication.processEvents()
-        time.sleep(0.01)
-    return True
+    An event loop polled by a timer, not ``processEvents()`` in a loop: PySide6 6.12's ``processEvents``
+    drops a reference to ``None`` on each call, so a wait of a few thousand calls ends the interpreter
+    ("deallocating None"); a timer's slot does not.
+    """
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    if condition():
+        return True
+    loop = QEventLoop()
+    poll, give_up = QTimer(), QTimer()
+    poll.setInterval(10)
+    poll.timeout.connect(lambda: condition() and loop.quit())
+    give_up.setSingleShot(True)
+    give_up.timeout.connect(loop.quit)
+    poll.start()
+    give_up.start(int(timeout * 1000))
+    loop.exec()
+    poll.stop()
+    give_up.stop()
+    return condition()
 
 
 def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str | None,  # noqa: F821

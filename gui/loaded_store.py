@@ -15,6 +15,7 @@ from engine.collector import collector_paused
 from engine.tree import TreeNode, build_tree, first_levels, values_by_dtype
 
 SMALL_STORE = 64  # a store this small opens fully expanded: everything in it at a glance
+LATE_LEVELS_FROM = 5_000  # tensors from which a tab shows its tree first and opens its first levels after
 
 
 @dataclass
@@ -26,7 +27,9 @@ class LoadedStore:
 
     store: Store
     tree: TreeNode
-    opened: list[TreeNode]  # groups the view opens first (engine.tree.first_levels), found off the UI thread
+    # Groups the view opens first (engine.tree.first_levels), found off the UI thread; None for a large store,
+    # whose view works them out in a worker once its tree has painted (they split up to every name).
+    opened: list[TreeNode] | None
     params_by_dtype: list[tuple[str, int]]
     file_size: int
 
@@ -44,14 +47,15 @@ def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool],
             store.close()
             raise InterruptedError("cancelled")
         tree = build_tree(store.entries, order="file", compact=True)
-        opened = first_levels(tree) if tree.tensors > SMALL_STORE else []
+        tree.children  # noqa: B018 - the first level is laid out here, not in the tab's first paint
+        opened = [] if tree.tensors <= SMALL_STORE else first_levels(tree) if tree.tensors < LATE_LEVELS_FROM else None
         by_dtype = values_by_dtype(tree)
         freeze_lasting_objects()
     return LoadedStore(store, tree, opened, by_dtype, store.file_size)
 
 
 def freeze_lasting_objects() -> None:
-    """Take what a tab keeps for its lifetime (a store, its tree, its module guesses) out of the collector's scans.
+    """Take what a tab keeps for its lifetime (a store and its tree) out of the collector's scans.
 
     Made while the collector was paused, 100,000 tensors' objects would all wait in its youngest generation,
     and the next collection, in whichever thread allocates next, would scan them with the GIL held: a

@@ -13,7 +13,7 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QSplitter, QVBoxLayout, QWidget
 
 from engine.collector import collector_paused
-from engine.surgery.modules import ModuleGuess, infer_modules, logical_leaf
+from engine.surgery.modules import ModuleFinder, ModuleGuess, logical_leaf
 from engine.tree import TreeNode, build_tree, filter_entries, first_levels, name_matcher
 from gui.loaded_store import SMALL_STORE, LoadedStore, freeze_lasting_objects, release_frozen_objects
 from gui.models.tree_model import Column, TreeModel
@@ -33,7 +33,6 @@ CELL_PADDING = 20  # pixels a cell's text needs beyond its own width (margins, t
 HIDE_FIRST = (Column.SIZE, Column.PARAMS, Column.DTYPE, Column.SHAPE)  # what a narrow tree gives up, in order
 COLUMN_MINIMUM = 36
 COLLAPSE_INTO_NAME = (Column.DTYPE, Column.SHAPE)  # hidden, these are drawn at the end of the Name cell
-INFER_DELAY_MS = 150  # module inference starts once the tree has painted
 
 
 @dataclass(frozen=True)
@@ -54,11 +53,12 @@ class StoreView(QWidget):
         self.store = loaded.store
         self._full_tree = loaded.tree
         self._runner = runner
-        self.modules: dict[str, ModuleGuess] | None = None
+        self.modules = ModuleFinder(self.store.entries)  # the selection's module type, guessed when shown
         self.document: RecipeDocument | None = None  # made when the user starts surgery on this file
         self.filter_text = ""
         self.filter_regex = False
         self.filter_result = FilterResult(len(self.store.entries), len(self.store.entries))
+        self._shown: TreeNode | None = None  # the node the details and values show
         self._filter_generation = 0  # which filter request is the newest
 
         self.model = TreeModel(loaded.tree, self)
@@ -67,7 +67,9 @@ class StoreView(QWidget):
         self.order, self.flat = tree_pane.order, tree_pane.flat
         self.tree_view.viewport().installEventFilter(self)
         self._size_columns()
-        self._expand_first_levels(loaded.tree, loaded.opened)
+        # A large store's first levels are worked out once its tree has painted, then opened.
+        self.levels_pending, self._levels_asked = loaded.opened is None, False
+        self._expand_first_levels(loaded.tree, loaded.opened or [])
         self.tree_view.selectionModel().currentChanged.connect(self._current_changed)
         self.order.currentTextChanged.connect(self._base_order_changed)
         self.flat.toggled.connect(lambda _: self._rebuild())
@@ -84,30 +86,6 @@ class StoreView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.main_split)
-
-        # Inference of 100,000 module types holds the GIL for a while: let the tree paint first.
-        QTimer.singleShot(INFER_DELAY_MS, self, self._start_inference)
-
-    def _start_inference(self) -> None:
-        """Guess module types in a worker. The task holds neither this tab nor, once done, its store: a tab
-        closed while its modules are guessed is freed as soon as the guessing ends."""
-        store, ready = self.store, weakref.WeakMethod(self._modules_ready)
-
-        def work(cancelled: Callable[[], bool]) -> dict[str, ModuleGuess]:
-            with collector_paused():  # its many lasting objects would set off a full collection, holding the GIL
-                modules = infer_modules(store.entries)
-                if not store.closed:
-                    freeze_lasting_objects()  # they live as long as the tab
-            return modules
-
-        def done(modules: dict[str, ModuleGuess]) -> None:
-            method = ready()
-            if method is None:  # the tab went away while guessing: give back what the worker froze
-                release_frozen_objects()
-            else:
-                method(modules)
-
-        self._runner.run(work, done)
 
     def _size_columns(self) -> None:
         header = self.tree_view.header()
@@ -149,7 +127,41 @@ class StoreView(QWidget):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_columns()
+        if watched is self.tree_view.viewport() and event.type() == QEvent.Type.Paint and self.levels_pending \
+                and not self._levels_asked:
+            self._levels_asked = True
+            QTimer.singleShot(0, self, self._open_first_levels)  # once this paint is on screen
         return super().eventFilter(watched, event)
+
+    def _open_first_levels(self) -> None:
+        """Work out a large store's first levels in a worker, then open them (unless a filter or a flat list
+        replaced the tree meanwhile). Splitting up to 100,000 names waits until the tree is on screen.
+
+        The task holds neither this tab nor, once done, its store (as a closed tab must free its store)."""
+        tree, store, ready = self._full_tree, self.store, weakref.WeakMethod(self._first_levels_ready)
+
+        def work(cancelled: Callable[[], bool]) -> list[TreeNode]:
+            with collector_paused():  # its many lasting nodes would set off a full collection, holding the GIL
+                opened = first_levels(tree)
+                if not store.closed:
+                    freeze_lasting_objects()  # they live as long as the tab
+            return opened
+
+        def done(opened: list[TreeNode]) -> None:
+            method = ready()
+            if method is None:  # the tab went away meanwhile: give back what the worker froze
+                release_frozen_objects()
+            else:
+                method(tree, opened)
+
+        self._runner.run(work, done)
+
+    def _first_levels_ready(self, tree: TreeNode, opened: list[TreeNode]) -> None:
+        self.levels_pending = False
+        if self.store.closed:
+            release_frozen_objects()
+        elif self.model.root is tree:
+            self._expand_first_levels(tree, opened)
 
     def _expand_first_levels(self, tree: TreeNode, opened: list[TreeNode]) -> None:
         """A small store opens fully; a larger one shows its first levels (groups chosen off the UI thread)."""
@@ -219,24 +231,20 @@ class StoreView(QWidget):
 
     def _current_changed(self, current: QModelIndex, previous: QModelIndex) -> None:
         node = self.model.node(current) if current.isValid() else None
-        self.details.show_node(node, self._module_of(node))
-        self.values.show_entry(node.entry if node is not None else None)
+        if not _shows_the_same(self._shown, node):
+            self.details.show_node(node, self._module_of(node))
+            self.values.show_entry(node.entry if node is not None else None)
+        self._shown = node
         if node is not None:
             self.side.setCurrentIndex(0)
         self.selected.emit(node)
 
     def _module_of(self, node: TreeNode | None) -> ModuleGuess | None:
-        if node is None or self.modules is None:
+        """The selection's module type, guessed from that module's tensors alone (a few ms on 100,000 tensors):
+        no worker guesses every module in the background, taking turns at the GIL with the UI thread."""
+        if node is None:
             return None
-        path = logical_leaf(node.entry.name)[0] if node.entry is not None else node.path
-        return self.modules.get(path)
-
-    def _modules_ready(self, modules: dict[str, ModuleGuess]) -> None:
-        if self.store.closed:  # the tab closed while its modules were guessed: give back what the worker froze
-            release_frozen_objects()
-            return
-        self.modules = modules
-        self.details.set_module(self._module_of(self.current_node()))
+        return self.modules.guess(logical_leaf(node.entry.name)[0] if node.entry is not None else node.path)
 
     # --- filtering --------------------------------------------------------------------------------
     def apply_filter(self, text: str, regex: bool) -> FilterResult:
@@ -321,3 +329,10 @@ class StoreView(QWidget):
             header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # the view asks the model for sort(-1)
         else:
             self.model.sort(-1)
+
+
+def _shows_the_same(shown: TreeNode | None, node: TreeNode | None) -> bool:
+    """Whether ``node`` is the tensor on show again, in another tree (a filter kept it selected): the details,
+    statistics and values on screen stay, with the slice the user chose, rather than being read again."""
+    return (shown is not None and node is not None and node.entry is not None and shown.entry is node.entry
+            and shown.tensors == node.tensors)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .modules import ENUM_VARIANT, ModuleGuess
-from .ops import Op, Rename, Transpose
+from .ops import Op, OpRecord, Rename, Transpose, built
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,9 @@ def module_flag(path: str, kind: str) -> str:
     return "--module " + shlex.quote(f"{path}={kind}")
 
 
-def kind_guess(name: str, source_name: str, guess: ModuleGuess, ops: Sequence[Op], could_transpose: bool) -> Guess:
-    """The guess behind a tensor whose outcome would differ had its module been another kind."""
+def kind_guess(name: str, source_name: str, guess: ModuleGuess, ops: Sequence[Op | OpRecord],
+               could_transpose: bool) -> Guess:
+    """The guess behind a tensor whose outcome would differ had its module been another kind (``ops``: ops or records)."""
     settle = " or ".join(module_flag(guess.path, kind) for kind in guess.alternatives or (guess.kind,))
     done = describe(ops)
     if could_transpose and "transposed" not in done:
@@ -75,14 +76,19 @@ def placed_guess(name: str, source_name: str, module: str, kind: str, why: str) 
                  "--template FILE (a file of the target model holding this name), or a remap to where the model keeps it")
 
 
-def describe(ops: Sequence[Op]) -> str:
-    """What the adapter and casts did, in a few words (``transposed``, ``renamed weight -> alpha``)."""
+def describe(ops: Sequence[Op | OpRecord]) -> str:
+    """What the adapter and casts did, in a few words (``transposed``, ``renamed weight -> alpha``). ``ops`` may
+    be records (``ops.OpRecord``): only those described by their own words are built."""
     words = []
     for op in ops:
-        if isinstance(op, Transpose):
+        record = type(op) is tuple
+        kind = op[0] if record else type(op)
+        if issubclass(kind, Transpose):
             words.append("transposed")
-        elif isinstance(op, Rename) and not op.why.startswith(("remap", "contiguous", "skip enum", "template")):
-            words.append(f"renamed {op.old.rpartition('.')[2]} -> {op.new.rpartition('.')[2]}")
-        elif not isinstance(op, Rename):
-            words.append(op.describe())
+        elif issubclass(kind, Rename):
+            old, new, why = op[1:4] if record else (op.old, op.new, op.why)
+            if not why.startswith(("remap", "contiguous", "skip enum", "template")):
+                words.append(f"renamed {old.rpartition('.')[2]} -> {new.rpartition('.')[2]}")
+        else:
+            words.append((built((op,))[0] if record else op).describe())
     return ", ".join(words) or "left as it is"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import compress, count, repeat
 from operator import itemgetter, ne
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from ..errors import RecipeError
 from ..segments import is_index
@@ -105,6 +105,65 @@ def infer_modules(entries: Iterable[ShapedTensor], overrides: Mapping[str, str] 
     """
     entries = list(entries)
     return infer_columns([e.name for e in entries], [tuple(e.shape) for e in entries], overrides)
+
+
+SEPARATORS = ("\n", "\0", "\x1f")  # what joins the names for ModuleFinder: the first no name holds
+
+
+class ModuleFinder:
+    """One module's guess at a time among many tensors: ``infer_modules(entries).get(path)``, without guessing
+    every other module (a second for 100,000 tensors) when a view shows one selection.
+
+    A module's guess depends only on its own tensors. They are found by one regex over every name joined
+    by a separator, a C scan of a few ms, instead of a Python step per tensor.
+    """
+
+    def __init__(self, entries: Sequence[ShapedTensor]) -> None:
+        self._entries = entries
+        self._joined: tuple[str, str] | None = None  # (separator, names joined and framed by it), made on first use
+        self._guesses: dict[str, ModuleGuess | None] = {}  # those asked for: a view asks again for its selection
+
+    def guess(self, path: str) -> ModuleGuess | None:
+        if path not in self._guesses:
+            own = [self._entries[row] for row in self._rows_of(path)
+                   if logical_leaf(self._entries[row].name)[0] == path]
+            self._guesses[path] = infer_modules(own).get(path) if own else None
+        return self._guesses[path]
+
+    def _rows_of(self, path: str) -> Iterable[int]:
+        """Rows of the names that may belong to module ``path``: its direct tensors, and weight-norm ones.
+
+        The pattern starts with a literal (the separator, then ``path``), which ``re`` finds with a fast scan.
+        It may find more than the module's own (the caller checks each with ``logical_leaf``), never fewer.
+        """
+        if self._joined is None:
+            self._joined = _joined([entry.name for entry in self._entries])
+        sep, text = self._joined
+        if not text:  # every separator occurs in some name: go through them all
+            return range(len(self._entries))
+        start, end = re.escape(sep + path), re.escape(sep)
+        leaf = "\\.?" if not path else "\\."  # ``.fc`` is module ""'s, as ``fc`` is (``logical_leaf``)
+        found = re.finditer(f"{start}(?:{leaf}[^.{end}]*|\\.*parametrizations\\.weight\\.original[01])(?={end})", text)
+        return _line_numbers(text, sep, (match.start() for match in found))
+
+
+def _joined(names: list[str]) -> tuple[str, str]:
+    """``names`` joined by the first of SEPARATORS none of them holds, one before and after too; ``""`` if none fits."""
+    for sep in SEPARATORS:
+        text = f"{sep}{sep.join(names)}{sep}"
+        if text.count(sep) == len(names) + 1:
+            return sep, text
+    return SEPARATORS[0], ""
+
+
+def _line_numbers(text: str, sep: str, positions: Iterable[int]) -> Iterator[int]:
+    """Which name each of ``positions`` (ascending, each at the separator before a name) starts, counting
+    separators once over the whole text."""
+    line, counted = 0, 0
+    for position in positions:
+        line += text.count(sep, counted, position)
+        counted = position
+        yield line
 
 
 def infer_columns(names: Sequence[str], shapes: Sequence[tuple[int, ...]],

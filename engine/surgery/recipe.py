@@ -238,8 +238,9 @@ def _cast(doc: Any, where: str) -> CastRule:
     if not isinstance(doc, dict) or not isinstance(doc.get("to"), str):
         raise RecipeError(f"recipe: {where} must be {{\"to\": \"F16\"|\"BF16\"|\"F32\", \"modules\"?: [...]}}")
     to = CAST_TARGETS.get(doc["to"].lower(), doc["to"])
+    modules = tuple(_strs(doc.get("modules", []), f"{where}.modules"))  # its error names the field already
     try:
-        return CastRule(to, tuple(_strs(doc.get("modules", []), f"{where}.modules")))
+        return CastRule(to, modules)
     except RecipeError as exc:
         raise RecipeError(f"recipe: {where}: {exc}") from None
 

@@ -13,6 +13,7 @@ slots, not 10,000 objects.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from itertools import repeat
 from operator import attrgetter, contains
 from typing import Any, Iterable, Mapping, Sequence
@@ -26,28 +27,34 @@ from .filters import Filter, facts
 from .guesses import Guess, kind_guess, placed_guess, variant_guess
 from .modules import (ENUM_VARIANT, NORM_KINDS, ModuleGuess, Siblings, group_columns, guess_groups, module_path, repathed,
                       split_names)
-from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose, built
+from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose
 from .recipe import CastRule
 from .remap import CompiledRule
 
 
 @dataclass(frozen=True)
 class Dropped:
-    """A source tensor left out: ``name`` as the file writes it, ``matched`` the name the filter saw."""
+    """A source tensor left out: ``name`` as the file writes it, ``matched`` the name the filter saw.
+
+    ``by_recipe_filter`` says which filter dropped it (the recipe's, not a source's own), as data: the
+    window lists the names the recipe's filter saw without reading ``reason``'s words back.
+    """
 
     source: str
     name: str
     reason: str
     matched: str = ""
+    by_recipe_filter: bool = False
 
     @classmethod
     def many(cls, source: str, rows: Iterable[tuple[str, str, str]]) -> list["Dropped"]:
-        """One per ``(name, reason, matched)``, built as fast as dicts: a filter may drop 100,000 on every edit."""
+        """One per ``(name, reason, matched)`` the recipe's filter dropped, built as fast as dicts: a filter
+        may drop 100,000 on every edit."""
         new = object.__new__
         out = []
         for name, reason, matched in rows:
             dropped = new(cls)
-            dropped.__dict__.update(source=source, name=name, reason=reason, matched=matched)
+            dropped.__dict__.update(source=source, name=name, reason=reason, matched=matched, by_recipe_filter=True)
             out.append(dropped)
         return out
 
@@ -361,8 +368,8 @@ class Layout:
 
     def fits(self, batch: Batch, modules: Modules, direction: str) -> bool:
         """Whether this layout's decisions hold for ``batch`` (column by column, at C speed)."""
-        return (direction == self.direction and _same(batch.shapes, self.shapes_before)
-                and _same(batch.dtypes, self.dtypes) and modules.leaves == self.leaves and _same(modules.kinds, self.kinds))
+        return (direction == self.direction and _same(batch.shapes, self.shapes_before) and _same(batch.dtypes, self.dtypes)
+                and modules.leaves == self.leaves and _same(modules.kinds, self.kinds))
 
 
 def _same(column: list[Any], other: list[Any]) -> bool:
@@ -434,7 +441,8 @@ def _layout(batch: Batch, modules: Modules, direction: str) -> Layout:
                   renamed, new_leaves, renamed_why, shapes)
 
 
-def _laid_out(batch: Batch, paths: list[str], decided: Layout) -> tuple[list[str], list[tuple[int, ...]], list[tuple[Op, ...]]]:
+def _laid_out(batch: Batch, paths: list[str],
+              decided: Layout) -> tuple[list[str], list[tuple[int, ...]], list[tuple[Op, ...]]]:
     """``batch``'s names, shapes and ops after ``decided``'s transposes and renames."""
     names, ops = list(batch.names), list(batch.ops)
     for i, op in zip(decided.transposed, decided.transposes):
@@ -535,20 +543,28 @@ def _guesses(name: str, source_name: str, variants: tuple[str, ...], guess: Modu
              for path in variants]
     if guess is None or not guess.guessed:
         return found
-    old_name, shape = before
-    floating = dtype.is_float  # casts only ever turn floats into floats
-
-    def outcome(kind: str) -> tuple[Any, ...]:
-        layout = ad.layout_ops(direction, old_name, shape, kind) if direction else (old_name, [])
-        targets = tuple(c.to for c in casts if floating and (not c.modules or kind in c.modules))
-        return layout[0], tuple(type(op) for op in layout[1]), targets
-
-    ours = outcome(guess.kind)
-    others = [outcome(kind) for kind in guess.alternatives if kind != guess.kind]
-    if any(other != ours for other in others):
-        could_transpose = any(Transpose in other[1] for other in others)
-        found.append(kind_guess(name, source_name, guess, built(ops), could_transpose))
+    shape = before[1]
+    differs, could_transpose = _kind_matters(direction, before[0].rpartition(".")[2], len(shape), dtype.is_float,
+                                             tuple(casts), guess.kind, guess.alternatives)
+    if differs:
+        found.append(kind_guess(name, source_name, guess, ops, could_transpose))
     return found
+
+
+@lru_cache(maxsize=4096)
+def _kind_matters(direction: str | None, leaf: str, ndim: int, floating: bool, casts: tuple[CastRule, ...], kind: str,
+                  alternatives: tuple[str, ...]) -> tuple[bool, bool]:
+    """Whether another of ``alternatives`` would change a ``kind`` tensor's outcome (its name, the kinds of
+    its layout ops, its casts), and whether one would transpose it. Cached: it rests only on the leaf, the
+    number of dimensions and whether it is a float, and a model repeats those thousands of times."""
+    def outcome(kind: str) -> tuple[Any, ...]:  # what ``ad.layout_ops`` and the casts would do, by kind
+        new_leaf, transpose = ad.layout(direction, leaf, ndim, kind) if direction else (None, False)
+        targets = tuple(c.to for c in casts if floating and (not c.modules or kind in c.modules))
+        return (None, (Transpose,)) if transpose else (new_leaf, (Rename,)) if new_leaf else (None, ()), targets
+
+    ours = outcome(kind)
+    others = [outcome(other) for other in alternatives if other != kind]
+    return any(other != ours for other in others), any(Transpose in other[0][1] for other in others)
 
 
 # --- the template --------------------------------------------------------------------------------------------

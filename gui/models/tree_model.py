@@ -45,6 +45,14 @@ NUMERIC = (Column.PARAMS, Column.SIZE)
 MONOSPACE = (Column.NAME, Column.DTYPE, Column.SHAPE)
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 # What clicking a header sorts by; numbers start largest first ("which tensors are biggest?").
+# Roles as plain ints, looked up once: ``data`` compares them for every cell painted.
+_DISPLAY, _DECORATION, _TOOLTIP, _FONT, _ALIGNMENT, _FOREGROUND = (int(r) for r in (
+    Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.DecorationRole, Qt.ItemDataRole.ToolTipRole,
+    Qt.ItemDataRole.FontRole, Qt.ItemDataRole.TextAlignmentRole, Qt.ItemDataRole.ForegroundRole))
+_NODE, _MARK = int(NODE_ROLE), int(MARK_ROLE)
+_UNANSWERED = frozenset(int(r) for r in (Qt.ItemDataRole.CheckStateRole, Qt.ItemDataRole.BackgroundRole,
+                                         Qt.ItemDataRole.SizeHintRole, Qt.ItemDataRole.StatusTipRole,
+                                         Qt.ItemDataRole.WhatsThisRole, Qt.ItemDataRole.EditRole))
 SORT_ORDERS = {Column.NAME: "natural", Column.DTYPE: "dtype", Column.SHAPE: "shape", Column.PARAMS: "params",
                Column.SIZE: "size"}
 
@@ -153,32 +161,35 @@ class TreeModel(QAbstractItemModel):
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
+        """One role of one cell. Hot: a paint asks seven roles of every visible cell, so roles are compared as
+        plain ints (a ``Qt.ItemDataRole.X`` lookup costs about 2 us) and those never answered return first."""
+        if role in _UNANSWERED or not index.isValid():
             return None
         node: TreeNode = index.internalPointer()
         column = index.column()
         mark = self._marks.get(node.entry.name) if node.entry is not None and self._marks else None
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == _DISPLAY:
             if column == Column.RECIPE:
                 return mark.word if mark is not None else ""
             text = self._text(node, column)
             return _renamed(text, node, mark) if mark is not None and column == Column.NAME else text
-        if role == NODE_ROLE:
+        if role == _NODE:
             return node
-        if role == MARK_ROLE:
+        if role == _MARK:
             return mark
-        if role == Qt.ItemDataRole.ForegroundRole and mark is not None:
-            return brush(mark.state)
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in NUMERIC:
-            return RIGHT
-        if role == Qt.ItemDataRole.FontRole and (column in MONOSPACE or mark is not None):
-            return self._struck if mark is not None and mark.state == DROPPED else self._font
-        if role == Qt.ItemDataRole.FontRole and column == Column.PARAMS and node.entry is not None \
-                and is_buffer(node.entry):
-            return self._italic
-        if role == Qt.ItemDataRole.DecorationRole and column == Column.NAME:
-            return icon("tensor" if node.is_tensor else "group")
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _FOREGROUND:
+            return brush(mark.state) if mark is not None else None
+        if role == _ALIGNMENT:
+            return RIGHT if column in NUMERIC else None
+        if role == _FONT:
+            if column in MONOSPACE or mark is not None:
+                return self._struck if mark is not None and mark.state == DROPPED else self._font
+            if column == Column.PARAMS and node.entry is not None and is_buffer(node.entry):
+                return self._italic
+            return None
+        if role == _DECORATION:
+            return icon("tensor" if node.is_tensor else "group") if column == Column.NAME else None
+        if role == _TOOLTIP:
             if column == Column.SIZE:
                 return f"{node.nbytes:,} bytes"
             if column == Column.PARAMS:

@@ -6,6 +6,10 @@ a late result for an older selection is never shown.
 
 from __future__ import annotations
 
+# np.percentile (the statistics' percentiles) imports numpy.ma on its first call (np.unique asks
+# np.ma.is_masked): 0.05-0.1 s of importing, holding the GIL in the statistics worker while the window paints
+# its first selection. Imported with the panel instead, before the window shows.
+import numpy.ma  # noqa: F401
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QCheckBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QProgressBar,
                                QPushButton, QVBoxLayout, QWidget)
@@ -171,7 +175,7 @@ class DetailsPanel(QWidget):
         self._start_stats(node)
 
     def set_module(self, module: ModuleGuess | None) -> None:
-        """The inferred module type of the selection's module, once inference has run."""
+        """The inferred module type of the selection's module (guessed from that module's tensors)."""
         if module is None:
             self._set_fact(self._fact_labels["module"], None)
             return

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QHeaderView,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine import Store, burn_compatibility, humanize, scheme_description
+from engine.tree import dtypes_of
 from gui.loaded_store import LoadedStore
 from gui.resources import icon, monospace
 
@@ -86,7 +87,9 @@ def _summary(loaded: LoadedStore) -> tuple[QFormLayout, QLabel | None]:
     if store.note:
         summary.addRow("Note", _selectable(store.note))
     burn_label = _burn_rows(summary, store)
-    schemes = Counter(scheme_description(e.dtype) for e in store.entries if e.dtype.kind == "quantized")
+    quantized = any(dtype.kind == "quantized" for dtype in dtypes_of(totals))  # else no pass over every entry
+    schemes = Counter(scheme_description(e.dtype) for e in store.entries if e.dtype.kind == "quantized") \
+        if quantized else Counter()
     for scheme, count in schemes.items():
         summary.addRow("Quantized", _selectable(f"{scheme} ({humanize.plural(count, 'tensor')})"))
     summary.addRow("File size", _selectable(humanize.size(size), tooltip=f"{size:,} bytes"))

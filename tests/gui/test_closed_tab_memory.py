@@ -18,6 +18,6 @@ def test_a_closed_tab_frees_its_store(window, open_view, qtbot) -> None:
     window.close_tab(window.tabs.indexOf(view))
     del view
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    qtbot.waitUntil(lambda: window.work.active == 0)  # a worker still guessing the tab's modules reads its store
+    qtbot.waitUntil(lambda: window.work.active == 0)  # a worker still reading the tab's store holds it
     gc.collect()
     assert store() is None

@@ -14,7 +14,8 @@ The tree:
   test_tree_view.py::test_clicking_a_header_sorts_largest_first_then_smallest_then_file_order
 - a chain of single-child groups is one row -> test_tree_view.py::test_a_t5_like_file_shows_its_single_child_chain_as_one_row;
   "Flat list" -> test_tree_view.py::test_the_flat_list_shows_every_full_name_once; over 64 tensors opens its first
-  levels -> test_tree_view.py::test_a_large_file_opens_showing_its_first_levels (checked)
+  levels -> test_tree_view.py::test_a_large_file_opens_showing_its_first_levels (checked); from 5,000 tensors they
+  open a moment after the tree shows -> test_late_first_levels.py (whole module)
 - counts tell parameters from buffers -> test_main_window.py::test_groups_show_totals_with_right_aligned_numbers,
   test_main_window.py::test_selecting_a_group_shows_its_totals_and_module (checked)
 - search filters as typed, regex toggle, count, a regex-looking text searched as text says so, matches compacted ->

@@ -43,7 +43,7 @@ _ids = itertools.count()
 
 def filtered_names(plan: Plan) -> list[str]:
     """The names the recipe's filter saw: what it kept, and what it dropped (not the sources' own filters)."""
-    return plan.names + [d.matched or d.name for d in plan.dropped if d.reason.startswith("filter")]
+    return plan.names + [d.matched or d.name for d in plan.dropped if d.by_recipe_filter]
 
 
 def matched_names(kind: str, rule: str | Rule, names: list[str]) -> list[str] | None:
