@@ -59,10 +59,13 @@ def tensors_file(tmp_path, count: int):
     return path
 
 
-def test_exactly_burns_limit_of_100000_tensors_opens_and_one_more_is_refused_by_name(tmp_path):
-    with open_store(tensors_file(tmp_path, 100_000)) as store:
-        assert len(store.entries) == 100_000 and store.entries[-1].name == "t99999"
-    assert refusal(tensors_file(tmp_path, 100_001)) == "n100001.bpk: 100001 tensors, over Burn's limit of 100000"
+def test_exactly_the_tensor_limit_opens_and_one_more_is_refused_by_name(tmp_path, monkeypatch):
+    """The limit lowered to 3, so the boundary costs milliseconds, not 100,000 descriptors per mutant run
+    (test_burnpack.py's test_more_tensors_than_burn_allows_is_refused_before_reading_them checks Burn's 100,000)."""
+    monkeypatch.setattr(burnpack, "MAX_TENSORS", 3)
+    with open_store(tensors_file(tmp_path, 3)) as store:
+        assert [e.name for e in store.entries] == ["t0", "t1", "t2"]
+    assert refusal(tensors_file(tmp_path, 4)) == "n4.bpk: 4 tensors, over Burn's limit of 3"
 
 
 def test_a_negative_param_id_is_refused_with_its_value(tmp_path):
