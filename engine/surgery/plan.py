@@ -144,11 +144,18 @@ class Conflict:
 
 @dataclass(frozen=True)
 class Override:
-    """A later source's tensor replaced an earlier source's tensor of the same name."""
+    """A later source's tensor replaced an earlier source's tensor of the same name.
+
+    ``kept`` and ``replaced`` are ``source:name`` as the plan prints them; ``replaced_source`` and
+    ``replaced_name`` say the same as data, so the window marks the replaced tensor without splitting the
+    text at a colon a file name or a tensor name may itself contain.
+    """
 
     name: str
     kept: str
     replaced: str
+    replaced_source: str
+    replaced_name: str
 
 
 @dataclass
@@ -505,7 +512,8 @@ def _merge(sources: Sequence[_SourceResult]) -> tuple[list[PlannedTensor], list[
             own[name] = tensor
             if name in merged:
                 old = merged[name]
-                overrides.append(Override(name, f"{label}:{tensor.source_name}", f"{old.source}:{old.source_name}"))
+                overrides.append(Override(name, f"{label}:{tensor.source_name}", f"{old.source}:{old.source_name}",
+                                          old.source, old.source_name))
             merged[name] = tensor
     return list(merged.values()) + duplicates, conflicts, overrides
 

@@ -80,9 +80,8 @@ def plan_marks(result: Plan, store: Store, prefix: str = "", report: AlignmentRe
         if dropped.source == label:
             marks[prefix + dropped.name] = Mark(DROPPED, "dropped", dropped.reason)
     for override in result.overrides:
-        source, _, name = override.replaced.rpartition(":")
-        if source == label:
-            marks[prefix + name] = Mark(DROPPED, "replaced", f"replaced by {override.kept}")
+        if override.replaced_source == label:
+            marks[prefix + override.replaced_name] = Mark(DROPPED, "replaced", f"replaced by {override.kept}")
     conflicted = {c.name for c in result.conflicts}
     made: dict[str, list[str]] = {}  # entry -> the tensors made from it (several for a split fused module)
     for tensor in result.tensors:
