@@ -14,7 +14,7 @@ import re
 import struct
 from itertools import chain, repeat
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Sequence
+from typing import Annotated, Any, BinaryIO, Iterable, Sequence
 
 import msgspec
 import numpy as np
@@ -183,10 +183,9 @@ def _entries_as_written(names: list[str], descriptors: list[_Descriptor], data_s
     not end before it starts, and each starts where the one before it ends, from 0 to the buffer's end
     (the tiling in listed order that it checks first). The shapes and offsets are typed by the decode.
     """
-    dtype_names = list(map(_DTYPE, descriptors))
     shapes = list(map(_SHAPE, descriptors))
     try:
-        itemsizes = list(map(_ITEMSIZE.__getitem__, dtype_names))
+        kinds, itemsizes = _kinds_and_itemsizes(list(map(_DTYPE, descriptors)))
         bounds = list(chain.from_iterable(map(_OFFSETS, descriptors)))  # start, end, start, end, ...
         elements = list(map(math.prod, shapes))
     except (KeyError, TypeError):  # an unknown or sub-byte dtype; a shape or offsets missing (None)
@@ -196,8 +195,17 @@ def _entries_as_written(names: list[str], descriptors: list[_Descriptor], data_s
     if not (names and starts[0] == 0 and ends[-1] == buffer_size and starts[1:] == ends[:-1]
             and list(map(operator.mul, elements, itemsizes)) == sizes and 0 not in sizes):
         return None
-    return make_entries(names, list(map(_DTYPES.__getitem__, dtype_names)), shapes, sizes, [None] * len(names),
+    return make_entries(names, kinds, shapes, sizes, [None] * len(names),
                         list(map(operator.add, starts, repeat(data_start))))
+
+
+def _kinds_and_itemsizes(dtype_names: list[str]) -> tuple[list[dtypes.DType], Iterable[int]]:
+    """Each tensor's dtype and the bytes of one of its values; a file of one dtype (most are) looks it up once."""
+    distinct = set(dtype_names)
+    if len(distinct) == 1:
+        (only,) = distinct
+        return [_DTYPES[only]] * len(dtype_names), repeat(_ITEMSIZE[only])
+    return list(map(_DTYPES.__getitem__, dtype_names)), list(map(_ITEMSIZE.__getitem__, dtype_names))
 
 
 def _entries_in_columns(path: os.PathLike, names: list[str], descriptors: list[_Descriptor], data_start: int,
