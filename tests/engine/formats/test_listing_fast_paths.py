@@ -268,3 +268,20 @@ def test_a_safetensors_store_finds_its_tensors_by_name_without_an_index_made_at_
         assert store.read("a").tolist() == [8, 9] and "b" in store and "c" not in store
         with pytest.raises(KeyError, match="two.safetensors has no tensor 'c'"):
             store.entry("c")
+
+
+@pytest.mark.parametrize("repeat", [True, False])
+def test_a_long_header_counts_its_colons_as_a_short_one_does(tmp_path, repeat):
+    """A header of more than 4 KiB is counted by numpy: a name given twice in it is still refused."""
+    tensors = "".join(f'"t{i}":{{"dtype":"U8","shape":[1],"data_offsets":[{i},{i + 1}]}},' for i in range(200))
+    last = '"t0"' if repeat else '"t200"'
+    raw = ("{" + tensors + last + ':{"dtype":"U8","shape":[1],"data_offsets":[200,201]}}').encode()
+    assert len(raw) > 4096
+    path = tmp_path / "long.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(201))
+    if repeat:
+        with pytest.raises(FormatError, match="header names 't0' twice"):
+            open_store(path)
+    else:
+        with open_store(path) as store:
+            assert len(store) == 201 and store.entries[-1].offset == 8 + len(raw) + 200
