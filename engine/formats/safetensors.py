@@ -195,13 +195,13 @@ def _entries_as_written(names: list[str], descriptors: list[_Descriptor], data_s
     try:
         kinds, itemsizes = _kinds_and_itemsizes(list(map(_DTYPE, descriptors)))
         bounds = list(chain.from_iterable(map(_OFFSETS, descriptors)))  # start, end, start, end, ...
-        elements = list(map(math.prod, shapes))
+        needed = list(map(operator.mul, map(math.prod, shapes), itemsizes))
     except (KeyError, TypeError):  # an unknown or sub-byte dtype; a shape or offsets missing (None)
         return None
     starts, ends = bounds[0::2], bounds[1::2]
     sizes = list(map(operator.sub, ends, starts))
     if not (names and starts[0] == 0 and ends[-1] == buffer_size and starts[1:] == ends[:-1]
-            and list(map(operator.mul, elements, itemsizes)) == sizes and 0 not in sizes):
+            and needed == sizes and 0 not in sizes):
         return None
     return make_entries(names, kinds, shapes, sizes, [None] * len(names),
                         list(map(operator.add, starts, repeat(data_start))))
