@@ -14,7 +14,7 @@ import re
 import struct
 from itertools import chain, repeat
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Iterable, Sequence
+from typing import Annotated, Any, BinaryIO, Iterable, Literal, Sequence
 
 import msgspec
 import numpy as np
@@ -108,15 +108,18 @@ class _NotFast(Exception):
 # offset from 2**63 on (none real) goes to the reference path, which judges it against the u64 limit.
 _Size = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 _Shape = Annotated[tuple[_Size, ...], msgspec.Meta(max_length=MAX_NDIM)]
+_DtypeName = Literal[tuple(sorted(dtypes.SAFETENSORS_NAMES))]  # type: ignore[valid-type]  # the names, as one Literal
 
 
 class _Descriptor(msgspec.Struct, gc=False):
     """One tensor as the header states it, typed: msgspec checks every field as it parses, in C.
 
     Unknown fields (Burn writes ``param_id``) are skipped, as the reference path ignores them; a
-    missing field is left ``None`` (or ``""``), which the fast path hands to the reference path."""
+    missing field is left ``None``, and an unknown dtype is a validation error: the fast path hands both
+    to the reference path. A dtype decodes to the one shared string of its name, not new text per tensor
+    (3% of the parse for 146 tensors, and a file's dtypes then compare and hash as the same objects)."""
 
-    dtype: str = ""
+    dtype: _DtypeName | None = None
     shape: _Shape | None = None
     data_offsets: tuple[_Size, _Size] | None = None
 

@@ -285,3 +285,14 @@ def test_a_long_header_counts_its_colons_as_a_short_one_does(tmp_path, repeat):
     else:
         with open_store(path) as store:
             assert len(store) == 201 and store.entries[-1].offset == 8 + len(raw) + 200
+
+
+def test_metadata_naming_a_dtype_field_lists_as_the_reference_path_lists_it(tmp_path, monkeypatch):
+    """``__metadata__`` is decoded as a descriptor too: text under "dtype" that is no dtype's name is not
+    refused, the reference path reads the header instead."""
+    raw = b'{"__metadata__":{"dtype":"bfloat16"},"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}'
+    path = tmp_path / "meta.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(4))
+    quick = _listing(path)
+    monkeypatch.setattr(safetensors, "_parse_fast", _not_fast)
+    assert quick == _listing(path) == ([("w", "F16", (2,), 8 + len(raw), 4)], {"dtype": "bfloat16"})
