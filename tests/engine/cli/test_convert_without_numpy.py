@@ -23,10 +23,11 @@ from engine.cli import main
 
 REPO = Path(__file__).resolve().parents[3]
 PROBE = """
-import json, sys
+import contextlib, io, json, sys
 from gui.launch import main
-code = main(sys.argv[1:])
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = main(sys.argv[1:])
+print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
 """
 NOT_NEEDED = {"numpy", "ml_dtypes", "PySide6", "engine.surgery", "engine.chunked", "engine.stats"}
 VALUES = {"embed.weight": np.arange(12, dtype="<f4").reshape(3, 4) / 7, "embed.bias": np.array([-1.5, 2.25], "<f2"),
@@ -105,3 +106,13 @@ def test_touching_values_still_loads_numpy_where_needed(tmp_path):
     assert report["code"] == 0 and "numpy" in report["modules"]
     with open_store(out) as store:
         assert store.read("layers.0.weight").tolist() == F32_ONLY["layers.0.weight"].astype("<f2").tolist()
+
+
+def test_inspect_of_a_file_lists_it_without_numpy(tmp_path):
+    src = tmp_path / "model.safetensors"
+    save_file(F32_ONLY, src)
+    result = subprocess.run([sys.executable, "-c", PROBE, "inspect", str(src)], cwd=REPO, capture_output=True, text=True,
+                            timeout=120)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0 and "layers.0.weight" in report["out"]
+    assert NOT_NEEDED.isdisjoint(report["modules"])
