@@ -1,7 +1,8 @@
 """A plain conversion copies bytes and never imports numpy (issue 23: numpy was most of its start-up, and
 a conversion is measured against cp). Each of the four conversions the benchmarks time runs in a child
 process that reports ``sys.modules`` at exit; its output must equal, byte for byte, the same conversion run
-in this process, where numpy is loaded, and hold the source's values."""
+in this process, where numpy is loaded, and hold the source's values. Listing a file (``inspect``) touches
+no values either."""
 
 from __future__ import annotations
 
