@@ -93,3 +93,17 @@ def test_fusing_attention_back_beside_a_guessed_weight_plans_and_lists_only_that
     assert sorted(result.names) == ["attn.in_proj_bias", "attn.in_proj_weight", "attn.out_proj.bias",
                                     "attn.out_proj.weight", "attn.weight"]
     assert [(g.name, g.decision) for g in result.guesses] == [("attn.weight", "Linear: transposed")]
+
+
+def test_the_dry_run_document_says_which_source_and_which_filter_dropped_each_tensor():
+    from engine.surgery import Filter, SourceSpec
+    store = ArrayStore({"fc.weight": np.ones((2, 2), np.float32), "fc.bias": np.ones(2, np.float32),
+                        "aux.weight": np.ones(2, np.float32)}, name="model.safetensors")
+    recipe = Recipe(sources=(SourceSpec("model.safetensors", filter=Filter(exclude=("^aux",))),),
+                    filter=Filter(exclude=("bias",)), adapters=("pytorch-to-burn",))
+    dropped = plan([store], recipe).to_json()["dropped"]
+    assert dropped == [
+        {"source": "model.safetensors", "name": "aux.weight", "reason": "source filter: excluded by rule 1 ('^aux')",
+         "matched": "aux.weight", "by_recipe_filter": False},
+        {"source": "model.safetensors", "name": "fc.bias", "reason": "filter: excluded by rule 1 ('bias')",
+         "matched": "fc.bias", "by_recipe_filter": True}]
