@@ -110,3 +110,12 @@ def test_a_sources_fields_keep_their_names_within_one_format_and_scalars_only_in
     with open_store(tmp_path / "x.bpk") as source:
         assert carried_metadata([source], Recipe(), "burnpack")[1] == {"step": {"Int": 7}}
         assert carried_metadata([source], Recipe(), "safetensors")[1] is None
+
+
+def test_a_source_filter_and_the_recipes_filter_are_both_named_and_an_empty_name_is_shown_as_it_is():
+    store = ArrayStore({"": np.ones(2, np.float32), "b": np.ones(2, np.float32)}, name="x.safetensors")
+    assert plan([store], Recipe(filter=Filter(include=("zz",)))).emptied_by() == (
+        "filter (include 'zz') left none of 2 tensor(s) (the recipe's filter matches names after remaps and "
+        "adapters, e.g. '')")
+    both = Recipe(sources=(SourceSpec("x.safetensors", filter=Filter(exclude=("^b",))),), filter=Filter(include=("zz",)))
+    assert plan([store], both).emptied_by().startswith("source filter of x.safetensors and filter (include 'zz') left")

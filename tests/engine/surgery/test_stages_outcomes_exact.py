@@ -107,3 +107,16 @@ def test_the_dry_run_document_says_which_source_and_which_filter_dropped_each_te
          "matched": "aux.weight", "by_recipe_filter": False},
         {"source": "model.safetensors", "name": "fc.bias", "reason": "filter: excluded by rule 1 ('bias')",
          "matched": "fc.bias", "by_recipe_filter": True}]
+
+
+def test_a_stacked_lstm_layer_is_placed_by_convention_and_says_how_to_settle_it():
+    arrays = {f"lstm.weight_{side}_l{layer}": np.zeros((8, 2), np.float32) for layer in (0, 1) for side in ("ih", "hh")}
+    guesses = plan([ArrayStore(arrays)], Recipe(adapters=("pytorch-to-burn",))).guesses
+    assert len(guesses) == 16 and guesses[0].to_json() == {
+        "name": "lstm.0.input_gate.input_transform.weight", "source_name": "lstm.weight_ih_l0", "module": "lstm.0",
+        "kind": "LSTM", "decision": "placed at lstm.0.input_gate.input_transform.weight",
+        "reason": "Burn has no stacked LSTM: layer 0 of nn.LSTM lstm is placed at lstm.0, as a Vec<Lstm> (or "
+                  "Vec<BiLstm>) field would hold it",
+        "settle": "--template FILE (a file of the target model holding this name), or a remap to where the model "
+                  "keeps it",
+        "alternatives": []}
