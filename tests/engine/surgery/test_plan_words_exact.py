@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 import engine
 from engine import ArrayStore
@@ -119,3 +120,27 @@ def test_a_source_filter_and_the_recipes_filter_are_both_named_and_an_empty_name
         "adapters, e.g. '')")
     both = Recipe(sources=(SourceSpec("x.safetensors", filter=Filter(exclude=("^b",))),), filter=Filter(include=("zz",)))
     assert plan([store], both).emptied_by().startswith("source filter of x.safetensors and filter (include 'zz') left")
+
+
+def test_an_empty_transposed_tensor_streams_no_bytes():
+    store = ArrayStore({"fc.weight": np.zeros((0, 3), np.float32), "fc.bias": np.zeros(0, np.float32)})
+    weight = plan([store], Recipe(adapters=("pytorch-to-burn",))).tensors[0]
+    assert weight.operations == ["transpose [0, 3] -> [3, 0]"] and b"".join(map(bytes, weight.iter_bytes())) == b""
+
+
+def test_a_plan_exports_in_the_format_asked_refuses_to_overwrite_and_names_every_conflict(tmp_path):
+    from engine import ExportError, open_store
+    store = ArrayStore({"a.weight": np.ones(2, np.float32), "b.weight": np.zeros(2, np.float32),
+                        "c.weight": np.zeros(2, np.float32)}, name="m")
+    written = plan([store], Recipe()).export(tmp_path / "out.bin", "safetensors")
+    with open_store(written) as out:  # opened by its bytes: the name says .bin
+        assert out.format == "safetensors"
+        assert [e.name for e in out.entries] == ["a.weight", "b.weight", "c.weight"]
+        assert "store_studio.recipe" not in out.metadata  # a recipe that changes nothing records no digest
+    with pytest.raises(ExportError, match="exists"):
+        plan([store], Recipe()).export(tmp_path / "out.bin", "safetensors")
+    clash = plan([store], Recipe(remaps=(RemapRule("^[bc]", "a"),)))
+    with pytest.raises(ExportError) as refused:
+        clash.export(tmp_path / "clash.safetensors")
+    assert str(refused.value) == ("clash.safetensors: two tensors would be named 'a.weight': m:a.weight and m:b.weight; "
+                                  "two tensors would be named 'a.weight': m:a.weight and m:c.weight")
