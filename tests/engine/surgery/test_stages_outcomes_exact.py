@@ -120,3 +120,11 @@ def test_a_stacked_lstm_layer_is_placed_by_convention_and_says_how_to_settle_it(
         "settle": "--template FILE (a file of the target model holding this name), or a remap to where the model "
                   "keeps it",
         "alternatives": []}
+
+
+def test_a_plan_keeps_quantized_tensors_as_stored_unless_told_to_dequantize(tmp_path):
+    from engine import ExportError
+    source = EntriesStore([TensorEntry("fc.weight", Q8, (4, 3), 16)])
+    with pytest.raises(ExportError, match=r"^out\.safetensors: tensor 'fc\.weight': SafeTensors has no quantized dtype"):
+        plan([source], Recipe()).export(tmp_path / "out.safetensors")
+    assert list(tmp_path.iterdir()) == []
