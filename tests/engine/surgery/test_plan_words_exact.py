@@ -144,3 +144,31 @@ def test_a_plan_exports_in_the_format_asked_refuses_to_overwrite_and_names_every
         clash.export(tmp_path / "clash.safetensors")
     assert str(refused.value) == ("clash.safetensors: two tensors would be named 'a.weight': m:a.weight and m:b.weight; "
                                   "two tensors would be named 'a.weight': m:a.weight and m:c.weight")
+
+
+def test_a_plans_export_passes_on_scalars_overwrite_progress_cancel_burn_version_and_dequantize(tmp_path):
+    import sys
+    from pathlib import Path
+    from engine import ExportError, open_store
+    from engine.burn_versions import BurnVersion
+    sys.path.insert(0, str(Path(__file__).parents[1] / "formats"))
+    from quantized_files import f32, gen2, i8, read_meta, write
+    store = ArrayStore({"on": np.array([True, False]), "w": np.ones(2, np.float32)}, name="m")
+    dest = tmp_path / "out.bpk"
+    dest.write_bytes(b"old")
+    seen: list[tuple[int, int]] = []
+    written = plan([store], Recipe()).export(dest, scalars={"step": {"Int": 7}}, overwrite=True,
+                                             progress=lambda done, total: seen.append((done, total)),
+                                             burn_version=BurnVersion.V0_20)
+    with open_store(written) as out:
+        assert out.scalars == {"step": {"Int": 7}} and out.read("on").tolist() == [True, False]
+    assert seen[-1] == (10, 10)
+    assert read_meta(written)["tensors"]["on"]["dtype"] == "Bool"  # Burn 0.20's spelling (0.21 on: {"Bool": ...})
+    with pytest.raises(ExportError, match="cancel"):
+        plan([store], Recipe()).export(tmp_path / "stopped.bpk", cancel=lambda: True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bpk"]
+    source = write(tmp_path, {"q": ({"QFloat": gen2(blocks=(8,))}, [16], i8(*range(-8, 8)) + f32(0.5, 0.25))})
+    with open_store(source) as quantized:
+        out = plan([quantized], Recipe()).export(tmp_path / "plain.safetensors", dequantize=True)
+    with open_store(out) as plain:
+        assert plain.read("q").dtype == np.float32
