@@ -157,11 +157,12 @@ def test_a_plans_export_passes_on_scalars_overwrite_progress_cancel_burn_version
     dest = tmp_path / "out.bpk"
     dest.write_bytes(b"old")
     seen: list[tuple[int, int]] = []
-    written = plan([store], Recipe()).export(dest, scalars={"step": {"Int": 7}}, overwrite=True,
+    written = plan([store], Recipe()).export(dest, metadata={"k": "v"}, scalars={"step": {"Int": 7}}, overwrite=True,
                                              progress=lambda done, total: seen.append((done, total)),
                                              burn_version=BurnVersion.V0_20)
     with open_store(written) as out:
         assert out.scalars == {"step": {"Int": 7}} and out.read("on").tolist() == [True, False]
+        assert out.metadata["k"] == "v"
     assert seen[-1] == (10, 10)
     assert read_meta(written)["tensors"]["on"]["dtype"] == "Bool"  # Burn 0.20's spelling (0.21 on: {"Bool": ...})
     with pytest.raises(ExportError, match="cancel"):
