@@ -32,3 +32,15 @@ def test_an_unknown_module_type_names_every_known_one():
         Recipe(module_overrides={"enc.fc": "Dense"})
     assert str(refused.value) == (f"module type override for 'enc.fc': unknown kind 'Dense' (one of {', '.join(KINDS)})")
     assert ", ".join(KINDS).startswith("Linear, Conv1d, Conv2d, Conv3d, ConvTranspose, Embedding, BatchNorm")
+
+
+@pytest.mark.parametrize("label, kind, says, alternatives", [
+    ("final_norm", "RmsNorm", "norm", ("RmsNorm", "PRelu", "Unknown")),
+    ("ln_f", "LayerNorm", "LayerNorm", ("LayerNorm", "RmsNorm", "PRelu", "Unknown")),
+    ("bn1", "BatchNorm", "BatchNorm", ("BatchNorm", "RmsNorm", "PRelu", "Unknown")),
+    ("gn", "GroupNorm", "GroupNorm", ("GroupNorm", "RmsNorm", "PRelu", "Unknown")),
+    ("scale", "Unknown", "nothing: kept as it is", ("RmsNorm", "PRelu", "Unknown"))])
+def test_a_lone_1d_weight_takes_the_kind_its_name_says_as_a_guess(label, kind, says, alternatives):
+    guess = infer_modules(ArrayStore({f"{label}.weight": np.ones(4, np.float32)}).entries)[label]
+    assert (guess.kind, guess.reason, guess.guessed, guess.alternatives) == (
+        kind, f"1-D weight without bias or running stats, and the name {label!r} says {says}", True, alternatives)
