@@ -173,3 +173,10 @@ def test_a_plans_export_passes_on_scalars_overwrite_progress_cancel_burn_version
         out = plan([quantized], Recipe()).export(tmp_path / "plain.safetensors", dequantize=True)
     with open_store(out) as plain:
         assert plain.read("q").dtype == np.float32
+
+
+def test_the_dry_run_document_names_every_field_of_each_tensor():
+    store = ArrayStore({"fc.weight": np.zeros((3, 2), np.float32), "fc.bias": np.zeros(3, np.float32)}, name="a.pt")
+    tensors = plan([store], Recipe(adapters=("pytorch-to-burn",))).to_json()["tensors"]
+    assert tensors[0] == {"name": "fc.weight", "source": "a.pt", "source_name": "fc.weight", "dtype": "F32",
+                          "shape": [2, 3], "module": "Linear", "operations": ["transpose [3, 2] -> [2, 3]"]}
