@@ -10,13 +10,17 @@ Promises (README, "PyTorch files") -> tests:
   -> test_a_shared_submodule_is_listed_under_both_names, test_parameters_and_buffers_are_not_plain_values,
   test_the_parameters_line_decides_what_is_a_parameter
 - class sources are read as text, whatever their bytes -> test_class_source_that_is_not_utf8_still_reads,
-  test_a_table_line_before_any_class_is_ignored
+  test_a_table_line_before_any_class_is_ignored,
+  test_a_class_that_is_not_a_module_stays_an_object
 - limits on class sources (files, bytes) -> test_the_class_source_file_limit_is_exact,
-  test_the_class_source_byte_limit_is_exact
+  test_the_class_source_byte_limit_is_exact, test_a_module_tree_at_the_depth_limit_reads,
+  test_one_module_more_is_refused_by_the_walk,
+  test_a_module_tree_past_the_depth_limit_is_refused, test_a_module_that_contains_itself_is_refused_as_a_cycle
 """
 
 from __future__ import annotations
 
+import pickle
 import zipfile
 from pathlib import Path
 from typing import Callable
@@ -27,6 +31,7 @@ import torch
 from engine.errors import FormatError
 from engine.formats import open_store
 from engine.formats.pytorch import torchscript
+from engine.formats.pytorch.unpickler import MAX_DEPTH
 
 
 class Tiny(torch.nn.Module):
@@ -171,3 +176,69 @@ def test_the_class_source_byte_limit_is_exact(archive: Path, monkeypatch: pytest
     with pytest.raises(FormatError, match=rf"^tiny\.pt: the TorchScript archive's class sources exceed {total - 1} "
                                           r"bytes$"):
         open_store(archive)
+
+
+MODULE_SOURCE = b"class C(Module):\n  __parameters__ = []\n  __buffers__ = []\n"
+
+
+def forged_chain(path: Path, modules: int, cyclic: bool = False, source: bytes = MODULE_SOURCE) -> Path:
+    """A TorchScript archive whose data.pkl is ``modules`` objects of ``__torch__.m.C``, each the ``c`` child of
+    the one before (the last one's ``c`` is the first when ``cyclic``): a flat pickle, so only the module tree is
+    deep. Objects are made first and memoized, then each gets its state (BUILD), as torch's pickler does."""
+    out = bytearray(b"\x80\x02")
+    for i in range(modules):
+        out += b"c__torch__.m\nC\n)\x81r" + i.to_bytes(4, "little") + b"0"  # NEWOBJ, LONG_BINPUT i, POP
+    for i in range(modules):
+        child = i + 1 if i + 1 < modules else (0 if cyclic else None)
+        out += b"j" + i.to_bytes(4, "little") + b"}(X\x08\x00\x00\x00training\x88X\x08\x00\x00\x00_versionK\x01"  # LONG_BINGET i,
+        # {training: True, _version: 1
+        if child is not None:
+            out += b"X\x01\x00\x00\x00cj" + child.to_bytes(4, "little")  # , c: object child
+        out += b"ub0"  # } SETITEMS, BUILD, POP
+    out += b"j\x00\x00\x00\x00."
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("m/data.pkl", bytes(out))
+        archive.writestr("m/code/__torch__/m.py", source)
+        archive.writestr("m/constants.pkl", pickle.dumps((), protocol=2))
+    return path
+
+
+def test_a_module_tree_at_the_depth_limit_reads(tmp_path: Path) -> None:
+    """100 modules: the deepest one's attributes at depth 100, the walk's limit (unpickler.MAX_DEPTH)."""
+    with open_store(forged_chain(tmp_path / "deep.pt", MAX_DEPTH)) as store:
+        assert store.names == [] and store.version == "TorchScript"
+        node = store.values
+        for _ in range(MAX_DEPTH - 1):
+            assert node["__class__"] == "__torch__.m.C" and node["training"] is True
+            node = node["c"]
+        assert node == {"__class__": "__torch__.m.C", "training": True}
+
+
+def test_one_module_more_is_refused_by_the_walk(tmp_path: Path) -> None:
+    """101 modules: the tree itself (deepest module at depth 100) is within the converter's limit."""
+    with pytest.raises(FormatError) as caught:
+        open_store(forged_chain(tmp_path / "deeper.pt", MAX_DEPTH + 1))
+    assert str(caught.value) == f"deeper.pt: the checkpoint is nested deeper than {MAX_DEPTH} levels"
+
+
+def test_a_module_tree_past_the_depth_limit_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(FormatError) as caught:
+        open_store(forged_chain(tmp_path / "deepest.pt", MAX_DEPTH + 2))
+    assert str(caught.value) == f"deepest.pt: the TorchScript module tree is nested deeper than {MAX_DEPTH} levels"
+
+
+def test_a_module_that_contains_itself_is_refused_as_a_cycle(tmp_path: Path) -> None:
+    """Each module object is converted once: a cycle stays a cycle, which the walk then refuses by where it is."""
+    with pytest.raises(FormatError) as caught:
+        open_store(forged_chain(tmp_path / "cycle.pt", 2, cyclic=True))
+    assert str(caught.value) == "cycle.pt: the checkpoint contains itself at c.c"
+
+
+def test_a_class_that_is_not_a_module_stays_an_object(tmp_path: Path) -> None:
+    """Only ``class C(Module):`` sources make a module (whose values hide ``_`` attributes); any other class's
+    object keeps every attribute it received."""
+    path = forged_chain(tmp_path / "plain.pt", 1, source=b"class C(object):\n  __parameters__ = []\n")
+    with open_store(path) as store:
+        assert store.values == {"__class__": "__torch__.m.C", "training": True, "_version": 1}
+    with open_store(forged_chain(tmp_path / "module.pt", 1)) as store:
+        assert store.values == {"__class__": "__torch__.m.C", "training": True}
