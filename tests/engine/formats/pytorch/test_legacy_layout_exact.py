@@ -4,7 +4,9 @@ issue 25): byte order from sys_info, the storage key list walked in order, every
 Promises (README, "PyTorch files", "Limits") -> tests:
 - legacy files read, big-endian ones byteswapped -> test_a_big_endian_legacy_file_reads_its_values,
   test_a_little_endian_legacy_file_says_so
-- bad input is one line naming the file and what is wrong -> test_refusals_name_the_file_and_the_fault
+- bad input is one line naming the file and what is wrong -> test_refusals_name_the_file_and_the_fault,
+  test_a_file_cut_inside_a_storage_count_says_which, test_a_view_past_its_root_is_refused_naming_both,
+  test_the_legacy_protocol_must_be_1001
 """
 
 from __future__ import annotations
@@ -88,6 +90,14 @@ def test_refusals_name_the_file_and_the_fault(tmp_path: Path, case: str) -> None
     path = legacy(tmp_path / f"{case}.pt", obj, keys, storages)
     size = path.stat().st_size
     assert refusal(path) == message.format(end=size + 1, size=size)
+
+
+def test_a_file_cut_inside_a_storage_count_says_which(tmp_path: Path) -> None:
+    path = legacy(tmp_path / "cut.pt", one_tensor(), ["0"], [])
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes() + b"\x04\x00\x00\x00")  # half of storage 0's eight-byte count
+    assert refusal(path) == (f"cut.pt: file is truncated: the size of storage 0 needs bytes {size}..{size + 8} "
+                             f"but the file has {size + 4}")
 
 
 def test_a_view_past_its_root_is_refused_naming_both(tmp_path: Path) -> None:
