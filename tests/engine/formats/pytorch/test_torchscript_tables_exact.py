@@ -10,7 +10,7 @@ Promises (README, "PyTorch files") -> tests:
   -> test_a_shared_submodule_is_listed_under_both_names, test_parameters_and_buffers_are_not_plain_values,
   test_the_parameters_line_decides_what_is_a_parameter
 - class sources are read as text, whatever their bytes -> test_class_source_that_is_not_utf8_still_reads,
-  test_a_table_line_before_any_class_is_ignored,
+  test_a_table_line_before_any_class_is_ignored, test_an_escaped_quote_in_a_table_name_is_unescaped,
   test_a_class_that_is_not_a_module_stays_an_object
 - limits on class sources (files, bytes) -> test_the_class_source_file_limit_is_exact,
   test_the_class_source_byte_limit_is_exact, test_a_module_tree_at_the_depth_limit_reads,
@@ -242,3 +242,19 @@ def test_a_class_that_is_not_a_module_stays_an_object(tmp_path: Path) -> None:
         assert store.values == {"__class__": "__torch__.m.C", "training": True, "_version": 1}
     with open_store(forged_chain(tmp_path / "module.pt", 1)) as store:
         assert store.values == {"__class__": "__torch__.m.C", "training": True}
+
+
+def test_an_escaped_quote_in_a_table_name_is_unescaped(tmp_path: Path) -> None:
+    """torch's printer escapes a name's quotes and backslashes: ``"a\\"b"`` lists the attribute ``a"b``, which is
+    then a parameter (here an int, so refused naming it as the table does)."""
+    name = 'a"b'
+    out = (b"\x80\x02c__torch__.m\nC\n)\x81}(X\x08\x00\x00\x00training\x88X"
+           + len(name).to_bytes(4, "little") + name.encode() + b"K\x07ub.")
+    path = tmp_path / "quoted.pt"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("m/data.pkl", out)
+        archive.writestr("m/code/__torch__/m.py", b'class C(Module):\n  __parameters__ = ["a\\"b", ]\n')
+        archive.writestr("m/constants.pkl", pickle.dumps((), protocol=2))
+    with pytest.raises(FormatError) as caught:
+        open_store(path)
+    assert str(caught.value) == 'quoted.pt: parameter a"b of module __torch__.m.C is a int, not a tensor'
