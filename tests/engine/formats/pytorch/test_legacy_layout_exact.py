@@ -125,3 +125,11 @@ def test_a_plain_pickle_is_its_own_checkpoint(tmp_path: Path) -> None:
     with open_store(path) as store:
         assert store.version == "pickle" and store.metadata == {} and store.names == []
         assert store.values == {"epoch": 3, "magic": LEGACY_MAGIC + 1}
+
+
+def test_a_plain_pickle_of_one_number_is_that_number(tmp_path: Path) -> None:
+    """Only the legacy magic number (an int) starts a legacy file; any other number is a whole plain pickle."""
+    path = tmp_path / "seven.pt"
+    path.write_bytes(pickle.dumps(7, protocol=2))
+    with open_store(path) as store:
+        assert store.version == "pickle" and store.values == 7
