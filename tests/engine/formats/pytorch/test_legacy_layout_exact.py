@@ -3,7 +3,10 @@ issue 25): byte order from sys_info, the storage key list walked in order, every
 
 Promises (README, "PyTorch files", "Limits") -> tests:
 - legacy files read, big-endian ones byteswapped -> test_a_big_endian_legacy_file_reads_its_values,
-  test_a_little_endian_legacy_file_says_so
+  test_a_little_endian_legacy_file_says_so, test_sys_info_without_a_byte_order_means_little_endian,
+  test_two_views_of_one_storage_keep_their_own_ranges
+- whole pickled modules: torch.save(model) names each module class -> test_only_a_four_part_module_id_names_a_module_class
+- classes torch's safe loader refuses are named, wherever they sit -> test_a_class_in_sys_info_is_named_in_the_note
 - bad input is one line naming the file and what is wrong -> test_refusals_name_the_file_and_the_fault,
   test_a_file_cut_inside_a_storage_count_says_which, test_a_view_past_its_root_is_refused_naming_both,
   test_the_legacy_protocol_must_be_1001
@@ -11,6 +14,7 @@ Promises (README, "PyTorch files", "Limits") -> tests:
 
 from __future__ import annotations
 
+import io
 import pickle
 import struct
 from pathlib import Path
@@ -133,3 +137,61 @@ def test_a_plain_pickle_of_one_number_is_that_number(tmp_path: Path) -> None:
     path.write_bytes(pickle.dumps(7, protocol=2))
     with open_store(path) as store:
         assert store.version == "pickle" and store.values == 7
+
+
+def with_sys_info(path: Path, sys_info: object, data: bytes, order: str = "<") -> Path:
+    """A legacy file of one 4-float tensor whose sys_info pickle is ``sys_info``."""
+    head = b"".join(pickle.dumps(x, protocol=2) for x in (LEGACY_MAGIC, 1001, sys_info))
+    body = head + checkpoint_pickle(one_tensor(), legacy=True) + pickle.dumps(["0"], protocol=2)
+    path.write_bytes(body + struct.pack(f"{order}q", 4) + data)
+    return path
+
+
+def test_sys_info_without_a_byte_order_means_little_endian(tmp_path: Path) -> None:
+    for name, sys_info in (("nokey.pt", {"protocol_version": 1001}), ("notadict.pt", [1001])):
+        with open_store(with_sys_info(tmp_path / name, sys_info, FOUR.tobytes())) as store:
+            assert store.metadata == {"byteorder": "little"}, name
+            assert store.read("w").tolist() == [1.5, -2.0, 3.25, 4.0], name
+
+
+def test_a_class_in_sys_info_is_named_in_the_note(tmp_path: Path) -> None:
+    sys_info = {"little_endian": True, "by": Storage}  # a class of the tests: a placeholder, refused by torch
+    with open_store(with_sys_info(tmp_path / "cls.pt", sys_info, FOUR.tobytes())) as store:
+        assert store.foreign_classes == ("pytorch_helpers.Storage",)
+
+
+def test_two_views_of_one_storage_keep_their_own_ranges(tmp_path: Path) -> None:
+    first = Storage("0", 4, view=("v1", 0, 2))
+    second = Storage("0", 4, view=("v2", 2, 2))
+    obj = {"a": Tensor(first, 0, (2,), (1,)), "b": Tensor(second, 0, (2,), (1,))}
+    path = legacy(tmp_path / "views.pt", obj, ["0"], [(4, FOUR.tobytes())])
+    with open_store(path) as store:
+        assert store.read("a").tolist() == [1.5, -2.0]
+        assert store.read("b").tolist() == [3.25, 4.0]
+
+
+def with_pids(path: Path, pids: list) -> Path:
+    """A legacy file whose checkpoint is a list of objects pickled as the given persistent ids."""
+
+    class Pid:
+        def __init__(self, pid: tuple) -> None:
+            self.pid = pid
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj: object) -> object:
+            return obj.pid if isinstance(obj, Pid) else None
+
+    out = io.BytesIO()
+    Pickler(out, protocol=2).dump([Pid(pid) for pid in pids])
+    path.write_bytes(legacy_head() + out.getvalue() + pickle.dumps([], protocol=2))
+    return path
+
+
+def test_only_a_four_part_module_id_names_a_module_class(tmp_path: Path) -> None:
+    """torch.save(model) writes ``("module", class, source file, source)``; anything else is a storage id."""
+    with open_store(with_pids(tmp_path / "mod.pt", [("module", Storage, "m.py", "class Storage: ...")])) as store:
+        assert store.values == ["pytorch_helpers.Storage"]
+    assert refusal(with_pids(tmp_path / "short.pt", [("module", Storage)])) == (
+        "short.pt: persistent id ('module', pytorch_helpers.Storage) is not a storage reference")
+    assert refusal(with_pids(tmp_path / "other.pt", [("storage", Storage, "m.py", "src")])) == (
+        "other.pt: persistent id ('storage', pytorch_helpers.Storage, 'm.py', 'src') is not a storage reference")
