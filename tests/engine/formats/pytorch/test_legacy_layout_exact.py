@@ -195,3 +195,15 @@ def test_only_a_four_part_module_id_names_a_module_class(tmp_path: Path) -> None
         "short.pt: persistent id ('module', pytorch_helpers.Storage) is not a storage reference")
     assert refusal(with_pids(tmp_path / "other.pt", [("storage", Storage, "m.py", "src")])) == (
         "other.pt: persistent id ('storage', pytorch_helpers.Storage, 'm.py', 'src') is not a storage reference")
+
+
+def test_a_cut_pickle_names_which_of_the_legacy_pickles_it_was(tmp_path: Path) -> None:
+    head = legacy_head() + checkpoint_pickle(one_tensor(), legacy=True)
+    keys = tmp_path / "keys.pt"
+    keys.write_bytes(head + pickle.dumps(["0"], protocol=2)[:-3])
+    assert refusal(keys) == (f"keys.pt: the storage key list is truncated: it needs 1 bytes at byte "
+                             f"{keys.stat().st_size} but only 0 remain")
+    checkpoint = tmp_path / "ckpt.pt"
+    checkpoint.write_bytes(head[:-5])
+    assert refusal(checkpoint) == (f"ckpt.pt: the checkpoint pickle is truncated: it needs 1 bytes at byte "
+                                   f"{checkpoint.stat().st_size} but only 0 remain")
