@@ -82,6 +82,12 @@ CASES = {
         Recipe(sources=(SourceSpec("m.pt"),), adapters=("pytorch-to-burn", "contiguous-indices", "skip-enum-variants")),
         HEAD22 + "use burn_store::{ModuleSnapshot, PytorchStore};\n"
         + 'let mut store = PytorchStore::from_file(r"m.pt");\n' + LOAD),
+    "pytorch, a cast it cannot take": (
+        Recipe(sources=(SourceSpec("m.pt"),), casts=(CastRule("F16"),)),
+        HEAD22 + "use burn_store::{ModuleSnapshot, PytorchStore};\n" + PYTORCH_DIFFERS
+        + "// left to do: FloatCastAdapter::to(DType::F16) (PytorchStore takes no adapter: its PyTorchToBurnAdapter is "
+          "fixed; convert with Store Studio first, or load through a SafetensorsStore)\n"
+          'let mut store = PytorchStore::from_file(r"m.pt")\n    .map_indices_contiguous(false);\n' + LOAD),
     "safetensors renumbers and skips variants itself": (
         Recipe(sources=(SourceSpec("m.safetensors"),), adapters=("contiguous-indices", "skip-enum-variants")),
         HEAD22 + "use burn_store::{ModuleSnapshot, SafetensorsStore};\n"
@@ -269,6 +275,21 @@ def test_each_source_gets_its_own_chain(tmp_path, monkeypatch):
         '    .with_remap_pattern(r"^y\\.Var\\.w$", r"y.w");\n' + LOAD + "\n"
         "// Store Studio only: module 'x.Var' treated as EnumVariant\n"
         "// Store Studio only: module 'y.Var' treated as EnumVariant")
+
+
+def test_a_source_without_its_opened_store_gets_the_comments(tmp_path, monkeypatch):
+    """The window passes the stores it has open; a source beyond them is printed as without its file."""
+    monkeypatch.chdir(tmp_path)
+    _burnpack("a.bpk", ["fc.3.w"])
+    recipe = Recipe(sources=(SourceSpec("a.bpk"), SourceSpec("b.bpk")), adapters=("contiguous-indices",))
+    with open_store("a.bpk") as a:
+        text = as_rust(recipe, [a])
+    assert text == (
+        HEAD22 + "use burn_store::{BurnpackStore, ModuleSnapshot};\n"
+        "// contiguous indices, which BurnpackStore cannot do, as this file's 1 renames\n"
+        'let mut store = BurnpackStore::from_file(r"a.bpk")\n'
+        '    .with_remap_pattern(r"^fc\\.3\\.w$", r"fc.0.w");\n' + LOAD + "\n\n" + LEFT_RENUMBER
+        + 'let mut store = BurnpackStore::from_file(r"b.bpk");\n' + LOAD)
 
 
 def test_a_fuse_back_to_pytorch_is_left_to_do_naming_the_fused_tensors(tmp_path, monkeypatch):
