@@ -1,0 +1,109 @@
+"""Suggestions step by step, word for word: what ``diff --suggest`` and the diff view print (issue 25).
+
+Promises (README "### Surgery", the diff view and ``diff A B --suggest``) -> tests:
+- each suggestion is proven on top of the ones before it (the template lends the plan module kinds, as the
+  recipe's own template does; a top-level key step reads the first source at that key for the steps after it,
+  and the other sources stay) -> ``test_the_template_settles_module_kinds_while_steps_are_proven``,
+  ``test_steps_after_a_top_level_key_read_the_keyed_source_beside_the_others``
+- at most eight steps are taken -> ``test_eight_steps_at_most_unless_asked_for_more``
+- each suggestion lists the pairs it makes (`source → target [shape]`) ->
+  ``test_a_pair_prints_as_source_arrow_target_and_shape``
+- a transpose settles the modules as Linear, the first three named ->
+  ``test_a_transpose_of_four_modules_names_three_and_counts_the_rest``
+- a segment renamed is the segments' differing start (their shared ending cut) ->
+  ``test_a_renamed_segment_is_the_differing_start_of_the_two``
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from engine import ArrayStore, Store, export, open_store
+from engine.surgery import Recipe, align, plan
+from engine.surgery.suggest import ADAPTER, LINEAR, RENAME, TOP_LEVEL_KEY, name_votes, suggest, suggest_recipe
+
+
+def _bpk(path, arrays: dict[str, np.ndarray]) -> Store:
+    export(ArrayStore(arrays).entries, path, overwrite=True)
+    return open_store(path)
+
+
+def test_the_template_settles_module_kinds_while_steps_are_proven(tmp_path):
+    """``embed`` (no bias) reads as an Embedding by name; a template wanting it transposed makes it a Linear."""
+    source = _bpk(tmp_path / "m.bpk", {"embed.weight": np.zeros((4, 3), np.float32),
+                                       "fc.weight": np.zeros((2, 3), np.float32), "fc.bias": np.zeros(2, np.float32)})
+    target = _bpk(tmp_path / "t.bpk", {"embed.weight": np.zeros((3, 4), np.float32),
+                                       "fc.weight": np.zeros((3, 2), np.float32), "fc.bias": np.zeros(2, np.float32)})
+    with source, target:
+        recipe, steps = suggest_recipe([source], Recipe(), target, template=target)
+        assert [s.line() for s in steps] == [
+            "suggest: add the pytorch-to-burn adapter (Linear weights, norm parameters): fixes 2 of 2 missing or "
+            "mismatched: adapter pytorch-to-burn"]
+        assert recipe.adapters == ("pytorch-to-burn",) and align(plan([source], recipe, template=target), target).ok
+        _, without = suggest_recipe([source], Recipe(), target)  # no template: the name decides, a second step
+        assert [s.kind for s in without] == [ADAPTER, LINEAR]
+
+
+def test_steps_after_a_top_level_key_read_the_keyed_source_beside_the_others(tmp_path):
+    torch.manual_seed(0)
+    conv, fc = torch.nn.Conv2d(1, 2, 3), torch.nn.Linear(3, 2)
+    torch.save({"model": {"conv.weight": conv.weight.detach(), "conv.bias": conv.bias.detach()}}, tmp_path / "ck.pt")
+    head = _bpk(tmp_path / "head.bpk", {"fc.weight": fc.weight.detach().numpy(), "fc.bias": fc.bias.detach().numpy()})
+    target = _bpk(tmp_path / "t.bpk", {"conv.weight": conv.weight.detach().numpy(), "conv.bias": conv.bias.detach().numpy(),
+                                       "fc.weight": fc.weight.detach().numpy().T.copy(), "fc.bias": fc.bias.detach().numpy()})
+    opened: list[Store] = []
+
+    def reopen(store: Store, key: str) -> Store:
+        opened.append(open_store(store.path, top_level_key=key))
+        return opened[-1]
+
+    with open_store(tmp_path / "ck.pt") as checkpoint, head, target:
+        recipe, steps = suggest_recipe([checkpoint, head], Recipe(), target, template=target, reopen=reopen)
+    assert [s.line() for s in steps] == [
+        "suggest: read the checkpoint's top-level key 'model': fixes 2 of 3 missing or mismatched: top-level key 'model'",
+        "suggest: add the pytorch-to-burn adapter (Linear weights, norm parameters): fixes 1 of 1 missing or "
+        "mismatched: adapter pytorch-to-burn"]  # the adapter's pair is the other source's fc.weight
+    assert [s.kind for s in steps] == [TOP_LEVEL_KEY, ADAPTER]
+    assert recipe.top_level_key == "model" and recipe.adapters == ("pytorch-to-burn",) and not recipe.remaps
+
+
+WORDS = ("ant", "bee", "cat", "dog", "eel", "fox", "gnu", "hen", "owl")
+
+
+def test_eight_steps_at_most_unless_asked_for_more(tmp_path):
+    """Nine families of names, each its own rename (their leaves differ, so no rule serves two)."""
+    source = _bpk(tmp_path / "s.bpk", {f"{w}.{w}_{k}": np.zeros(1, np.float32) for w in WORDS for k in "wb"})
+    target = _bpk(tmp_path / "t.bpk", {f"{w[::-1]}.{w}_{k}": np.zeros(1, np.float32) for w in WORDS for k in "wb"})
+    with source, target:
+        recipe, steps = suggest_recipe([source], Recipe(), target)
+        assert [s.kind for s in steps] == [RENAME] * 8
+        assert steps[0].line() == "suggest: rename the prefix ant. to tna.: fixes 2 of 18 missing or mismatched: remap '^ant\\.' -> 'tna.'"
+        assert align(plan([source], recipe), target).missing == ["lwo.owl_w", "lwo.owl_b"]
+        recipe, steps = suggest_recipe([source], Recipe(), target, rounds=9)
+        assert len(steps) == 9 and align(plan([source], recipe), target).ok
+
+
+def test_a_pair_prints_as_source_arrow_target_and_shape(tmp_path):
+    source = _bpk(tmp_path / "s.bpk", {"norm.w": np.zeros((2, 3), np.float32), "norm.b": np.zeros(2, np.float32)})
+    target = _bpk(tmp_path / "t.bpk", {"bn.w": np.zeros((2, 3), np.float32), "bn.b": np.zeros(2, np.float32)})
+    with source, target:
+        (found,) = suggest([source], Recipe(), target)
+    assert sorted(pair.line() for pair in found.pairs) == ["norm.b → bn.b [2]", "norm.w → bn.w [2, 3]"]
+
+
+def test_a_transpose_of_four_modules_names_three_and_counts_the_rest(tmp_path):
+    source = _bpk(tmp_path / "s.bpk", {f"embed{c}.weight": np.zeros((4, 3), np.float32) for c in "abcd"})
+    target = _bpk(tmp_path / "t.bpk", {f"embed{c}.weight": np.zeros((3, 4), np.float32) for c in "abcd"})
+    with source, target:
+        (found,) = suggest([source], Recipe(adapters=("pytorch-to-burn",)), target)
+    assert found.line() == ("suggest: transpose: treat embeda, embedb, embedc and 1 more as Linear: fixes 4 of 4 missing "
+                            "or mismatched: module embeda=Linear, embedb=Linear, embedc=Linear, embedd=Linear")
+
+
+def test_a_renamed_segment_is_the_differing_start_of_the_two():
+    assert set(name_votes(["norm.x"], ["bn.x"])) == {  # no common ending: the whole segments
+        (r"^norm\.", "bn.", "rename the prefix norm. to bn."), (r"(^|\.)norm(?=\d*(?:\.|$))", "${1}bn", "rename norm to bn")}
+    assert (r"(^|\.)layer(?=\d*(?:\.|$))", "${1}block", "rename layer to block") in \
+        name_votes(["layer12.w"], ["block12.w"])  # "12" shared: cut, then any number follows
+    assert (r"(^|\.)n(?=bn(?:\.|$))", "${1}", "drop n from names") in name_votes(["nbn.w"], ["bn.w"])  # all of bn shared
