@@ -10,6 +10,10 @@ Promises (README "### Surgery", the diff view and ``diff A B --suggest``) -> tes
   ``test_a_pair_prints_as_source_arrow_target_and_shape``
 - a transpose settles the modules as Linear, the first three named ->
   ``test_a_transpose_of_four_modules_names_three_and_counts_the_rest``
+- fused modules at the file's top level are named "(top level)", both ways ->
+  ``test_a_top_level_lstm_is_split_or_fused_as_the_top_level``
+- a stripped prefix is offered as a top-level key only when it is one key (escapes undone) ->
+  ``test_a_stripped_branch_is_a_top_level_key_only_when_it_is_one_key``
 - a segment renamed is the segments' differing start (their shared ending cut) ->
   ``test_a_renamed_segment_is_the_differing_start_of_the_two``
 """
@@ -107,3 +111,46 @@ def test_a_renamed_segment_is_the_differing_start_of_the_two():
     assert (r"(^|\.)layer(?=\d*(?:\.|$))", "${1}block", "rename layer to block") in \
         name_votes(["layer12.w"], ["block12.w"])  # "12" shared: cut, then any number follows
     assert (r"(^|\.)n(?=bn(?:\.|$))", "${1}", "drop n from names") in name_votes(["nbn.w"], ["bn.w"])  # all of bn shared
+
+
+LSTM_GATES = ("input_gate", "forget_gate", "cell_gate", "output_gate")
+
+
+def test_a_top_level_lstm_is_split_or_fused_as_the_top_level(tmp_path):
+    torch.manual_seed(0)
+    fused = {k: v.detach() for k, v in torch.nn.LSTM(3, 4).state_dict().items()}  # weight_ih_l0, ... at the top
+    split = {}
+    for name, tensor in fused.items():
+        leaf, side, _ = name.split("_")
+        for k, gate in enumerate(LSTM_GATES):
+            part = tensor.numpy()[k * 4:(k + 1) * 4]
+            transform = "input_transform" if side == "ih" else "hidden_transform"
+            split[f"{gate}.{transform}.{leaf}"] = part.T.copy() if leaf == "weight" else part.copy()
+    torch.save(fused, tmp_path / "lstm.pt")
+    with open_store(tmp_path / "lstm.pt") as source, _bpk(tmp_path / "burn.bpk", split) as target:
+        assert [s.line() for s in suggest([source], Recipe(), target, template=target)] == [
+            "suggest: split the fused LSTM gates of (top level) (the pytorch-to-burn adapter): fixes 16 of 16 missing or "
+            "mismatched: adapter pytorch-to-burn"]
+    with _bpk(tmp_path / "burn.bpk", split) as source, \
+            _bpk(tmp_path / "torch.bpk", {k: v.numpy() for k, v in fused.items()}) as target:
+        assert [s.line() for s in suggest([source], Recipe(), target, template=target)] == [
+            "suggest: fuse Burn's LSTM gates of (top level) (the burn-to-pytorch adapter): fixes 4 of 4 missing or "
+            "mismatched: adapter burn-to-pytorch"]
+
+
+def test_a_stripped_branch_is_a_top_level_key_only_when_it_is_one_key(tmp_path):
+    state = {"fc.weight": torch.ones(2, 3), "fc.bias": torch.ones(2)}
+    torch.save({"ema-model": state, "opt": {"lr": torch.tensor(0.1)}}, tmp_path / "dashed.pt")
+    torch.save({"model": {"module": state}, "opt": {"lr": torch.tensor(0.1)}}, tmp_path / "nested.pt")
+
+    def reopen(store: Store, key: str) -> Store:
+        return open_store(store.path, top_level_key=key)
+
+    with _bpk(tmp_path / "t.bpk", {k: v.numpy() for k, v in state.items()}) as target:
+        with open_store(tmp_path / "dashed.pt") as source:
+            assert suggest([source], Recipe(), target, reopen=reopen)[0].line() == (  # the rule has "ema\\-model"
+                "suggest: read the checkpoint's top-level key 'ema-model': fixes 2 of 2 missing or mismatched: "
+                "top-level key 'ema-model'")
+        with open_store(tmp_path / "nested.pt") as source:
+            assert [s.line() for s in suggest([source], Recipe(), target, reopen=reopen)] == [
+                "suggest: strip the prefix model.module.: fixes 2 of 2 missing or mismatched: remap '^model\\.module\\.' -> ''"]
