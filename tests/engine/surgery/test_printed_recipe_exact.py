@@ -292,6 +292,15 @@ def test_a_source_without_its_opened_store_gets_the_comments(tmp_path, monkeypat
         + 'let mut store = BurnpackStore::from_file(r"b.bpk");\n' + LOAD)
 
 
+def test_a_dollar_in_a_name_is_doubled_in_its_replacement(tmp_path, monkeypatch):
+    """Rust's regex reads ``$`` in a replacement as a group reference: a literal one is ``$$``."""
+    monkeypatch.chdir(tmp_path)
+    recipe = Recipe(sources=(SourceSpec(_burnpack("d.bpk", ["w$.3.x"])),), adapters=("contiguous-indices",))
+    with open_store("d.bpk") as store:
+        text = as_rust(recipe, [store], plan([store], recipe))
+    assert '    .with_remap_pattern(r"^w\\$\\.3\\.x$", r"w$$.0.x");\n' in text
+
+
 def test_a_fuse_back_to_pytorch_is_left_to_do_naming_the_fused_tensors(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     export(ArrayStore(burn_named(torch_state())).entries, "burn.bpk")
@@ -306,6 +315,19 @@ def test_a_fuse_back_to_pytorch_is_left_to_do_naming_the_fused_tensors(tmp_path,
         + CANNOT_FUSE + "\n"
         "// left to do: fuse attention q/k/v (attn.in_proj_weight, attn.in_proj_bias): " + CANNOT_FUSE + "\n"
         'let mut store = BurnpackStore::from_file(r"burn.bpk")\n    .with_from_adapter(BurnToPyTorchAdapter);\n' + LOAD)
+
+
+def test_the_fuse_is_left_to_do_in_the_chain_of_the_source_holding_the_gates(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _burnpack("a.bpk", ["extra.w"])
+    export(ArrayStore(burn_named(torch_state())).entries, "burn.bpk")
+    recipe = Recipe(sources=(SourceSpec("a.bpk"), SourceSpec("burn.bpk")), adapters=("burn-to-pytorch",))
+    with open_store("a.bpk") as a, open_store("burn.bpk") as b:
+        first, second = as_rust(recipe, [a, b], plan([a, b], recipe)).split("\n\n")
+    assert "left to do" not in first
+    assert [line[:40] for line in second.splitlines() if line.startswith("//")] == [
+        "// left to do: fuse LSTM gates (lstm.weig", "// left to do: fuse GRU gates (gru.weight",
+        "// left to do: fuse attention q/k/v (attn"]
 
 
 @pytest.mark.parametrize("recipe", [
