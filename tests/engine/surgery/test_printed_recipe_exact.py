@@ -325,9 +325,8 @@ def test_the_fuse_is_left_to_do_in_the_chain_of_the_source_holding_the_gates(tmp
     with open_store("a.bpk") as a, open_store("burn.bpk") as b:
         first, second = as_rust(recipe, [a, b], plan([a, b], recipe)).split("\n\n")
     assert "left to do" not in first
-    assert [line[:40] for line in second.splitlines() if line.startswith("//")] == [
-        "// left to do: fuse LSTM gates (lstm.weig", "// left to do: fuse GRU gates (gru.weight",
-        "// left to do: fuse attention q/k/v (attn"]
+    assert [line.partition(" (")[0] for line in second.splitlines() if line.startswith("//")] == [
+        "// left to do: fuse LSTM gates", "// left to do: fuse GRU gates", "// left to do: fuse attention q/k/v"]
 
 
 @pytest.mark.parametrize("recipe", [
