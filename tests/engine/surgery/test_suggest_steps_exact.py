@@ -14,6 +14,8 @@ Promises (README "### Surgery", the diff view and ``diff A B --suggest``) -> tes
   ``test_a_top_level_lstm_is_split_or_fused_as_the_top_level``
 - a stripped prefix is offered as a top-level key only when it is one key (escapes undone) ->
   ``test_a_stripped_branch_is_a_top_level_key_only_when_it_is_one_key``
+- a prefix of up to three segments is added, stripped or replaced ->
+  ``test_prefixes_of_two_segments_are_added_and_replaced_whole``
 - a segment renamed is the segments' differing start (their shared ending cut) ->
   ``test_a_renamed_segment_is_the_differing_start_of_the_two``
 """
@@ -111,6 +113,14 @@ def test_a_renamed_segment_is_the_differing_start_of_the_two():
     assert (r"(^|\.)layer(?=\d*(?:\.|$))", "${1}block", "rename layer to block") in \
         name_votes(["layer12.w"], ["block12.w"])  # "12" shared: cut, then any number follows
     assert (r"(^|\.)n(?=bn(?:\.|$))", "${1}", "drop n from names") in name_votes(["nbn.w"], ["bn.w"])  # all of bn shared
+    assert (r"(^|\.)norm(?=\d*(?:\.|$))", "${1}bn", "rename norm to bn") in name_votes(["enc.norm.x"], ["enc.bn.x"])
+    assert (r"(^|\.)conv(?=_w(?:\.|$))", "${1}lin", "rename conv to lin") in \
+        name_votes(["conv_w.x"], ["lin_w.x"])  # an ending that is no number must follow as it is
+
+
+def test_prefixes_of_two_segments_are_added_and_replaced_whole():
+    assert name_votes(["x.w"], ["model.enc.x.w"]) == {("^", "model.enc.", "add the prefix model.enc."): 1}
+    assert name_votes(["a.b.x.w"], ["c.d.x.w"]) == {(r"^a\.b\.", "c.d.", "rename the prefix a.b. to c.d."): 1}
 
 
 LSTM_GATES = ("input_gate", "forget_gate", "cell_gate", "output_gate")
