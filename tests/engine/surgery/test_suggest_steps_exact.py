@@ -120,7 +120,8 @@ def test_a_renamed_segment_is_the_differing_start_of_the_two():
 
 def test_prefixes_of_two_segments_are_added_and_replaced_whole():
     assert name_votes(["x.w"], ["model.enc.x.w"]) == {("^", "model.enc.", "add the prefix model.enc."): 1}
-    assert name_votes(["a.b.x.w"], ["c.d.x.w"]) == {(r"^a\.b\.", "c.d.", "rename the prefix a.b. to c.d."): 1}
+    assert name_votes(["a.b.x.w"], ["c.d.x.w"]) == {(r"^a\.b\.", "c.d.", "rename the prefix a.b. to c.d."): 1,
+                                                    (r"^a\.b\.x\.", "c.d.x.", "rename the prefix a.b.x. to c.d.x."): 1}
 
 
 LSTM_GATES = ("input_gate", "forget_gate", "cell_gate", "output_gate")
