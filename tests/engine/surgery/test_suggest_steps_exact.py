@@ -16,6 +16,9 @@ Promises (README "### Surgery", the diff view and ``diff A B --suggest``) -> tes
   ``test_a_stripped_branch_is_a_top_level_key_only_when_it_is_one_key``
 - a prefix of up to three segments is added, stripped or replaced ->
   ``test_prefixes_of_two_segments_are_added_and_replaced_whole``
+- a cast is offered only where it removes a dtype difference and adds none ->
+  ``test_a_cast_is_offered_only_when_it_fixes_and_breaks_nothing``
+- a pair made through an enum variant names the source's own name -> ``test_a_pair_through_an_enum_variant_names_the_file_name``
 - a segment renamed is the segments' differing start (their shared ending cut) ->
   ``test_a_renamed_segment_is_the_differing_start_of_the_two``
 """
@@ -165,3 +168,25 @@ def test_a_stripped_branch_is_a_top_level_key_only_when_it_is_one_key(tmp_path):
         with open_store(tmp_path / "nested.pt") as source:
             assert [s.line() for s in suggest([source], Recipe(), target, reopen=reopen)] == [
                 "suggest: strip the prefix model.module.: fixes 2 of 2 missing or mismatched: remap '^model\\.module\\.' -> ''"]
+
+
+def test_a_cast_is_offered_only_when_it_fixes_and_breaks_nothing(tmp_path):
+    def lines(source: dict[str, np.ndarray], target: dict[str, np.ndarray]) -> list[str]:
+        with _bpk(tmp_path / "s.bpk", source) as a, _bpk(tmp_path / "t.bpk", target) as b:
+            return [s.line() for s in suggest([a], Recipe(), b)]
+
+    f32, f16 = np.zeros(3, np.float32), np.zeros(3, np.float16)
+    assert lines({"w": f32}, {"w": f16}) == ["suggest: cast float tensors to F16: fixes 1 dtype difference(s): cast F16"]
+    assert lines({"w": f32, "x": f32}, {"w": f16, "x": f32}) == []  # x would become F16 where the target has F32
+    assert lines({"steps": np.zeros(3, np.int32)}, {"steps": f16}) == []  # a cast touches floats only: nothing fixed
+
+
+def test_a_pair_through_an_enum_variant_names_the_file_name(tmp_path):
+    source = _bpk(tmp_path / "s.bpk", {"feat.Lin.fc.weight": np.zeros((2, 3), np.float32),
+                                       "feat.Lin.fc.bias": np.zeros(2, np.float32)})
+    target = _bpk(tmp_path / "t.bpk", {"feat.fc.weight": np.zeros((3, 2), np.float32),
+                                       "feat.fc.bias": np.zeros(2, np.float32)})
+    with source, target:
+        (found,) = suggest([source], Recipe(adapters=("skip-enum-variants",)), target)
+    assert found.adapter == "pytorch-to-burn"
+    assert [pair.line() for pair in found.pairs] == ["feat.Lin.fc.weight → feat.fc.weight [3, 2]"]
