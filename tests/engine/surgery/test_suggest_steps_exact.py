@@ -19,6 +19,8 @@ Promises (README "### Surgery", the diff view and ``diff A B --suggest``) -> tes
 - a cast is offered only where it removes a dtype difference and adds none ->
   ``test_a_cast_is_offered_only_when_it_fixes_and_breaks_nothing``
 - a pair made through an enum variant names the source's own name -> ``test_a_pair_through_an_enum_variant_names_the_file_name``
+- a bulk rename fixes at least two names (one name is the diff's row suggestion, the closest names) ->
+  ``test_a_rename_of_one_name_is_not_offered``
 - a segment renamed is the segments' differing start (their shared ending cut) ->
   ``test_a_renamed_segment_is_the_differing_start_of_the_two``
 """
@@ -190,3 +192,9 @@ def test_a_pair_through_an_enum_variant_names_the_file_name(tmp_path):
         (found,) = suggest([source], Recipe(adapters=("skip-enum-variants",)), target)
     assert found.adapter == "pytorch-to-burn"
     assert [pair.line() for pair in found.pairs] == ["feat.Lin.fc.weight → feat.fc.weight [3, 2]"]
+
+
+def test_a_rename_of_one_name_is_not_offered(tmp_path):
+    with _bpk(tmp_path / "s.bpk", {"norm.w": np.zeros(2, np.float32)}) as source, \
+            _bpk(tmp_path / "t.bpk", {"bn.w": np.zeros(2, np.float32)}) as target:
+        assert suggest([source], Recipe(), target) == []
