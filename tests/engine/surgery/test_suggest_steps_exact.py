@@ -21,6 +21,12 @@ Promises (README "### Surgery", the diff view and ``diff A B --suggest``) -> tes
 - a pair made through an enum variant names the source's own name -> ``test_a_pair_through_an_enum_variant_names_the_file_name``
 - a bulk rename fixes at least two names (one name is the diff's row suggestion, the closest names) ->
   ``test_a_rename_of_one_name_is_not_offered``
+- the template lends the plan its module kinds before anything is compared (nothing to suggest when it settles
+  them) -> ``test_a_template_that_settles_a_transpose_leaves_nothing_to_suggest``
+- "treat as Linear" names only the transposed modules that are not Linear yet, under their file names, never the
+  top level -> ``test_treat_as_linear_names_only_modules_not_linear_yet``
+- a top-level key is offered only for a PyTorch source that can be reopened -> ``test_no_top_level_key_without_a_reopenable_checkpoint``
+- five suggestions at most, best first -> ``test_five_suggestions_at_most``
 - a segment renamed is the segments' differing start (their shared ending cut) ->
   ``test_a_renamed_segment_is_the_differing_start_of_the_two``
 """
@@ -198,3 +204,56 @@ def test_a_rename_of_one_name_is_not_offered(tmp_path):
     with _bpk(tmp_path / "s.bpk", {"norm.w": np.zeros(2, np.float32)}) as source, \
             _bpk(tmp_path / "t.bpk", {"bn.w": np.zeros(2, np.float32)}) as target:
         assert suggest([source], Recipe(), target) == []
+
+
+def _z(*shape: int) -> np.ndarray:
+    return np.zeros(shape, np.float32)
+
+
+TO_BURN = Recipe(adapters=("pytorch-to-burn",))
+
+
+def test_a_template_that_settles_a_transpose_leaves_nothing_to_suggest(tmp_path):
+    with _bpk(tmp_path / "s.bpk", {"embed.weight": _z(4, 3)}) as source, \
+            _bpk(tmp_path / "t.bpk", {"embed.weight": _z(3, 4)}) as target:
+        assert suggest([source], TO_BURN, target, template=target) == []  # the template makes embed a Linear
+        assert [s.kind for s in suggest([source], TO_BURN, target)] == [LINEAR]  # the name alone: an Embedding
+
+
+def test_treat_as_linear_names_only_modules_not_linear_yet(tmp_path):
+    def lines(source: dict[str, np.ndarray], target: dict[str, np.ndarray], recipe: Recipe = TO_BURN) -> list[str]:
+        with _bpk(tmp_path / "s.bpk", source) as a, _bpk(tmp_path / "t.bpk", target) as b:
+            return [s.line() for s in suggest([a], recipe, b)]
+
+    # fc is a Linear already (its bias says so) saved in Burn's layout: the adapter transposes it away, and settling
+    # it as Linear again changes nothing
+    assert lines({"embed.weight": _z(4, 3), "fc.weight": _z(3, 2), "fc.bias": _z(2)},
+                 {"embed.weight": _z(3, 4), "fc.weight": _z(3, 2), "fc.bias": _z(2)}) == [
+        "suggest: transpose: treat embed as Linear: fixes 1 of 2 missing or mismatched: module embed=Linear"]
+    assert lines({"weight": _z(4, 3)}, {"weight": _z(3, 4)}) == []  # a top-level tensor has no module to settle
+    assert lines({"feat.Emb.embed.weight": _z(4, 3)}, {"feat.embed.weight": _z(3, 4)},
+                 Recipe(adapters=("pytorch-to-burn", "skip-enum-variants"))) == [
+        "suggest: transpose: treat feat.Emb.embed as Linear: fixes 1 of 1 missing or mismatched: "
+        "module feat.Emb.embed=Linear"]
+
+
+def test_no_top_level_key_without_a_reopenable_checkpoint(tmp_path):
+    strip = ["suggest: strip the prefix model.: fixes 2 of 2 missing or mismatched: remap '^model\\.' -> ''"]
+
+    def reopen(store: Store, key: str) -> Store:
+        return open_store(store.path, top_level_key=key)
+
+    torch.save({"model": {"x.w": torch.zeros(2), "x.b": torch.zeros(2)}}, tmp_path / "ck.pt")
+    with _bpk(tmp_path / "s.bpk", {"model.x.w": _z(2), "model.x.b": _z(2)}) as burnpack, \
+            open_store(tmp_path / "ck.pt") as checkpoint, _bpk(tmp_path / "t.bpk", {"x.w": _z(2), "x.b": _z(2)}) as target:
+        assert [s.line() for s in suggest([burnpack], Recipe(), target, reopen=reopen)] == strip  # not a checkpoint
+        assert [s.line() for s in suggest([checkpoint], Recipe(), target)] == strip  # no way to reopen it
+        assert suggest([checkpoint], Recipe(), target, reopen=reopen)[0].kind == TOP_LEVEL_KEY
+
+
+def test_five_suggestions_at_most(tmp_path):
+    source = _bpk(tmp_path / "s.bpk", {f"{w}.{w}_{k}": _z(1) for w in WORDS for k in "wb"})
+    target = _bpk(tmp_path / "t.bpk", {f"{w[::-1]}.{w}_{k}": _z(1) for w in WORDS for k in "wb"})
+    with source, target:
+        assert [s.description for s in suggest([source], Recipe(), target)] == [
+            f"rename the prefix {w}. to {w[::-1]}." for w in WORDS[:5]]
