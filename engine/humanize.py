@@ -28,6 +28,11 @@ def plural(n: int, noun: str, nouns: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
 
 
+def with_article(word: str) -> str:
+    """``an int``, ``a float``: the article English puts before a type's name (by its first letter)."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def quoted(text: str) -> str:
     """``'^fc\\.'`` as typed: repr() would double every backslash of a regex."""
     return f"'{text}'"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..burn_versions import NEWEST, BurnVersion
+from ..humanize import plural
 from ..segments import parse_index
 from ..store import Store
 from . import adapters as ad
@@ -187,7 +188,7 @@ class _RustChain:
                             f"print this chain with the sources at hand to get the renames spelled out)")
             return
         renames = _renumbered(store, self.recipe)
-        self.comments.append(f"// contiguous indices, which {self.store} cannot do, as this file's {len(renames)} renames")
+        self.comments.append(f"// contiguous indices, which {self.store} cannot do, as this file's {plural(len(renames), 'rename')}")
         self._explicit(renames)
 
     def _enum_variants(self, planned: Plan | None) -> None:
@@ -203,7 +204,7 @@ class _RustChain:
                             f"with the sources at hand to get the renames spelled out)")
             return
         renames = _variant_renames(planned, self.spec.path)
-        self.comments.append(f"// enum variants skipped, which {self.store} cannot do, as this file's {len(renames)} renames")
+        self.comments.append(f"// enum variants skipped, which {self.store} cannot do, as this file's {plural(len(renames), 'rename')}")
         self._explicit(renames)
 
     def _fused_modules(self, planned: Plan | None) -> None:
@@ -270,7 +271,7 @@ def _cast_adapter(cast: CastRule, version: BurnVersion) -> tuple[tuple[str, str]
     modules = [name for kind in cast.modules for name in _BURN_MODULES.get(kind, (kind,))]
     why = _no_cast_adapter(cast, version, half, bool(modules))
     if why:
-        return None, f"{what} (Burn {version.value} has {why}; cast after loading, or convert with Store Studio first)"
+        return None, f"{what} (Burn {version.value}: {why}; cast after loading, or convert with Store Studio first)"
     modules = modules or list(api.HALF_PRECISION_DEFAULT)
     expression = "HalfPrecisionAdapter::new()"
     expression += "".join(f'.without_module("{m}")' for m in api.HALF_PRECISION_DEFAULT if m not in modules)

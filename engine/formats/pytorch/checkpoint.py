@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import FormatError
+from ...humanize import with_article
 from .allowlist import Global, NumpyArray, NumpyDType, Placeholder
 from .tensors import StorageRef, TensorRef
 from .unpickler import MAX_DEPTH
@@ -134,7 +135,7 @@ class _Walker:
                 found = self.as_tensor(value)
                 if found is None:
                     raise FormatError(self.path, f"{table[1:-1]} {'.'.join(parts + [str(key)])} of module "
-                                                 f"{node.qualname} is a {type(value).__name__}, not a tensor")
+                                                 f"{node.qualname} is {with_article(type(value).__name__)}, not a tensor")
                 if self.listing:
                     self.checkpoint.tensors.append((".".join(parts + [str(key)]), found))
         values: dict[str, Any] = {"__class__": node.qualname}

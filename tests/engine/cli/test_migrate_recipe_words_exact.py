@@ -95,7 +95,7 @@ def test_recipe_rust_spells_renames_from_the_sources_or_leaves_a_note(tmp_path, 
     assert captured.out == (
         "// burn-store 0.22.0-pre.2 (Burn 0.22)\n"
         "use burn_store::{BurnpackStore, ModuleSnapshot};\n"
-        "// contiguous indices, which BurnpackStore cannot do, as this file's 1 renames\n"
+        "// contiguous indices, which BurnpackStore cannot do, as this file's 1 rename\n"
         f'let mut store = BurnpackStore::from_file(r"{tmp_path / "s.bpk"}")\n'
         '    .with_remap_pattern(r"^fc\\.2\\.weight$", r"fc.1.weight");\n'
         "let result = model.load_from(&mut store)?;\n")
@@ -127,7 +127,7 @@ def test_recipe_rust_spells_enum_variant_renames_from_the_plan_and_its_template(
     Recipe(sources=(SourceSpec(str(source)),), module_overrides={"Block": "EnumVariant"}).save(tmp_path / "m.json")
     assert main(["recipe", str(tmp_path / "m.json"), "--as", "rust"]) == 0
     assert capsys.readouterr().out == head + (
-        "// enum variants skipped, which BurnpackStore cannot do, as this file's 1 renames\n"
+        "// enum variants skipped, which BurnpackStore cannot do, as this file's 1 rename\n"
         f'let mut store = BurnpackStore::from_file(r"{source}")\n'
         '    .with_remap_pattern(r"^Block\\.fc\\.weight$", r"fc.weight");\n'
         "let result = model.load_from(&mut store)?;\n"
@@ -136,7 +136,7 @@ def test_recipe_rust_spells_enum_variant_renames_from_the_plan_and_its_template(
            template=str(template)).save(tmp_path / "t.json")
     assert main(["recipe", str(tmp_path / "t.json"), "--as", "rust"]) == 0
     assert capsys.readouterr().out == head + (
-        "// enum variants skipped, which BurnpackStore cannot do, as this file's 1 renames\n"
+        "// enum variants skipped, which BurnpackStore cannot do, as this file's 1 rename\n"
         f'let mut store = BurnpackStore::from_file(r"{source}")\n'
         '    .with_remap_pattern(r"^Block\\.fc\\.weight$", r"fc.weight");\n'
         "let result = model.load_from(&mut store)?;\n")

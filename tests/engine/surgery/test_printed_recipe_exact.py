@@ -146,7 +146,7 @@ CASES = {
         "// differs: cast every float tensor to F16: HalfPrecisionAdapter casts only F32 tensors to F16 and turns F16 "
         "tensors into F32 (it infers the direction), only in Linear, Embedding, Conv*, DeformConv2d, LayerNorm, "
         "GroupNorm, InstanceNorm, RmsNorm and PRelu\n"
-        "// left to do: cast every float tensor to BF16 (Burn 0.21 has HalfPrecisionAdapter only casts between F32 "
+        "// left to do: cast every float tensor to BF16 (Burn 0.21: HalfPrecisionAdapter only casts between F32 "
         "and F16; cast after loading, or convert with Store Studio first)\n"
         'let mut store = BurnpackStore::from_file(r"a.bpk")\n'
         "    .with_from_adapter(BurnToPyTorchAdapter.chain(HalfPrecisionAdapter::new()));\n" + LOAD),
@@ -161,13 +161,13 @@ CASES = {
     "0.22 a cast by module to BF16": (
         Recipe(sources=(SourceSpec("a.safetensors"),), casts=(CastRule("BF16", ("Linear",)),)),
         HEAD22 + "use burn_store::{ModuleSnapshot, SafetensorsStore};\n"
-        "// left to do: cast Linear tensors to BF16 (Burn 0.22 has FloatCastAdapter casts every module, "
+        "// left to do: cast Linear tensors to BF16 (Burn 0.22: FloatCastAdapter casts every module, "
         "HalfPrecisionAdapter only between F32 and F16; cast after loading, or convert with Store Studio first)\n"
         'let mut store = SafetensorsStore::from_file(r"a.safetensors");\n' + LOAD),
     "0.20 no adapter on a burnpack": (
         Recipe(sources=(SourceSpec("a.bpk"),), adapters=("burn-to-pytorch",), casts=(CastRule("F16"),), burn_version=V20),
         "// burn-store 0.20.0 (Burn 0.20)\nuse burn_store::{BurnpackStore, ModuleSnapshot};\n"
-        "// left to do: cast every float tensor to F16 (Burn 0.20 has no cast adapter; cast after loading, or convert "
+        "// left to do: cast every float tensor to F16 (Burn 0.20: no cast adapter; cast after loading, or convert "
         "with Store Studio first)\n"
         "// left to do: BurnToPyTorchAdapter (BurnpackStore takes no adapter: it has no with_from_adapter in Burn 0.20; "
         "convert with Store Studio first, or load through a SafetensorsStore)\n"
@@ -263,13 +263,13 @@ def test_each_source_gets_its_own_chain(tmp_path, monkeypatch):
         text = as_rust(recipe, [a, b], plan([a, b], recipe))
     assert text == (
         HEAD22 + "use burn_store::{BurnpackStore, ModuleSnapshot};\n"
-        "// contiguous indices, which BurnpackStore cannot do, as this file's 1 renames\n"
-        "// enum variants skipped, which BurnpackStore cannot do, as this file's 1 renames\n"
+        "// contiguous indices, which BurnpackStore cannot do, as this file's 1 rename\n"
+        "// enum variants skipped, which BurnpackStore cannot do, as this file's 1 rename\n"
         'let mut store = BurnpackStore::from_file(r"a.bpk")\n'
         '    .with_remap_pattern(r"^fc\\.3\\.w$", r"fc.0.w")\n'
         '    .with_remap_pattern(r"^x\\.Var\\.w$", r"x.w");\n' + LOAD + "\n\n"
-        "// contiguous indices, which BurnpackStore cannot do, as this file's 1 renames\n"
-        "// enum variants skipped, which BurnpackStore cannot do, as this file's 1 renames\n"
+        "// contiguous indices, which BurnpackStore cannot do, as this file's 1 rename\n"
+        "// enum variants skipped, which BurnpackStore cannot do, as this file's 1 rename\n"
         'let mut store = BurnpackStore::from_file(r"b.bpk")\n'
         '    .with_remap_pattern(r"^fc\\.5\\.w$", r"fc.0.w")\n'
         '    .with_remap_pattern(r"^y\\.Var\\.w$", r"y.w");\n' + LOAD + "\n"
@@ -286,7 +286,7 @@ def test_a_source_without_its_opened_store_gets_the_comments(tmp_path, monkeypat
         text = as_rust(recipe, [a])
     assert text == (
         HEAD22 + "use burn_store::{BurnpackStore, ModuleSnapshot};\n"
-        "// contiguous indices, which BurnpackStore cannot do, as this file's 1 renames\n"
+        "// contiguous indices, which BurnpackStore cannot do, as this file's 1 rename\n"
         'let mut store = BurnpackStore::from_file(r"a.bpk")\n'
         '    .with_remap_pattern(r"^fc\\.3\\.w$", r"fc.0.w");\n' + LOAD + "\n\n" + LEFT_RENUMBER
         + 'let mut store = BurnpackStore::from_file(r"b.bpk");\n' + LOAD)

@@ -189,7 +189,7 @@ def test_a_cast_is_chained_after_the_layout_adapter_in_one_with_from_adapter():
     assert "// differs: cast every float tensor to F16: HalfPrecisionAdapter casts only F32 tensors to F16" in older
     oldest = as_rust(recipe.with_changes(burn_version=V20))
     assert ".with_from_adapter(PyTorchToBurnAdapter);" in oldest
-    assert "// left to do: cast every float tensor to F16 (Burn 0.20 has no cast adapter" in oldest
+    assert "// left to do: cast every float tensor to F16 (Burn 0.20: no cast adapter" in oldest
 
 
 def test_a_cast_by_module_keeps_exactly_those_modules_of_half_precision():
@@ -278,8 +278,8 @@ def test_casts_no_adapter_can_do_say_why():
     def text(cast, version=V22):
         return as_rust(Recipe(sources=(SourceSpec("m.safetensors"),), casts=(cast,), burn_version=version))
 
-    assert "// left to do: cast Unknown tensors to F16 (Burn 0.22 has no module type for these kinds" in text(CastRule("F16", ("Unknown",)))
+    assert "// left to do: cast Unknown tensors to F16 (Burn 0.22: no module type for these kinds" in text(CastRule("F16", ("Unknown",)))
     assert "with_from_adapter" not in text(CastRule("BF16", ("Linear",))).split("\nlet mut store")[1]
     assert "FloatCastAdapter casts every module, HalfPrecisionAdapter only between F32 and F16" in text(CastRule("BF16", ("Linear",)))
-    assert "Burn 0.21 has HalfPrecisionAdapter only casts between F32 and F16" in text(CastRule("BF16"), V21)
+    assert "Burn 0.21: HalfPrecisionAdapter only casts between F32 and F16" in text(CastRule("BF16"), V21)
     assert "Unknown modules have no Burn module type and are not cast" in text(CastRule("F16", ("Linear", "Unknown")))

@@ -161,7 +161,7 @@ def test_non_persistent_buffers_may_be_listed_as_a_list(tmp_path: Path) -> None:
 def test_a_module_table_entry_that_is_not_a_tensor_is_refused(tmp_path: Path) -> None:
     cls = f"{__name__}.Mod"
     path = zip_checkpoint(tmp_path / "p.pt", {"m": Mod({"w": 5}, {}, {})}, {"0": FOUR})
-    assert refusal(path) == f"p.pt: parameter m.w of module {cls} is a int, not a tensor"
+    assert refusal(path) == f"p.pt: parameter m.w of module {cls} is an int, not a tensor"
     path = zip_checkpoint(tmp_path / "b.pt", {"m": Mod({}, {"rm": "x"}, {})}, {"0": FOUR})
     assert refusal(path) == f"b.pt: buffer m.rm of module {cls} is a str, not a tensor"
 

@@ -257,7 +257,7 @@ def test_an_escaped_quote_in_a_table_name_is_unescaped(tmp_path: Path) -> None:
         archive.writestr("m/constants.pkl", pickle.dumps((), protocol=2))
     with pytest.raises(FormatError) as caught:
         open_store(path)
-    assert str(caught.value) == 'quoted.pt: parameter a"b of module __torch__.m.C is a int, not a tensor'
+    assert str(caught.value) == 'quoted.pt: parameter a"b of module __torch__.m.C is an int, not a tensor'
 
 
 def test_the_buffers_line_decides_what_is_a_buffer(archive: Path, tmp_path: Path) -> None:
