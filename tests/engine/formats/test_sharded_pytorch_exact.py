@@ -1,0 +1,72 @@
+"""A PyTorch checkpoint split over shards (``pytorch_model.bin.index.json``, engine/formats/sharded.py) as one
+store: each tensor comes from the shard the index maps it to, and only those tensors are listed.
+
+Promises (README "Formats", sharded checkpoints; the audit of issue 25):
+- an index and its shards open as one model, each tensor read from the shard the index names ->
+  here::test_only_the_tensors_the_index_maps_are_listed_each_from_its_own_shard
+- a shard's non-tensor values are kept, under the shard's file name ->
+  here::test_each_shards_values_are_kept_under_its_file_name
+- export streams every tensor in the chunks it asks for -> here::test_streaming_a_sharded_tensor_gives_chunks_of_the_size_asked
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from engine import open_store
+
+
+def index_of(folder, weight_map: dict[str, str]):
+    index = folder / "pytorch_model.bin.index.json"
+    index.write_text(json.dumps({"weight_map": weight_map}))
+    return index
+
+
+def test_only_the_tensors_the_index_maps_are_listed_each_from_its_own_shard(tmp_path):
+    """p1 also holds an old copy of "b" and a tensor no one maps: neither is listed, and "b" is p2's."""
+    torch.save({"a": torch.arange(3.0), "b": torch.zeros(2, dtype=torch.int16), "stray": torch.ones(1)},
+               tmp_path / "p1.bin")
+    torch.save({"b": torch.tensor([7, 8], dtype=torch.int16), "a": torch.full((3,), 9.0)}, tmp_path / "p2.bin")
+    with open_store(index_of(tmp_path, {"a": "p1.bin", "b": "p2.bin"})) as store:
+        assert store.names == ["a", "b"]
+        assert store.read("a").tolist() == [0.0, 1.0, 2.0] and store.read("b").tolist() == [7, 8]
+        assert (store.format, store.description) == ("pytorch", "PyTorch sharded")
+        assert [f.name for f in store.files] == ["p1.bin", "p2.bin"]
+
+
+def test_a_single_shard_index_is_the_shards_format(tmp_path):
+    torch.save({"a": torch.arange(2.0)}, tmp_path / "only.bin")
+    with open_store(index_of(tmp_path, {"a": "only.bin"})) as store:
+        assert (store.format, store.names, store.read("a").tolist()) == ("pytorch", ["a"], [0.0, 1.0])
+
+
+def test_each_shards_values_are_kept_under_its_file_name(tmp_path):
+    torch.save({"a": torch.arange(3.0), "step": 5, "name": "run-1"}, tmp_path / "p1.bin")
+    torch.save({"b": torch.ones(2)}, tmp_path / "p2.bin")  # no values: no entry
+    with open_store(index_of(tmp_path, {"a": "p1.bin", "b": "p2.bin"})) as store:
+        assert store.values == {"p1.bin": {"step": 5, "name": "run-1"}}
+
+
+def test_streaming_a_sharded_tensor_gives_chunks_of_the_size_asked(tmp_path):
+    torch.save({"a": torch.arange(3.0)}, tmp_path / "p1.bin")
+    torch.save({"b": torch.arange(5, dtype=torch.int16)}, tmp_path / "p2.bin")
+    with open_store(index_of(tmp_path, {"a": "p1.bin", "b": "p2.bin"})) as store:
+        assert [bytes(c) for c in store.iter_bytes("a", chunk_size=4)] == [
+            torch.tensor([x], dtype=torch.float32).numpy().tobytes() for x in (0.0, 1.0, 2.0)]
+        assert [len(c) for c in store.iter_bytes("b", chunk_size=4)] == [4, 4, 2]
+        assert b"".join(bytes(c) for c in store.iter_bytes("b")) == torch.arange(5, dtype=torch.int16).numpy().tobytes()
+
+
+def test_a_closed_sharded_store_closes_its_shards_and_reads_nothing(tmp_path):
+    torch.save({"a": torch.arange(3.0)}, tmp_path / "p1.bin")
+    torch.save({"b": torch.ones(2)}, tmp_path / "p2.bin")
+    store = open_store(index_of(tmp_path, {"a": "p1.bin", "b": "p2.bin"}))
+    store.close()
+    assert store.closed
+    for call in (lambda: store.read("b"), lambda: store.byte_range("a"), lambda: store.iter_bytes("b"),
+                 lambda: store.verify("a")):
+        with pytest.raises(ValueError):
+            call()
