@@ -12,11 +12,13 @@ Promises (README "Formats", sharded checkpoints; the audit of issue 25):
 from __future__ import annotations
 
 import json
+import os
+import struct
 
 import pytest
 import torch
 
-from engine import open_store
+from engine import FormatError, open_store
 
 
 def index_of(folder, weight_map: dict[str, str]):
@@ -70,3 +72,26 @@ def test_a_closed_sharded_store_closes_its_shards_and_reads_nothing(tmp_path):
                  lambda: store.verify("a")):
         with pytest.raises(ValueError):
             call()
+
+
+def test_each_tensor_is_checked_in_the_shard_that_holds_it_even_an_index_of_shards(tmp_path):
+    """A shard opens by its own bytes, so it may itself be a SafeTensors index: checking "b" asks that index for
+    "b" by name, and an in-place change of the file holding "b" is caught."""
+    torch.save({"a": torch.arange(3.0)}, tmp_path / "p1.bin")
+    header = json.dumps({"b": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+    header += b" " * (-(len(header) + 8) % 8)
+    inner = tmp_path / "s.safetensors"
+    inner.write_bytes(struct.pack("<Q", len(header)) + header + struct.pack("<f", 2.5))
+    (tmp_path / "inner.index.json").write_text(json.dumps({"weight_map": {"b": "s.safetensors"}}))
+    with open_store(index_of(tmp_path, {"a": "p1.bin", "b": "inner.index.json"})) as store:
+        assert store.read("b").tolist() == [2.5]
+        store.verify("b")
+        store.verify("a")
+        stat = inner.stat()
+        with open(inner, "r+b") as f:  # the same bytes written again: a change on disk all the same
+            f.write(inner.read_bytes())
+        os.utime(inner, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        with pytest.raises(FormatError) as caught:
+            store.verify("b")
+        assert str(caught.value) == "s.safetensors: changed on disk since it was opened; reload it to read the new contents"
+        store.verify("a")
