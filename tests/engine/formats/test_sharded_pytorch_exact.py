@@ -6,11 +6,15 @@ Promises (README "Formats", sharded checkpoints; the audit of issue 25):
   here::test_only_the_tensors_the_index_maps_are_listed_each_from_its_own_shard
 - a shard's non-tensor values are kept, under the shard's file name ->
   here::test_each_shards_values_are_kept_under_its_file_name
+- what torch's safe loader would refuse is said of the whole model (README "PyTorch files": the note and the
+  classes named) -> here::test_what_a_shards_reader_says_is_said_of_the_whole_model
 - export streams every tensor in the chunks it asks for -> here::test_streaming_a_sharded_tensor_gives_chunks_of_the_size_asked
 """
 
 from __future__ import annotations
 
+import argparse
+import fractions
 import json
 import os
 import struct
@@ -95,3 +99,43 @@ def test_each_tensor_is_checked_in_the_shard_that_holds_it_even_an_index_of_shar
             store.verify("b")
         assert str(caught.value) == "s.safetensors: changed on disk since it was opened; reload it to read the new contents"
         store.verify("a")
+
+
+def test_what_a_shards_reader_says_is_said_of_the_whole_model(tmp_path):
+    """Classes torch's safe loader would refuse, from every shard, sorted; the first shard's note that has one."""
+    torch.save({"a": torch.arange(3.0)}, tmp_path / "p1.bin")
+    torch.save({"b": torch.ones(2), "args": argparse.Namespace(lr=0.1)}, tmp_path / "p2.bin")
+    torch.save({"c": torch.ones(1), "f": fractions.Fraction(1, 3)}, tmp_path / "p3.bin")
+    with open_store(index_of(tmp_path, {"a": "p1.bin", "b": "p2.bin", "c": "p3.bin"})) as store:
+        assert store.foreign_classes == ("argparse.Namespace", "fractions.Fraction")
+        assert store.note == ("torch.load(weights_only=True) would refuse this file: it names 1 non-weight class "
+                              "(argparse.Namespace), shown here as placeholders; nothing was run")
+
+
+def test_a_model_of_plain_shards_has_no_note_and_no_foreign_class(tmp_path):
+    torch.save({"a": torch.arange(3.0)}, tmp_path / "p1.bin")
+    with open_store(index_of(tmp_path, {"a": "p1.bin"})) as store:
+        assert (store.foreign_classes, store.note) == ((), None)
+
+
+def open_files_under(folder) -> list[str]:
+    """The files under ``folder`` this process holds open (Linux: /proc/self/fd)."""
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # the descriptor listdir itself used, gone by now
+            continue
+        if target.startswith(str(folder)):
+            held.append(os.path.basename(target))
+    return sorted(held)
+
+
+def test_closing_the_store_closes_every_shard(tmp_path):
+    torch.save({"a": torch.arange(3.0)}, tmp_path / "p1.bin")
+    torch.save({"b": torch.ones(2)}, tmp_path / "p2.bin")
+    store = open_store(index_of(tmp_path, {"a": "p1.bin", "b": "p2.bin"}))
+    assert open_files_under(tmp_path) == ["p1.bin", "p2.bin"]
+    store.close()
+    assert open_files_under(tmp_path) == []
+    store.close()  # a second close is no error
