@@ -10,6 +10,9 @@ Bin records are refused; the audit of issue 25):
 - quantized tensors are refused -> here::test_a_parameter_that_does_not_fit_is_refused_in_words (quantized)
 - a template names the parameters in order, every shape checked ->
   here::test_a_template_names_the_parameters_in_order, here::test_a_template_of_another_model_is_refused_in_words
+- Burn 0.13 Bin records (before TensorData): floats or ints as the settings name them ->
+  here::test_old_int_values_are_varints_zigzagged_only_when_signed,
+  here::test_old_values_that_fit_neither_reading_are_refused_in_words
 """
 
 from __future__ import annotations
@@ -121,3 +124,42 @@ def test_a_template_names_the_parameters_in_order(tmp_path):
 ])
 def test_a_template_of_another_model_is_refused_in_words(tmp_path, shapes, words):
     assert refusal(two_params(tmp_path), template=template_file(tmp_path, shapes)) == f"m.bin: {words}"
+
+
+# --- Bin records before Burn 0.14: ``value: Vec<E>`` then ``shape``; E is the float or the int type of the settings ----
+
+OLD = Settings(version="0.13.0", recorder="Bin")
+
+
+def old_bin(tmp_path, body: bytes, *, int_type: str = "i64"):
+    """A pre-0.14 Bin record (bincode 2) whose settings name ``int_type``; ``body`` follows the parameter's id."""
+    b = Bincode(OLD)
+    meta = {**OLD.metadata(), "int": int_type}
+    head = b"".join(b.text(meta[k]) for k in ("float", "int", "format", "version", "settings"))
+    return write(tmp_path, head + b.text(id_text(3)) + body, "old.bin")
+
+
+def varints(*numbers: int) -> bytes:
+    return b"".join(Bincode(OLD).uint(n) for n in numbers)
+
+
+@pytest.mark.parametrize(("int_type", "dtype", "values"), [("u16", "U16", [1, 300]), ("i64", "I64", [-1, 150])])
+def test_old_int_values_are_varints_zigzagged_only_when_signed(tmp_path, int_type, dtype, values):
+    """Two values (1 and 300 as varints), then a shape [2]: not four-byte floats, so the int reading is taken."""
+    path = old_bin(tmp_path, varints(2, 1, 300, 1, 2), int_type=int_type)
+    with open_store(path) as store:
+        assert (str(store.entry("param.0").dtype), store.read("param.0").tolist()) == (dtype, values)
+
+
+@pytest.mark.parametrize(("body", "int_type", "words"), [
+    (varints(2, 1, 300, 1, 2), "i128", "record metadata names the int type 'i128', which this app does not know"),
+    (varints(2, 1, 2, 1, 3), "i64", "parameter 0 at byte 130 (id 0c00000000000): 2 values for shape [3]"),
+    (varints(5) + b"\x01\x02\x03", "i64",
+     "parameter 0 at byte 130 (id 0c00000000000): 5 values, more than the bytes left in the file"),
+    (varints(4) + b"\x01\x02\x03", "i64",
+     "parameter 0 at byte 130 (id 0c00000000000): 4 values, more than the bytes left in the file"),
+    (varints(3) + b"\x01\x02\x03", "i64", "file is truncated: a value at byte 148 runs past the end (148 bytes)"),
+], ids=["unknown-int-type", "shape", "count-past-the-end", "count-one-past", "count-to-the-end"])
+def test_old_values_that_fit_neither_reading_are_refused_in_words(tmp_path, body, int_type, words):
+    """The float reading fails first; what the int reading says is what the user sees."""
+    assert refusal(old_bin(tmp_path, body, int_type=int_type)) == f"old.bin: {words}"
