@@ -19,6 +19,7 @@ import json
 import os
 import struct
 
+import numpy as np
 import pytest
 import torch
 
@@ -139,3 +140,13 @@ def test_closing_the_store_closes_every_shard(tmp_path):
     store.close()
     assert open_files_under(tmp_path) == []
     store.close()  # a second close is no error
+
+
+def test_a_shard_in_another_format_opens_by_its_own_bytes(tmp_path):
+    """Shards after the first may be any format a file opens as (here a Burnpack, which names no foreign class)."""
+    from engine import ArrayStore, export
+    torch.save({"a": torch.arange(3.0)}, tmp_path / "p1.bin")
+    export(ArrayStore({"b": np.array([4, 5], "<i4")}).entries, tmp_path / "p2.bpk", "burnpack")
+    with open_store(index_of(tmp_path, {"a": "p1.bin", "b": "p2.bpk"})) as store:
+        assert (store.format, store.names, store.foreign_classes, store.note) == ("pytorch", ["a", "b"], (), None)
+        assert store.read("b").tolist() == [4, 5] and store.read("a").tolist() == [0.0, 1.0, 2.0]
