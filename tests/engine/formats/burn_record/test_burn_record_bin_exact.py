@@ -160,7 +160,9 @@ def test_old_int_values_are_varints_zigzagged_only_when_signed(tmp_path, int_typ
      "parameter 0 at byte 130 (id 0c00000000000): 4 values, more than the bytes left in the file"),
     (varints(3) + b"\x01\x02\x03", "i64", "file is truncated: a value at byte 148 runs past the end (148 bytes)"),
     (varints(2, 0, 140000, 1, 2), "i16", "parameter 0 at byte 130 (id 0c00000000000): a value does not fit I16"),
-], ids=["unknown-int-type", "shape", "count-past-the-end", "count-one-past", "count-to-the-end", "does-not-fit"])
+    (varints(1, 5, 65), "i64", "parameter 0 at byte 130 (id 0c00000000000): 65 dimensions"),
+], ids=["unknown-int-type", "shape", "count-past-the-end", "count-one-past", "count-to-the-end", "does-not-fit",
+        "dimensions"])
 def test_old_values_that_fit_neither_reading_are_refused_in_words(tmp_path, body, int_type, words):
     """The float reading fails first; what the int reading says is what the user sees."""
     assert refusal(old_bin(tmp_path, body, int_type=int_type)) == f"old.bin: {words}"
