@@ -57,3 +57,17 @@ def test_the_size_limit_is_exact(tmp_path, monkeypatch):
 ], ids=["no-item", "truncated", "extra-data", "bad-value", "deep", "metadata", "not-utf8"])
 def test_what_is_no_json_record_is_refused_in_words(tmp_path, text, words):
     assert refusal(record(tmp_path, text)) == f"r.json: {words}"
+
+
+@pytest.mark.parametrize("raw", [[0, 256], [-1], [1.5], [True], {}, "ab"], ids=["256", "negative", "float", "bool",
+                                                                                  "map", "text"])
+def test_bytes_that_are_not_a_list_of_bytes_are_refused_in_words(tmp_path, raw):
+    """JSON writes a tensor's bytes as a list of numbers 0 to 255; anything else is no byte string."""
+    text = json.dumps({"metadata": json.loads(META), "item": {"w": {"bytes": raw, "shape": [0], "dtype": "U8"}}})
+    assert refusal(record(tmp_path, text)) == "r.json: tensor 'w': 'bytes' is not a byte string"
+
+
+def test_a_list_of_bytes_is_the_tensors_bytes(tmp_path):
+    text = json.dumps({"metadata": json.loads(META), "item": {"w": {"bytes": [0, 255, 7], "shape": [3], "dtype": "U8"}}})
+    with open_store(record(tmp_path, text)) as store:
+        assert store.read("w").tolist() == [0, 255, 7]
