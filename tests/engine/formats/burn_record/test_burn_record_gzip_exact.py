@@ -9,6 +9,7 @@ size or 64 GiB"; the audit of issue 25):
 - refused past the ratio or the absolute size, and not a byte before ->
   here::test_the_allowance_for_small_files_is_exact, here::test_the_ratio_to_the_compressed_size_is_exact,
   here::test_the_absolute_size_is_exact
+- a gzip bomb is stopped while it inflates (README "Limits") -> here::test_a_gzip_bomb_is_stopped_holding_a_chunk_not_the_whole
 - the temporary copy goes with the store, and with every refusal -> here::test_the_copy_goes_when_the_store_closes,
   here::test_a_stream_cut_short_or_corrupt_is_refused_in_words_leaving_nothing
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import tempfile
+import tracemalloc
 import zlib
 
 import numpy as np
@@ -138,4 +140,21 @@ def test_a_gzip_file_that_is_no_record_says_which(tmp_path, scratch, content, wo
     path = tmp_path / "z.mpk.gz"
     path.write_bytes(content)
     assert refusal(path) == f"z.mpk.gz: {words}"
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_gzip_bomb_is_stopped_holding_a_chunk_not_the_whole(tmp_path, scratch):
+    """64 MiB of zeros in 64 KB of gzip: refused while inflating, never holding more than a chunk of it
+    (Python's own allocations, which hold every inflated byte string, traced)."""
+    head = record_bytes({"w": Data(np.ones(1, "<f4"))}, Settings(recorder="NamedMpk"))
+    path = tmp_path / "bomb.mpk.gz"
+    path.write_bytes(gzip.compress(head + bytes(64 << 20), 9))
+    tracemalloc.start()
+    try:
+        words = refusal(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert words.endswith("refused as a possible gzip bomb") and words.startswith("bomb.mpk.gz: decompresses to more than")
+    assert peak < 8 << 20
     assert list(scratch.iterdir()) == []
