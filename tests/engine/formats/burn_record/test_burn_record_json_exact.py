@@ -54,7 +54,9 @@ def test_the_size_limit_is_exact(tmp_path, monkeypatch):
      "the record's metadata is not a map of float, int, format, version, settings (text each)"),
     (b'{"metadata": %s, "item": {"a": "\xff"}}' % META.encode(),
      "not valid JSON ('utf-8' codec can't decode byte 0xff in position 231: invalid start byte)"),
-], ids=["no-item", "truncated", "extra-data", "bad-value", "deep", "metadata", "not-utf8"])
+    ('{"metadata": %s, "item": {"a": 1]' % META, "file is truncated at byte 231"),  # the last byte: a cut-off end
+    ('{"metadata": %s, "item": {"a": 1]x' % META, "not valid JSON (Expecting ',' delimiter) at byte 231"),
+], ids=["no-item", "truncated", "extra-data", "bad-value", "deep", "metadata", "not-utf8", "last-byte", "before-last"])
 def test_what_is_no_json_record_is_refused_in_words(tmp_path, text, words):
     assert refusal(record(tmp_path, text)) == f"r.json: {words}"
 
