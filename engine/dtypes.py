@@ -11,12 +11,13 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from . import quantized as q
 from .burn_versions import NEWEST, BurnVersion
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class DType:
         """The numpy dtype ``read()`` gives (quantized tensors read dequantized, as F32); None when their
         values are not decoded at all."""
         if self.kind == "quantized":
-            return None if q.undecodable(self.quant_scheme) else np.dtype("<f4")
+            return None if q.undecodable(self.quant_scheme) else numpy_dtype("<f4")
         return self.numpy
 
     @property
@@ -67,10 +68,11 @@ class DType:
     def numpy(self) -> np.dtype | None:
         """The numpy dtype an array of this type reads as (None when there is none)."""
         if self.name == "BOOL":
-            return np.dtype("<u4") if self.storage == "U32" else np.dtype(np.bool_)
+            return numpy_dtype("<u4" if self.storage == "U32" else "?")
         if self.name in ML_DTYPES:
             return _ml_dtypes()[self.name]
-        return _NUMPY.get(self.name)
+        code = NUMPY_CODES.get(self.name)
+        return None if code is None else numpy_dtype(code)
 
     def nbytes(self, shape: tuple[int, ...]) -> int | None:
         """Bytes a dense tensor of this type and shape holds (None for opaque types)."""
@@ -104,12 +106,21 @@ ALL = (F64, F32, FLEX32, F16, BF16, F8_E4M3, F8_E5M2, F8_E8M0, F6_E2M3, F6_E3M2,
        I64, I32, I16, I8, U64, U32, U16, U8, BOOL, C64, C128)
 BY_NAME = {d.name: d for d in ALL}
 
-_NUMPY: dict[str, np.dtype] = {
-    "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "FLEX32": np.dtype("<f4"), "F16": np.dtype("<f2"),
-    "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
-    "U64": np.dtype("<u8"), "U32": np.dtype("<u4"), "U16": np.dtype("<u2"), "U8": np.dtype("u1"),
-    "C64": np.dtype("<c8"), "C128": np.dtype("<c16"),
+# numpy's codes as plain text: numpy is imported when a tensor's values are first touched, never to copy bytes
+# (it was 0.1-0.3 s of a conversion's start-up, against cp's 0.45 s for a gigabyte; issue 23).
+NUMPY_CODES: dict[str, str] = {
+    "F64": "<f8", "F32": "<f4", "FLEX32": "<f4", "F16": "<f2",
+    "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1",
+    "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1",
+    "C64": "<c8", "C128": "<c16",
 }
+
+
+@functools.cache
+def numpy_dtype(code: str) -> np.dtype:
+    """The numpy dtype of a code such as ``<f4``, numpy imported on the first call."""
+    import numpy as np
+    return np.dtype(code)
 
 
 ML_DTYPES = frozenset({"BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0"})
@@ -120,18 +131,20 @@ def _ml_dtypes() -> dict[str, np.dtype]:
     """bfloat16 and the float8s, whose numpy types come from ml_dtypes: imported when a tensor needs one,
     not at start-up (it is a fifth of a command's start-up time)."""
     import ml_dtypes
+    import numpy as np
     return {"BF16": np.dtype(ml_dtypes.bfloat16), "F8_E4M3": np.dtype(ml_dtypes.float8_e4m3fn),
             "F8_E5M2": np.dtype(ml_dtypes.float8_e5m2), "F8_E8M0": np.dtype(ml_dtypes.float8_e8m0fnu)}
 
 
 def from_numpy(dtype: np.dtype) -> DType:
     """The DType of a numpy array (bool arrays become native bools)."""
+    import numpy as np
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return BOOL
     little = dtype.newbyteorder("<")
-    for name, candidate in _NUMPY.items():
-        if name != "FLEX32" and candidate == little:
+    for name, code in NUMPY_CODES.items():
+        if name != "FLEX32" and numpy_dtype(code) == little:
             return BY_NAME[name]
     if "ml_dtypes" in sys.modules:  # an array can only be of an ml_dtypes type once ml_dtypes is loaded
         for name, candidate in _ml_dtypes().items():

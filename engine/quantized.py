@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .burn_versions import BurnVersion
+
+if TYPE_CHECKING:
+    import numpy as np
 
 GEN1_FIELDS = frozenset({"value", "param", "store", "level", "mode"})
 GEN2_FIELDS = frozenset({"value", "store", "mode", "tensor", "block"})
@@ -36,7 +37,7 @@ DECODED_SCALES = frozenset({"F32", "F16", "BF16", "UE4M3"})  # the scale dtypes 
 STORES = ("Native", "PackedU32", "PackedNative")
 MODES = ("Symmetric", "Lookup")
 MAX_BLOCK_DIMS = 5  # BlockSize holds at most 5 dimensions (0.10.0 scheme.rs:249-256)
-ZERO_SCALE = np.float32(0.1)  # burn-ndarray ops/quantization.rs:78-85 (main): a zero scale reads as 0.1
+ZERO_SCALE = 0.1  # as an f32; burn-ndarray ops/quantization.rs:78-85 (main): a zero scale reads as 0.1
 
 
 class SchemeError(ValueError):
@@ -377,6 +378,7 @@ def split(raw: bytes | memoryview, scheme: QuantScheme, shape: tuple[int, ...]) 
 def unpack_values(raw: memoryview, scheme: QuantScheme, numel: int) -> np.ndarray:
     """The signed integers: native i8, or little-endian u32 words of 32/bits values, lowest bits first,
     each sign-extended (``unpack_q_to_i8s``, burn-std quantization.rs:514-542 at main)."""
+    import numpy as np  # here, as in every function that touches values: copying bytes never loads numpy
     if scheme.store == "Native" or scheme.bits == 8:
         return np.frombuffer(raw, np.int8, numel).copy()
     bits = scheme.bits
@@ -390,6 +392,7 @@ def decode_scales(raw: memoryview, dtype: str) -> np.ndarray:
     """Scales as f32 from their stored dtype (``decode_scales``, burn-std quantization.rs:418-441 at main;
     written with ``to_ne_bytes``, :445-462, little-endian on every platform Burn ships for)."""
     import ml_dtypes  # here, not at start-up: most commands never decode a scale (issue 23)
+    import numpy as np
     numpy = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype(ml_dtypes.bfloat16),
              "UE4M3": np.dtype(ml_dtypes.float8_e4m3fn)}[dtype]
     return np.frombuffer(raw, numpy).astype(np.float32)
@@ -402,10 +405,11 @@ def dequantize(parts: QuantizedValues, scheme: QuantScheme) -> np.ndarray:
     Blocks are runs of the flat values in generation 1 (burn-ndarray ops/quantization.rs:45-60 at
     v0.22.0-pre.2) and rectangles in generation 2 (``BlockLayout``, burn-std quantization.rs:148-193 at main).
     """
+    import numpy as np
     scales = parts.scales.astype(np.float32)
     if parts.global_scale is not None:
         scales = np.float32(parts.global_scale) * scales
-    scales = np.where(scales == 0, ZERO_SCALE, scales).astype(np.float32)
+    scales = np.where(scales == 0, np.float32(ZERO_SCALE), scales).astype(np.float32)
     values = parts.values.astype(np.float32)
     if scheme.block is None:
         return scales[0] * values
@@ -414,6 +418,7 @@ def dequantize(parts: QuantizedValues, scheme: QuantScheme) -> np.ndarray:
 
 def per_element_scales(scales: np.ndarray, scheme: QuantScheme, shape: tuple[int, ...]) -> np.ndarray:
     """Each element's block scale, as an array of ``shape``."""
+    import numpy as np
     if scheme.generation == 1:  # runs of BlockSize::num_elements() values
         return np.repeat(scales, math.prod(scheme.block or ())).reshape(shape)
     dims = block_dims(scheme.block or (), len(shape))
@@ -438,6 +443,7 @@ class Dequantized:
         return None
 
     def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[memoryview]:
+        import numpy as np
         array = np.ascontiguousarray(self.source.read(), dtype="<f4")
         view = memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
         for start in range(0, len(view), chunk_size):

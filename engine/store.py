@@ -11,15 +11,17 @@ import operator
 import os
 from collections import deque
 from itertools import compress, repeat
-from typing import Any, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 import msgspec
-import numpy as np
 from msgspec.structs import force_setattr
 
 from .dtypes import DType
 from .errors import FormatError
 from .locations import Location, RemoteLocation, location
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CHUNK = 16 << 20  # bytes moved at a time when streaming a tensor
 _NAME, _STORE = operator.attrgetter("name"), operator.attrgetter("store")
@@ -205,6 +207,7 @@ class Store:
 
     def iter_bytes(self, name: str, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
         """Stream a tensor's bytes; the default materializes it, formats with plain ranges stream."""
+        import numpy as np
         array = np.ascontiguousarray(self.read(name))
         view = memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
         for start in range(0, len(view), chunk_size):
@@ -289,6 +292,7 @@ class ArrayStore(Store):
 
     def __init__(self, arrays: dict[str, np.ndarray], *, name: str = "<memory>", param_ids: dict[str, int] | None = None,
                  **kwargs: Any):
+        import numpy as np
         from .dtypes import from_numpy
         self._arrays = {k: np.asarray(v) for k, v in arrays.items()}
         ids = param_ids or {}

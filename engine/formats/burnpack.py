@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Any, BinaryIO, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, BinaryIO, Sequence
 
 from .. import dtypes, quantized
 from ..burn_compat import Compatibility, compatibility
@@ -20,6 +18,9 @@ from ..store import TensorEntry, TensorSource
 from . import cbor
 from .mapped import RangeStore, build_entries
 from .source import ByteSource, open_source
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NAME = "burnpack"
 EXTENSIONS = (".bpk",)

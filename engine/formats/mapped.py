@@ -23,14 +23,13 @@ from itertools import chain, compress, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-import numpy as np
-
 from .. import humanize
 from ..errors import FormatError, shown
 from ..locations import Location
 from ..store import CHUNK, Store, TensorEntry, make_entries
 
 if TYPE_CHECKING:
+    import numpy as np
     from .source import ByteSource
 
 
@@ -99,6 +98,7 @@ class MappedFile:
 
     def array(self, offset: int, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
         """A read-only array of the bytes at ``offset``, read now, from the file as it was opened."""
+        import numpy as np
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         if count == 0:
             return np.zeros(shape, dtype)
@@ -179,6 +179,7 @@ class RangeStore(Store):
         return self._single if self._shards is None else self._shards[name]
 
     def _read(self, entry: TensorEntry) -> np.ndarray:
+        import numpy as np
         dtype = entry.dtype.numpy
         array = self._file(entry.name).array(entry.offset or 0, dtype, entry.shape)
         if entry.dtype.name == "BOOL" and dtype != np.bool_:
@@ -341,6 +342,7 @@ def validate_ranges(path: str | os.PathLike, names: list[str], starts: list[int]
         if ok:
             return order
     elif max(max(starts), max(ends)) < 2**62:  # many: check in bulk, in numpy
+        import numpy as np
         s_all, e_all = np.array(starts, np.int64), np.array(ends, np.int64)
         order = np.lexsort((e_all, s_all))
         s, e = s_all[order], e_all[order]

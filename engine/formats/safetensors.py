@@ -12,16 +12,18 @@ import os
 import re
 import struct
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Sequence
 
 import msgspec
-import numpy as np
 
 from .. import dtypes
 from ..errors import FormatError, nesting, shown
 from ..store import Store, TensorEntry, TensorSource
 from .mapped import MAX_NDIM, RangeStore, build_entries, entries_from_columns
 from .source import ByteSource, open_source
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NAME = "safetensors"
 EXTENSIONS = (".safetensors",)
@@ -235,6 +237,7 @@ def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True) -> A
 
 def _bracket_depth(raw: bytes) -> int:
     """How deeply JSON brackets nest outside strings (only called to explain a refusal)."""
+    import numpy as np
     text = np.frombuffer(re.sub(rb'"(?:[^"\\]|\\.)*"', b"", raw), np.uint8)
     steps = np.isin(text, (0x5B, 0x7B)).astype(np.int64) - np.isin(text, (0x5D, 0x7D))
     return int(np.cumsum(steps).max(initial=0))

@@ -7,13 +7,15 @@ SafeTensors index needs no such layer: its shards' tensors are plain ranges, see
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import numpy as np
 from msgspec.structs import replace
 
 from ..locations import Location
 from ..store import CHUNK, Store, TensorEntry
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class ShardedStore(Store):

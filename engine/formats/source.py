@@ -21,14 +21,15 @@ import os
 import re
 import tempfile
 from pathlib import Path, PurePath
-from typing import Iterator, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterator, Protocol, runtime_checkable
 
 from ..downloads import report
 from ..errors import FormatError
 from ..locations import Location, RemoteLocation, is_url
 from ..store import CHUNK
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @runtime_checkable

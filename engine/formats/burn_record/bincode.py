@@ -15,14 +15,16 @@ import math
 import mmap
 import re
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
 from ..mapped import MappedFile
 from .record import BOOL_STORES, DTYPE_TABLES, MAX_TENSORS, Metadata, Tensor, check_size, param_id
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_TEXT = 1 << 20  # a metadata string (the recorder's type name is ~100 characters)
 _FIXED = {251: 2, 252: 4, 253: 8}
@@ -207,6 +209,7 @@ class _Scanner:
             return self._old_values(pos, where, id_text, "int")
 
     def _old_values(self, pos: int, where: str, id_text: str, kind: str) -> tuple[Tensor, int]:
+        import numpy as np
         dtype = self.meta.element_type(self.shown, kind)
         count, pos = self.codec.uint(pos)
         if count > self.codec.size - pos:

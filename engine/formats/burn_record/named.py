@@ -22,9 +22,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ...errors import FormatError
 from .record import MAX_DEPTH, Metadata, Tensor, check_size, dtype_by_name, param_id, shape_of, \
@@ -148,6 +146,7 @@ class _Walker:
         if isinstance(raw, Blob):
             check_size(self.path, where, dtype, shape, raw.length)
             return Tensor(name, dtype, shape, raw.length, offset=raw.offset, **ids)
+        import numpy as np  # bytes held in the record's structure, not in the file: kept as an array
         raw = _as_bytes(self.path, where, raw)
         check_size(self.path, where, dtype, shape, len(raw))
         array = None

@@ -14,9 +14,7 @@ import re
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ... import dtypes
 from ...dtypes import DType
@@ -25,6 +23,9 @@ from ...store import CHUNK, TensorEntry
 from ...locations import Location, location
 from ..mapped import RangeStore, build_entries
 from ..source import ByteSource
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NAME = "burn-record"
 METADATA_FIELDS = ("float", "int", "format", "version", "settings")
@@ -158,6 +159,7 @@ def shape_of(path: Path, where: str, value: Any) -> tuple[int, ...]:
 
 def values_array(path: Path, where: str, values: Any, dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
     """Old-layout numbers as an array; half floats were written as their 16-bit patterns."""
+    import numpy as np
     if not isinstance(values, (list, tuple)) or len(values) != math.prod(shape):
         count = len(values) if isinstance(values, (list, tuple)) else "no"
         raise FormatError(path, f"{where}: {count} values for shape {list(shape)}")
@@ -214,6 +216,7 @@ class BurnRecordStore(RangeStore):
         return None if entry.name in self._arrays else super().entry_byte_range(entry)
 
     def entry_iter_bytes(self, entry: TensorEntry, chunk_size: int = CHUNK) -> Iterator[bytes | memoryview]:
+        import numpy as np
         if entry.name in self._arrays:
             self._check_open()
             data = memoryview(np.ascontiguousarray(self._arrays[entry.name]).reshape(-1).view(np.uint8))

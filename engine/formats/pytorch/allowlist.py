@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable
 
 from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
 from .denylist import denied
 from .tensors import STORAGE_CLASSES, TORCH_DTYPES, StorageRef, TensorRef, tensor
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Builder = Callable[[str | os.PathLike, tuple], Any]
 
@@ -216,6 +217,7 @@ class NumpyDType(Buildable):
     """``numpy.dtype(code, align, copy)`` plus its BUILD state (the byte order)."""
 
     def __init__(self, code: str):
+        import numpy as np
         self.numpy = np.dtype(code)
 
     def setstate(self, path: str | os.PathLike, state: Any) -> None:
@@ -274,6 +276,7 @@ def _reconstruct(path: str | os.PathLike, args: tuple) -> NumpyArray:
 
 
 def _scalar(path: str | os.PathLike, args: tuple) -> Any:
+    import numpy as np
     dtype, raw = _args(args, 2, 2, "numpy scalar")
     if isinstance(raw, str):
         raw = raw.encode("latin-1")

@@ -6,15 +6,16 @@ little-endian storage is also a plain byte range of the file, which export copie
 
 from __future__ import annotations
 
-from typing import Any, Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ...errors import FormatError
 from ...store import CHUNK, Store, TensorEntry, make_entries
 from ...locations import Location
 from ..source import ByteSource
 from .tensors import StorageRef, TensorRef, check_total
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NAME = "pytorch"
 
@@ -44,6 +45,7 @@ class PyTorchStore(Store):
 
     # --- data -----------------------------------------------------------------------------
     def _read(self, entry: TensorEntry) -> np.ndarray:
+        import numpy as np
         ref = self._tensors[entry.name]
         dtype = ref.dtype.numpy
         if ref.numel == 0:
@@ -109,6 +111,7 @@ class PyTorchStore(Store):
 
     def _span(self, ref: TensorRef) -> np.ndarray:
         """The storage elements from the view's first to its last, as a flat array."""
+        import numpy as np
         storage: StorageRef = ref.storage
         dtype = ref.dtype.numpy
         start = ref.offset * ref.itemsize
@@ -121,6 +124,7 @@ class PyTorchStore(Store):
 
 def _to_little_endian(view: np.ndarray, ref: TensorRef) -> np.ndarray:
     """Swap each number's bytes (each half of a complex number separately)."""
+    import numpy as np
     unit = ref.itemsize // 2 if ref.dtype.kind == "complex" else ref.itemsize
     raw = np.ascontiguousarray(view).reshape(-1).view(np.uint8).reshape(-1, unit)[:, ::-1]
     return np.ascontiguousarray(raw).reshape(-1).view(view.dtype).reshape(ref.shape)
@@ -128,6 +132,7 @@ def _to_little_endian(view: np.ndarray, ref: TensorRef) -> np.ndarray:
 
 def _row_blocks(array: np.ndarray, chunk_size: int) -> Iterator[memoryview]:
     """Contiguous bytes of a strided view, copying only a block of rows at a time."""
+    import numpy as np
     if array.ndim == 0 or array.size == 0:
         yield memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
         return
