@@ -55,6 +55,9 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
                           "(.pt and .pth files are read only)")
     module = writer(fmt)
     _check(items, fmt, dest, overwrite, burn_version)
+    problem = module.scalar_problem(scalars) if fmt == "burnpack" and scalars else None
+    if problem:
+        raise ExportError(f"{dest.name}: {problem}; nothing was written")
     meta = header_metadata(fmt, metadata)
     replacing = os.path.lexists(dest)
     mode = stat.S_IMODE(os.stat(dest).st_mode) if dest.exists() else None

@@ -124,7 +124,13 @@ class Store:
 
     def __init__(self, path: str | os.PathLike | RemoteLocation, entries: list[TensorEntry], *,
                  metadata: dict[str, str] | None = None, version: str | None = None,
-                 scalars: dict[str, Any] | None = None, values: Any = None, files: list[Location] | None = None):
+                 scalars: dict[str, Any] | None = None, values: Any = None, files: list[Location] | None = None,
+                 names_checked: bool = False):
+        """``names_checked``: the format's parser already refused a name given twice or holding a lone
+        surrogate (SafeTensors' header is a JSON object, so its names are unique; its parser refuses lone
+        surrogates). The index by name is then built at the first lookup rather than now: opening and
+        listing a small file never pays for it (making and freeing it was a fifth of the listing's time),
+        and building it still refuses the same names."""
         self.path: Location = location(path)
         self.version = version
         self.metadata: dict[str, str] = dict(metadata or {})
@@ -135,17 +141,7 @@ class Store:
         # Formats make entries before their store exists; attaching here avoids copying 100,000 of them.
         # Both passes run in C (``map``): a quarter of opening a small file went to these loops in Python.
         deque(map(force_setattr, self.entries, repeat("store"), repeat(self)), maxlen=0)
-        self._by_name = dict(zip(map(_NAME, self.entries), self.entries))
-        if len(self._by_name) != len(self.entries):
-            seen: set[str] = set()
-            dup = next(e.name for e in self.entries if e.name in seen or seen.add(e.name))
-            raise FormatError(path, f"tensor name {dup!r} appears twice")
-        try:
-            "".join(self._by_name).encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate ("\ud800"): no file can be written with it
-            bad = next(n for n in self._by_name if not _is_text(n))
-            raise FormatError(path, f"tensor name {ascii(bad)[:80]} holds a lone surrogate, which is not text "
-                                    "(the official SafeTensors reader refuses it too)") from None
+        self._index: dict[str, TensorEntry] | None = None if names_checked else _name_index(path, self.entries)
         self.closed = False
 
     # --- lookup ---------------------------------------------------------------------------
@@ -157,6 +153,14 @@ class Store:
 
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
+
+    @property
+    def _by_name(self) -> dict[str, TensorEntry]:
+        """The entries by name, built at the first lookup where the format checked the names (two threads
+        may both build it: the same dict, the last one kept)."""
+        if self._index is None:
+            self._index = _name_index(self.path, self.entries)
+        return self._index
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -275,6 +279,22 @@ class _ClosedStore:
 
     def entry_release(self, entry: TensorEntry) -> None:
         """Nothing is mapped any more."""
+
+
+def _name_index(path: str | os.PathLike | Location, entries: list[TensorEntry]) -> dict[str, TensorEntry]:
+    """The entries by name, refusing a name given twice or one that is not text (no file could be written with it)."""
+    by_name = dict(zip(map(_NAME, entries), entries))
+    if len(by_name) != len(entries):
+        seen: set[str] = set()
+        dup = next(e.name for e in entries if e.name in seen or seen.add(e.name))
+        raise FormatError(path, f"tensor name {dup!r} appears twice")
+    try:
+        "".join(by_name).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800"): no file can be written with it
+        bad = next(n for n in by_name if not _is_text(n))
+        raise FormatError(path, f"tensor name {ascii(bad)[:80]} holds a lone surrogate, which is not text "
+                                "(the official SafeTensors reader refuses it too)") from None
+    return by_name
 
 
 def _is_text(name: str) -> bool:

@@ -159,14 +159,23 @@ def _text_map(path: os.PathLike, value: Any, what: str) -> dict[str, str]:
 def _scalars(path: os.PathLike, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise FormatError(path, "'scalars' is not a map")
-    for name, scalar in value.items():
+    problem = scalar_problem(value)
+    if problem:
+        raise FormatError(path, problem)
+    return dict(value)
+
+
+def scalar_problem(scalars: dict[Any, Any]) -> str | None:
+    """The first scalar this reader would refuse, in words (None when every one is Int, UInt, Float or Bool):
+    the writer asks too, so no export makes a Burnpack its own reader refuses."""
+    for name, scalar in scalars.items():
         ok = isinstance(name, str) and isinstance(scalar, dict) and len(scalar) == 1
         if ok:
             (kind, v), = scalar.items()
             ok = kind in SCALAR_KINDS and isinstance(v, SCALAR_KINDS[kind]) and (kind == "Bool" or not isinstance(v, bool))
         if not ok:
-            raise FormatError(path, f"scalar {shown(name)} is not one of Int, UInt, Float, Bool: {shown(scalar)}")
-    return dict(value)
+            return f"scalar {shown(name)} is not one of Int, UInt, Float, Bool: {shown(scalar)}"
+    return None
 
 
 # --- writing ------------------------------------------------------------------------------------

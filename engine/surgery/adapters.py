@@ -11,7 +11,6 @@ from typing import Iterable, Sequence
 from ..errors import RecipeError
 from ..segments import parse_index
 from .modules import NORM_KINDS, logical_leaf
-from .ops import Op, Rename, Transpose
 
 PYTORCH_TO_BURN = "pytorch-to-burn"
 BURN_TO_PYTORCH = "burn-to-pytorch"
@@ -24,7 +23,7 @@ ADAPTERS = (PYTORCH_TO_BURN, BURN_TO_PYTORCH, CONTIGUOUS_INDICES, SKIP_ENUM_VARI
 # burn-store's own adapter leaves as weight (a Store Studio addition)
 _LEAVES = {PYTORCH_TO_BURN: ({"weight": "gamma", "bias": "beta"}, {"weight": "alpha"}),
            BURN_TO_PYTORCH: ({"gamma": "weight", "beta": "bias"}, {"alpha": "weight"})}
-LAYOUT_KINDS = NORM_KINDS | {"Linear", "PRelu"}  # the only kinds layout_ops changes
+LAYOUT_KINDS = NORM_KINDS | {"Linear", "PRelu"}  # the only kinds layout() changes
 
 
 def check_adapters(adapters: Iterable[str]) -> tuple[str, ...]:
@@ -109,14 +108,3 @@ def layout(direction: str, leaf: str, ndim: int, kind: str) -> tuple[str | None,
         norm, prelu = _LEAVES[direction]
         return (prelu if kind == "PRelu" else norm).get(leaf), False
     return None, False
-
-
-def layout_ops(direction: str, name: str, shape: tuple[int, ...], kind: str) -> tuple[str, list[Op]]:
-    """The new name and the operations ``direction`` asks of one tensor of a ``kind`` module."""
-    module, _, leaf = name.rpartition(".")
-    new_leaf, transpose = layout(direction, leaf, len(shape), kind)
-    if transpose:
-        return name, [Transpose((shape[0], shape[1]))]
-    if new_leaf:
-        return f"{module}.{new_leaf}" if module else new_leaf, [Rename(leaf, new_leaf, f"{direction}, {kind}")]
-    return name, []

@@ -557,7 +557,7 @@ def _kind_matters(direction: str | None, leaf: str, ndim: int, floating: bool, c
     """Whether another of ``alternatives`` would change a ``kind`` tensor's outcome (its name, the kinds of
     its layout ops, its casts), and whether one would transpose it. Cached: it rests only on the leaf, the
     number of dimensions and whether it is a float, and a model repeats those thousands of times."""
-    def outcome(kind: str) -> tuple[Any, ...]:  # what ``ad.layout_ops`` and the casts would do, by kind
+    def outcome(kind: str) -> tuple[Any, ...]:  # what ``ad.layout`` and the casts would do, by kind
         new_leaf, transpose = ad.layout(direction, leaf, ndim, kind) if direction else (None, False)
         targets = tuple(c.to for c in casts if floating and (not c.modules or kind in c.modules))
         return (None, (Transpose,)) if transpose else (new_leaf, (Rename,)) if new_leaf else (None, ()), targets

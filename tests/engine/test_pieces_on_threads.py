@@ -270,3 +270,18 @@ def test_a_forked_child_runs_pieces_on_threads_of_its_own(monkeypatch):
     os.close(write)
     os.waitpid(pid, 0)
     assert os.read(read, 2) == b"ok"
+
+
+@pytest.mark.parametrize("far", [None, 50, 9_500])
+def test_allclose_over_pieces_is_numpys_whichever_piece_holds_the_one_far_value(tmp_path, monkeypatch, two_threads, far):
+    """A block found not allclose tells the other pieces to skip the check: the answer stays numpy's for the
+    whole tensor, whether the one value out of tolerance is in the first piece, the last, or nowhere."""
+    x = np.random.default_rng(9).standard_normal(10_007).astype(np.float32)
+    y = x * np.float32(1 + 1e-7)  # within rtol 1e-5 everywhere, yet different
+    if far is not None:
+        y[far] += np.float32(1.0)
+    a, b = pair(tmp_path, {"w": x}, {"w": y})
+    (threaded,) = diff_files(a, b)
+    assert threaded.allclose is bool(np.allclose(y, x)) is (far is None)
+    assert threaded.status == "different"
+    assert [threaded] == single_thread(monkeypatch, lambda: diff_files(a, b))

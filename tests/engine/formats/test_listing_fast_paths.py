@@ -188,3 +188,111 @@ def test_an_unknown_field_that_is_not_utf8_is_refused_as_the_reference_path_refu
     monkeypatch.setattr(safetensors, "_parse_fast", _not_fast)
     assert quick == _listing(path)
     assert "is not valid UTF-8" in quick
+
+
+@given(headers(), st.randoms(use_true_random=False))
+@SETTINGS
+def test_entries_built_as_written_are_the_column_checks_entries(case, rng):
+    """The few-pass build takes only headers the column checks accept, with the same entries."""
+    header, data_size = case
+    header.pop("__metadata__", None)
+    items = list(header.items())
+    if rng.random() < 0.3:  # ranges not listed in data order: left to the column checks
+        rng.shuffle(items)
+    raw = json.dumps(dict(items)).encode()
+    try:
+        decoded = safetensors._HEADER.decode(raw)
+    except Exception:  # a value msgspec refuses goes to the reference path before either build
+        return
+    names, descriptors = list(decoded), list(decoded.values())
+    quick = safetensors._entries_as_written(names, descriptors, 100, data_size)
+    try:
+        full = safetensors._entries_in_columns("f", names, descriptors, 100, data_size)
+    except safetensors._NotFast:
+        assert quick is None
+        return
+    if full and [e.name for e in full] == names and all(e.nbytes for e in full):  # in data order, none empty
+        assert quick == full
+    else:
+        assert quick is None
+
+
+def test_a_header_of_35615_bytes_is_safetensors_not_a_gzip(tmp_path):
+    """Such a header's length starts with gzip's two magic bytes (1f 8b); the safetensors library reads it."""
+    from safetensors import safe_open
+    body = {"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "__metadata__": {"pad": ""}}
+    pad = 0x8B1F - len(json.dumps(body, separators=(",", ":")))
+    body["__metadata__"]["pad"] = "x" * pad
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    path = tmp_path / "gzip_like.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + struct.pack("<2f", 1.5, -2.0))
+    assert path.read_bytes()[:2] == b"\x1f\x8b"
+    with safe_open(path, "np") as reference:
+        assert list(reference.keys()) == ["w"]
+    with open_store(path) as store:
+        assert (store.format, store.names, store.read("w").tolist()) == ("safetensors", ["w"], [1.5, -2.0])
+
+
+def test_a_header_length_over_the_limit_is_still_refused_by_the_safetensors_reader(tmp_path):
+    raw = b'{"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+    path = tmp_path / "long.safetensors"
+    path.write_bytes(struct.pack("<Q", 100_000_001) + raw + b"\0")
+    with pytest.raises(FormatError, match="header claims 100000001 bytes, over the limit of 100000000"):
+        open_store(path)
+
+
+@pytest.mark.parametrize(("names", "refusal"), [
+    (["a", "b", "a"], "tensor name 'a' appears twice"),
+    (["a", "\ud800"], "tensor name '\\\\ud800' holds a lone surrogate"),
+])
+def test_a_name_index_built_at_the_first_lookup_refuses_what_one_built_at_open_refuses(names, refusal):
+    from engine.store import Store
+    f32 = dtypes.from_safetensors("F32")
+    entries = [TensorEntry(name, f32, (1,), 4) for name in names]
+    with pytest.raises(FormatError, match=refusal):
+        Store("m.safetensors", entries)
+    lazy = Store("m.safetensors", entries, names_checked=True)  # the format vouched, wrongly: the index still says
+    assert lazy.names == names
+    with pytest.raises(FormatError, match=refusal):
+        lazy.entry("a")
+    with pytest.raises(FormatError, match=refusal):
+        "b" in lazy  # noqa: B015
+
+
+def test_a_safetensors_store_finds_its_tensors_by_name_without_an_index_made_at_open(tmp_path):
+    path = tmp_path / "two.safetensors"
+    raw = b'{"b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}}'
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\x07\x08\x09")
+    with open_store(path) as store:
+        assert store._index is None
+        assert store.read("a").tolist() == [8, 9] and "b" in store and "c" not in store
+        with pytest.raises(KeyError, match="two.safetensors has no tensor 'c'"):
+            store.entry("c")
+
+
+@pytest.mark.parametrize("repeat", [True, False])
+def test_a_name_given_twice_in_a_long_header_is_refused(tmp_path, repeat):
+    """200 tensors, then the first one's name again: the colon count finds the repeat past the first kilobytes."""
+    tensors = "".join(f'"t{i}":{{"dtype":"U8","shape":[1],"data_offsets":[{i},{i + 1}]}},' for i in range(200))
+    last = '"t0"' if repeat else '"t200"'
+    raw = ("{" + tensors + last + ':{"dtype":"U8","shape":[1],"data_offsets":[200,201]}}').encode()
+    assert len(raw) > 4096
+    path = tmp_path / "long.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(201))
+    if repeat:
+        with pytest.raises(FormatError, match="header names 't0' twice"):
+            open_store(path)
+    else:
+        with open_store(path) as store:
+            assert len(store) == 201 and store.entries[-1].offset == 8 + len(raw) + 200
+
+
+def test_metadata_naming_a_dtype_field_lists_as_the_reference_path_lists_it(tmp_path, monkeypatch):
+    """``__metadata__`` is decoded as a descriptor too: text under "dtype" that is no dtype's name is not
+    refused, the reference path reads the header instead."""
+    raw = b'{"__metadata__":{"dtype":"bfloat16"},"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}'
+    path = tmp_path / "meta.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(4))
+    quick = _listing(path)
+    monkeypatch.setattr(safetensors, "_parse_fast", _not_fast)
+    assert quick == _listing(path) == ([("w", "F16", (2,), 8 + len(raw), 4)], {"dtype": "bfloat16"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,3 +16,14 @@ def torch_files(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str
     folder = tmp_path_factory.mktemp("torch")
     return {(stem, layout): save(obj, folder / f"{stem}_{layout}.pt", layout)
             for stem, obj in checkpoints().items() for layout in LAYOUTS}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """In mutmut's fork server (it only collects, then forks every mutant's run from itself), build the
+    checkpoints once: torch's first backward pass and optimizer step cost 1.8 s of CPU, which each forked run
+    that asks for ``torch_files`` paid again (0.01 s once the server has paid it). One intra-op thread first:
+    a child forked after torch has started its thread pool hangs at its next parallel operation."""
+    if session.config.option.collectonly and "mutmut" in sys.modules:
+        import torch
+        torch.set_num_threads(1)
+        checkpoints()
