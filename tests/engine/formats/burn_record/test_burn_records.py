@@ -28,7 +28,7 @@ def cases():
                 yield pytest.param(recorder, version, half, id=f"{recorder}-{version}-{'half' if half else 'full'}")
 
 
-@pytest.mark.parametrize("recorder, version, half", cases())
+@pytest.mark.parametrize("recorder, version, half", list(cases()))  # a list: a generator is spent after one session
 def test_every_recorder_reads_names_shapes_dtypes_values_and_param_ids(tmp_path, recorder, version, half):
     settings = Settings(version=version, half=half, recorder=recorder)
     old_half_bin = recorder.startswith("Bin") and version == "0.13.0" and half
