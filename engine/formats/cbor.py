@@ -29,7 +29,10 @@ _SEMANTIC = {28: _refuse_sharing, 29: _refuse_sharing}
 
 
 def decode(data: bytes) -> Any:
-    """Decode one CBOR item; raises ValueError for malformed, trailing, too deeply nested or non-plain data.
+    """Decode one CBOR item; raises ValueError for malformed, too deeply nested or non-plain data.
+
+    Bytes after the item are ignored, as Burn's reader ignores them (it reads one item from the metadata
+    slice: crates/burn-store/src/burnpack/reader.rs:209 at v0.21.0).
 
     Map keys must be text or bytes (as Burn's are): integer keys can be made to collide in Python's
     hash table and turn decoding quadratic.

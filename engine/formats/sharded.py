@@ -31,8 +31,8 @@ class ShardedStore(Store):
         self.format = shards[0].format if shards else ""
         super().__init__(path, entries, files=[f for shard in shards for f in shard.files], version="sharded",
                          values={shard.path.name: shard.values for shard in shards if shard.values}, **kwargs)
-        # what a shard's reader had to say (torch's safe loader refusing a class, say) is said of the whole model
-        self.note = next((shard.note for shard in shards if shard.note), None)
+        # what each shard's reader had to say (torch's safe loader refusing a class, say), naming the shard
+        self.note = "; ".join(f"{shard.path.name}: {shard.note}" for shard in shards if shard.note) or None
         self.foreign_classes = tuple(sorted({c for shard in shards for c in getattr(shard, "foreign_classes", ())}))
 
     def _read(self, entry: TensorEntry) -> np.ndarray:

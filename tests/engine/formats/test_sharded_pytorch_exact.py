@@ -103,14 +103,16 @@ def test_each_tensor_is_checked_in_the_shard_that_holds_it_even_an_index_of_shar
 
 
 def test_what_a_shards_reader_says_is_said_of_the_whole_model(tmp_path):
-    """Classes torch's safe loader would refuse, from every shard, sorted; the first shard's note that has one."""
+    """Classes torch's safe loader would refuse, from every shard, sorted; every shard's note, naming its shard."""
     torch.save({"a": torch.arange(3.0)}, tmp_path / "p1.bin")
     torch.save({"b": torch.ones(2), "args": argparse.Namespace(lr=0.1)}, tmp_path / "p2.bin")
     torch.save({"c": torch.ones(1), "f": fractions.Fraction(1, 3)}, tmp_path / "p3.bin")
     with open_store(index_of(tmp_path, {"a": "p1.bin", "b": "p2.bin", "c": "p3.bin"})) as store:
         assert store.foreign_classes == ("argparse.Namespace", "fractions.Fraction")
-        assert store.note == ("torch.load(weights_only=True) would refuse this file: it names 1 non-weight class "
-                              "(argparse.Namespace), shown here as placeholders; nothing was run")
+        assert store.note == ("p2.bin: torch.load(weights_only=True) would refuse this file: it names 1 non-weight "
+                              "class (argparse.Namespace), shown here as placeholders; nothing was run; "
+                              "p3.bin: torch.load(weights_only=True) would refuse this file: it names 1 non-weight "
+                              "class (fractions.Fraction), shown here as placeholders; nothing was run")
 
 
 def test_a_model_of_plain_shards_has_no_note_and_no_foreign_class(tmp_path):
