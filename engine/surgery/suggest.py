@@ -124,13 +124,6 @@ class Suggestion:
         return recipe.with_changes(top_level_key=self.top_level_key)
 
 
-def apply_all(recipe: Recipe, suggestions: Iterable[Suggestion]) -> Recipe:
-    """Every suggestion made on ``recipe`` in turn (what ``diff --save-recipe`` writes)."""
-    for suggestion in suggestions:
-        recipe = suggestion.apply(recipe)
-    return recipe
-
-
 @dataclass(frozen=True)
 class _Candidate:
     """A change not yet proven: a Suggestion without its pairs."""
