@@ -52,6 +52,10 @@ def test_diff_reads_a_through_the_recipe_and_its_top_level_key(checkpoint, tmp_p
     per_source.write_text(json.dumps({"version": 1, "sources": [{"path": "ck.pt", "top_level_key": "model"}]}))
     assert main(["diff", str(ck), str(target), "--recipe", str(per_source), "--exit-code"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "2 identical"
+    no_key = tmp_path / "no_key.json"  # a recipe that names no key: A is opened as it is
+    no_key.write_text(json.dumps({"version": 1, "sources": [{"path": "t.bpk"}]}))
+    assert main(["diff", str(target), str(target), "--recipe", str(no_key), "--exit-code"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "2 identical"
 
 
 def test_suggest_finds_the_top_level_key_and_saves_source_and_template(checkpoint, tmp_path, capsys):
@@ -59,6 +63,7 @@ def test_suggest_finds_the_top_level_key_and_saves_source_and_template(checkpoin
     saved = tmp_path / "suggested.json"
     assert main(["diff", str(ck), str(target), "--suggest", "--save-recipe", str(saved), "--json"]) == 0
     captured = capsys.readouterr()
+    assert captured.out.startswith('{\n  "tensors": [\n    {\n      "name": "model.weight",')  # indented by two
     assert json.loads(captured.out)["suggestions"] == [
         "suggest: read the checkpoint's top-level key 'model': fixes 2 of 2 missing or mismatched: top-level key 'model'"]
     assert captured.err == f"saved recipe {saved}\n"
