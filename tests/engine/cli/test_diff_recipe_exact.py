@@ -2,11 +2,13 @@
 (issue 25: the mutation run of ``engine/cli/diff.py`` maps only in-process calls).
 
 Promises (README "Command line") -> tests:
-- ``diff --recipe`` reads A through the recipe's plan (its top-level key included), so a checkpoint and the file
-  converted from it compare identical -> ``test_diff_reads_a_through_the_recipe_and_its_top_level_key``
+- ``diff --recipe`` reads A through the recipe's plan (its top-level key and renames included), so a checkpoint and
+  the file converted from it compare identical -> ``test_diff_reads_a_through_the_recipe_and_its_top_level_key``,
+  ``test_diff_reads_a_through_the_recipes_renames``
 - ``--suggest`` proves a top-level key by reading the checkpoint at that key; ``--save-recipe`` saves A as the
   source and B as the template and says where -> ``test_suggest_finds_the_top_level_key_and_saves_source_and_template``
-- ``diff`` draws a ``comparing`` progress line on a terminal and erases it -> ``test_diff_draws_its_progress_line_on_a_terminal``
+- ``diff`` draws a ``comparing`` progress line on a terminal (none with ``-q``) and erases it ->
+  ``test_diff_draws_its_progress_line_on_a_terminal``
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine import ArrayStore, export
+from engine import ArrayStore, export, open_store
 from engine.cli import main
 from engine.cli.progress import ERASE
 
@@ -58,6 +60,17 @@ def test_diff_reads_a_through_the_recipe_and_its_top_level_key(checkpoint, tmp_p
     assert capsys.readouterr().out.splitlines()[-1] == "2 identical"
 
 
+def test_diff_reads_a_through_the_recipes_renames(checkpoint, tmp_path, capsys):
+    _, target = checkpoint
+    renamed = tmp_path / "renamed.safetensors"
+    with open_store(target) as store:
+        export(ArrayStore({f"lin.{e.name}": store.read(e.name) for e in store.entries}).entries, renamed)
+    recipe = tmp_path / "remap.json"
+    recipe.write_text(json.dumps({"version": 1, "sources": [{"path": "t.bpk"}], "remaps": [["^", "lin."]]}))
+    assert main(["diff", str(target), str(renamed), "--recipe", str(recipe), "--exit-code"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["identical      lin.weight", "identical      lin.bias", "2 identical"]
+
+
 def test_suggest_finds_the_top_level_key_and_saves_source_and_template(checkpoint, tmp_path, capsys):
     ck, target = checkpoint
     saved = tmp_path / "suggested.json"
@@ -69,18 +82,15 @@ def test_suggest_finds_the_top_level_key_and_saves_source_and_template(checkpoin
     assert captured.err == f"saved recipe {saved}\n"
     assert json.loads(saved.read_text()) == {"version": 1, "sources": [{"path": "ck.pt"}], "top_level_key": "model",
                                              "template": "t.bpk"}
-    assert main(["diff", str(ck), str(target), "--recipe", str(saved), "--suggest", "--exit-code"]) == 0
+    again = tmp_path / "again.json"  # A read through the saved recipe: nothing more to suggest, the recipe kept
+    assert main(["diff", str(ck), str(target), "--recipe", str(saved), "--suggest", "--save-recipe", str(again),
+                 "--exit-code"]) == 0
     assert capsys.readouterr().out.splitlines() == ["identical      weight", "identical      bias", "2 identical"]
+    assert json.loads(again.read_text()) == json.loads(saved.read_text())
 
 
-def test_diff_draws_its_progress_line_on_a_terminal(checkpoint, monkeypatch, capsys):
-    ck, target = checkpoint
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    terminal = os.fdopen(slave, "w")
-    monkeypatch.setattr(sys, "stderr", terminal)
-    assert main(["diff", str(target), str(target)]) == 0
-    terminal.close()
+def read_all(master: int) -> str:
+    """Everything written to a pty's slave side, once it is closed (the master then reads EIO, never waits)."""
     received = b""
     while True:
         try:
@@ -91,7 +101,24 @@ def test_diff_draws_its_progress_line_on_a_terminal(checkpoint, monkeypatch, cap
             break
         received += chunk
     os.close(master)
-    drawn = received.decode().split(ERASE)
+    return received.decode()
+
+
+def diff_on_a_terminal(monkeypatch, *args: str) -> str:
+    """``diff ARGS`` in-process with stderr on a real 80-column pty; what the terminal received."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    terminal = os.fdopen(slave, "w")
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["diff", *args]) == 0
+    terminal.close()
+    return read_all(master)
+
+
+def test_diff_draws_its_progress_line_on_a_terminal(checkpoint, monkeypatch, capsys):
+    _, target = checkpoint
+    drawn = diff_on_a_terminal(monkeypatch, str(target), str(target)).split(ERASE)
     assert drawn[0] == "" and drawn[-1] == ""
     assert drawn[-2].startswith("comparing  32 B of 32 B (100%)")
     assert capsys.readouterr().out.splitlines()[-1] == "2 identical"
+    assert diff_on_a_terminal(monkeypatch, str(target), str(target), "-q") == ""  # -q: nothing, even on a terminal
