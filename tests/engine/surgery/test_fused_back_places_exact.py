@@ -1,0 +1,75 @@
+"""Burn to PyTorch: which Burn cells fuse back into an nn.LSTM's tensors, and where they land (README "Fused
+modules": ``forward``/``reverse`` of one kind are a bidirectional module, ``MODULE.0``, ``MODULE.1``... a stack,
+reported as a guess; a module that is not exactly one cell's gates, each two Linears of one shape, is left as
+it is) (issue 25: the survivors of ``fused._cell_kind`` and ``fused._pytorch_place``) ->
+``test_cells_land_where_their_names_place_them``, ``test_a_module_that_is_not_one_cells_gates_is_left_as_it_is``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from engine import open_store
+from engine.surgery import Recipe, plan
+
+TO_TORCH = Recipe(adapters=("burn-to-pytorch",))
+LSTM = ("input_gate", "forget_gate", "cell_gate", "output_gate")
+GRU = ("reset_gate", "update_gate", "new_gate")
+
+
+def cell(module: str, gates=LSTM, hidden_shape=(4, 4), input_shape=(3, 4), biased=True) -> dict[str, np.ndarray]:
+    """A Burn cell's tensors as Burn saves them (weights ``[in, out]``), each gate's shape overridable."""
+    out: dict[str, np.ndarray] = {}
+    for k, gate in enumerate(gates):
+        shapes = {"hidden_transform": hidden_shape, "input_transform": input_shape}
+        for transform, shape in shapes.items():
+            shape = shape[k] if isinstance(shape, list) else shape
+            out[f"{module}.{gate}.{transform}.weight"] = np.full(shape, k, np.float32)
+            if biased:
+                out[f"{module}.{gate}.{transform}.bias"] = np.full(shape[-1:], k, np.float32)
+    return out
+
+
+def planned_names(tmp_path, tensors: dict[str, np.ndarray]) -> list[str]:
+    path = tmp_path / "burn.safetensors"
+    save_file(tensors, str(path))
+    with open_store(path) as store:
+        return sorted(plan([store], TO_TORCH).names)
+
+
+def fused_names(module: str, suffix: str = "_l0", leaves=("weight", "bias")) -> list[str]:
+    return sorted(f"{module}.{leaf}_{side}{suffix}" for leaf in leaves for side in ("ih", "hh"))
+
+
+def test_cells_land_where_their_names_place_them(tmp_path):
+    tensors = (cell("enc.forward") | cell("enc.other")  # a forward without a reverse is no BiLstm
+               | cell("dec.reverse")  # nor a reverse without a forward
+               | cell("a.rnn.forward") | cell("a.rnn.reverse")  # a BiLstm two modules deep
+               | cell("s.0") | cell("s.1")  # a plain stack: layers 0 and 1 of s
+               | cell("b.0.forward") | cell("b.0.reverse") | cell("b.1.forward") | cell("b.1.reverse")  # BiLstm stack
+               | cell("u.0.forward") | cell("u.1.forward") | cell("u.1.reverse"))  # no stack: layer 0 has no reverse
+    expected = (fused_names("enc.forward") + fused_names("enc.other") + fused_names("dec.reverse")
+                + fused_names("a.rnn") + fused_names("a.rnn", "_l0_reverse")
+                + fused_names("s") + fused_names("s", "_l1")
+                + [n for suffix in ("_l0", "_l0_reverse", "_l1", "_l1_reverse") for n in fused_names("b", suffix)]
+                + fused_names("u.0.forward") + fused_names("u.1") + fused_names("u.1", "_l0_reverse"))
+    assert planned_names(tmp_path, tensors) == sorted(expected)
+
+
+SQUARE_HIDDEN_OTHER_INPUT = dict(hidden_shape=(4, 4), input_shape=(3, 3), biased=False)
+LAYOUTS = {
+    "three GRU gates and an LSTM gate": cell("m", gates=GRU + ("input_gate",), biased=False),
+    "one gate's hidden weight of another size": cell("m", hidden_shape=[(4, 4), (4, 4), (4, 4), (5, 5)],
+                                                     input_shape=[(3, 4), (3, 4), (3, 4), (3, 5)]),
+    "hidden weights that are not square": cell("m", hidden_shape=(3, 5), input_shape=(2, 5), biased=False),
+    "input weights square but of another size": cell("m", **SQUARE_HIDDEN_OTHER_INPUT),
+    "input weights of three dimensions": cell("m", input_shape=(2, 4, 1), biased=False),
+    "a one-dimensional hidden weight": cell("m", hidden_shape=(4,), input_shape=(3, 4), biased=False),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=list(LAYOUTS))
+def test_a_module_that_is_not_one_cells_gates_is_left_as_it_is(tmp_path, layout):
+    tensors = LAYOUTS[layout] | cell("ok", biased=False)  # beside it, a cell that does fuse
+    assert planned_names(tmp_path, tensors) == sorted([*LAYOUTS[layout], *fused_names("ok", leaves=("weight",))])
