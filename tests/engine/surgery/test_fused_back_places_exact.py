@@ -47,12 +47,12 @@ def test_cells_land_where_their_names_place_them(tmp_path):
                | cell("dec.reverse")  # nor a reverse without a forward
                | cell("a.rnn.forward") | cell("a.rnn.reverse")  # a BiLstm two modules deep
                | cell("s.0") | cell("s.1")  # a plain stack: layers 0 and 1 of s
-               | cell("b.0.forward") | cell("b.0.reverse") | cell("b.1.forward") | cell("b.1.reverse")  # BiLstm stack
+               | cell("d.b.0.forward") | cell("d.b.0.reverse") | cell("d.b.1.forward") | cell("d.b.1.reverse")  # BiLstms
                | cell("u.0.forward") | cell("u.1.forward") | cell("u.1.reverse"))  # no stack: layer 0 has no reverse
     expected = (fused_names("enc.forward") + fused_names("enc.other") + fused_names("dec.reverse")
                 + fused_names("a.rnn") + fused_names("a.rnn", "_l0_reverse")
                 + fused_names("s") + fused_names("s", "_l1")
-                + [n for suffix in ("_l0", "_l0_reverse", "_l1", "_l1_reverse") for n in fused_names("b", suffix)]
+                + [n for suffix in ("_l0", "_l0_reverse", "_l1", "_l1_reverse") for n in fused_names("d.b", suffix)]
                 + fused_names("u.0.forward") + fused_names("u.1") + fused_names("u.1", "_l0_reverse"))
     assert planned_names(tmp_path, tensors) == sorted(expected)
 
