@@ -47,7 +47,7 @@ def test_cells_land_where_their_names_place_them(tmp_path):
                | cell("dec.reverse")  # nor a reverse without a forward
                | cell("a.rnn.forward") | cell("a.rnn.reverse")  # a BiLstm two modules deep
                | cell("s.0") | cell("s.1")  # a plain stack: layers 0 and 1 of s
-               | cell("d.b.0.forward") | cell("d.b.0.reverse") | cell("d.b.1.forward") | cell("d.b.1.reverse")  # BiLstms
+               | cell("d.b.0.forward") | cell("d.b.0.reverse") | cell("d.b.1.forward") | cell("d.b.1.reverse")  # a BiLstm stack, deep
                | cell("u.0.forward") | cell("u.1.forward") | cell("u.1.reverse"))  # no stack: layer 0 has no reverse
     expected = (fused_names("enc.forward") + fused_names("enc.other") + fused_names("dec.reverse")
                 + fused_names("a.rnn") + fused_names("a.rnn", "_l0_reverse")
