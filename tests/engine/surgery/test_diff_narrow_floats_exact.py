@@ -1,8 +1,8 @@
 """``diff --values`` on half-precision floats and infinities: the numbers the diff shows (README "diff": max and
 mean absolute difference and allclose per pair; an infinity against the same infinity is equal) (issue 25: the
 survivors of ``_Stats.add``) ->
-- float16 and bfloat16 values are widened before they are subtracted (a float16 difference would round, a
-  bfloat16 one would not compute) -> ``test_half_floats_differ_by_their_exact_difference``
+- float16 and bfloat16 values differ by their exact difference (2048 - 1 is no float16), as numpy.allclose
+  computes it in float32 -> ``test_half_floats_differ_by_their_exact_difference``
 - an infinity against the same infinity differs by 0 -> ``test_an_infinity_against_itself_adds_nothing``
 """
 
