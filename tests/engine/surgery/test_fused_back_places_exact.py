@@ -2,7 +2,8 @@
 modules": ``forward``/``reverse`` of one kind are a bidirectional module, ``MODULE.0``, ``MODULE.1``... a stack,
 reported as a guess; a module that is not exactly one cell's gates, each two Linears of one shape, is left as
 it is) (issue 25: the survivors of ``fused._cell_kind`` and ``fused._pytorch_place``) ->
-``test_cells_land_where_their_names_place_them``, ``test_a_module_that_is_not_one_cells_gates_is_left_as_it_is``."""
+``test_cells_land_where_their_names_place_them``, ``test_a_module_that_is_not_one_cells_gates_is_left_as_it_is``,
+``test_an_attention_fuses_back_saying_each_step``."""
 
 from __future__ import annotations
 
@@ -73,3 +74,23 @@ LAYOUTS = {
 def test_a_module_that_is_not_one_cells_gates_is_left_as_it_is(tmp_path, layout):
     tensors = LAYOUTS[layout] | cell("ok", biased=False)  # beside it, a cell that does fuse
     assert planned_names(tmp_path, tensors) == sorted([*LAYOUTS[layout], *fused_names("ok", leaves=("weight",))])
+
+
+def test_an_attention_fuses_back_saying_each_step(tmp_path):
+    # README "Fused modules": Burn's query, key, value and output become in_proj_weight/in_proj_bias and out_proj
+    tensors = {f"enc.attn.{p}.{leaf}": np.full((4, 4) if leaf == "weight" else (4,), k, np.float32)
+               for k, p in enumerate(("query", "key", "value", "output")) for leaf in ("weight", "bias")}
+    save_file(tensors, str(tmp_path / "mha.safetensors"))
+    with open_store(tmp_path / "mha.safetensors") as store:
+        result = plan([store], TO_TORCH)
+    steps = {t.name: (tuple(t.shape), [op.describe() for op in t.ops]) for t in result.tensors}
+    qkv = "enc.attn.query.{0}, enc.attn.key.{0}, enc.attn.value.{0}"
+    assert steps == {
+        "enc.attn.in_proj_weight": ((12, 4), [f"fuse attention q/k/v: {qkv.format('weight')} transposed and stacked "
+                                              "-> enc.attn.in_proj_weight"]),
+        "enc.attn.in_proj_bias": ((12,), [f"fuse attention q/k/v: {qkv.format('bias')} stacked -> enc.attn.in_proj_bias"]),
+        "enc.attn.out_proj.weight": ((4, 4), ["rename enc.attn.output.weight -> enc.attn.out_proj.weight (Burn "
+                                              "MultiHeadAttention output)", "transpose [4, 4] -> [4, 4]"]),
+        "enc.attn.out_proj.bias": ((4,), ["rename enc.attn.output.bias -> enc.attn.out_proj.bias (Burn "
+                                          "MultiHeadAttention output)"]),
+    }
