@@ -218,16 +218,17 @@ def _pytorch_place(path: str, kind: str, kinds: dict[str, str]) -> tuple[str, in
     """Where a Burn cell goes in PyTorch: ``(module, layer, reverse, stacked)``.
 
     ``X.forward``/``X.reverse`` of one kind are a BiLstm/BiGru at ``X``; ``X.0``, ``X.1``... (two or
-    more) a stack at ``X``, which is a reading, not evidence (reported as a guess).
+    more) a stack at ``X``, which is a reading, not evidence (reported as a guess). A stack of BiLstms needs
+    both directions of layers 0 and 1, so that a BiLstm's two directions never land in two modules.
     """
     parent, _, last = path.rpartition(".")
-    reverse = False
+    reverse = bidirectional = False
     if last in ("forward", "reverse") and kinds.get(_join(parent, "reverse" if last == "forward" else "forward")) == kind:
-        path, reverse = parent, last == "reverse"
+        path, reverse, bidirectional = parent, last == "reverse", True
         parent, _, last = path.rpartition(".")
     if is_index(last):
-        suffix = ("." + ("reverse" if reverse else "forward")) if reverse or _join(path, "reverse") in kinds else ""
-        siblings = [_join(parent, str(n)) + suffix for n in range(2)]
+        directions = ("forward", "reverse") if bidirectional else ("",)
+        siblings = [_join(parent, str(n), direction) for n in range(2) for direction in directions]
         if all(kinds.get(s) == kind for s in siblings):
             return parent, int(last), reverse, True
     return path, 0, reverse, False

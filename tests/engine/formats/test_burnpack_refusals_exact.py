@@ -12,10 +12,10 @@ from pathlib import Path
 
 import cbor2
 import numpy as np
-import pytest
 
-from engine import FormatError, open_store
+from engine import open_store
 from engine.formats import burnpack
+from tests.refusals import refusal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quantized_files import f32, gen1, i8  # noqa: E402
@@ -30,12 +30,6 @@ def burnpack_bytes(meta: dict, data: bytes, *, magic: bytes = b"NRUB") -> bytes:
     raw = cbor2.dumps(meta)
     head = magic + struct.pack("<HI", 1, len(raw)) + raw
     return head + bytes(-len(head) % 256) + data
-
-
-def refusal(path, opener=open_store) -> str:
-    with pytest.raises(FormatError) as info:
-        opener(path).close()
-    return str(info.value)
 
 
 def test_a_file_shorter_than_the_header_names_the_10_byte_header(tmp_path):

@@ -26,6 +26,7 @@ import safetensors
 import torch
 
 from engine import FormatError, open_store
+from tests.refusals import refusal
 
 F32 = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
 VALUES = np.array([1.5, -2.25], "<f4")
@@ -36,12 +37,6 @@ def burnpack_bytes(meta: dict | bytes, data: bytes, *, version: int = 1) -> byte
     raw = meta if isinstance(meta, bytes) else cbor2.dumps(meta)
     head = b"NRUB" + struct.pack("<HI", version, len(raw)) + raw
     return head + bytes(-len(head) % 256) + data
-
-
-def refusal(path) -> str:
-    with pytest.raises(FormatError) as info:
-        open_store(path).close()
-    return str(info.value)
 
 
 # --- Burnpack -----------------------------------------------------------------------------------

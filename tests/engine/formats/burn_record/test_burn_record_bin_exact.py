@@ -20,8 +20,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine import FormatError, open_store
+from engine import open_store
 from engine.formats import safetensors
+from tests.refusals import refusal
 
 from burn_record_writers import DTYPES_0_16, Bincode, Settings, id_text
 
@@ -36,12 +37,6 @@ def param(b: Bincode, raw: bytes, shape: list[int], dtype_index: int = F32, *, l
     """One parameter as Burn writes it: id text, bytes (length, bytes), shape (length, sizes), dtype index."""
     return (b.text(id_text(3)) + b.uint(len(raw) if length is None else length) + raw + b.uint(len(shape))
             + b"".join(b.uint(d) for d in shape) + b.uint(dtype_index, 4))
-
-
-def refusal(path, **options) -> str:
-    with pytest.raises(FormatError) as caught:
-        open_store(path, **options).close()
-    return str(caught.value)
 
 
 def write(tmp_path, raw: bytes, name: str = "m.bin"):

@@ -17,7 +17,8 @@ import json
 import numpy as np
 import pytest
 
-from engine import FormatError, open_store
+from engine import open_store
+from tests.refusals import refusal
 
 from burn_record_writers import DTYPES_0_16, Bincode, Settings, id_text
 
@@ -31,12 +32,6 @@ def nested(levels: int, leaf):
 def json_record(path, item) -> object:
     path.write_text(json.dumps({"metadata": Settings(recorder="PrettyJson").metadata(), "item": item}))
     return path
-
-
-def refusal(path) -> str:
-    with pytest.raises(FormatError) as caught:
-        open_store(path).close()
-    return str(caught.value)
 
 
 def test_an_optimizer_state_is_read_to_the_last_level_the_limit_allows(tmp_path):

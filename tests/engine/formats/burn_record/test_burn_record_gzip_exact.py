@@ -24,8 +24,9 @@ import zlib
 import numpy as np
 import pytest
 
-from engine import FormatError, open_store
+from engine import open_store
 from engine.formats.burn_record import gz
+from tests.refusals import refusal
 
 from burn_record_writers import Data, Settings, record_bytes
 
@@ -47,12 +48,6 @@ def gzipped(tmp_path, inner: bytes) -> tuple[object, int]:
     path = tmp_path / "z.mpk.gz"
     path.write_bytes(gzip.compress(inner, 9))
     return path, path.stat().st_size
-
-
-def refusal(path) -> str:
-    with pytest.raises(FormatError) as caught:
-        open_store(path).close()
-    return str(caught.value)
 
 
 def opens(path) -> list[float]:

@@ -13,8 +13,9 @@ import json
 
 import pytest
 
-from engine import FormatError, open_store
+from engine import open_store
 from engine.formats import burn_record
+from tests.refusals import refusal
 
 from burn_record_writers import Settings
 
@@ -25,12 +26,6 @@ def record(tmp_path, text: str | bytes):
     path = tmp_path / "r.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
     return path
-
-
-def refusal(path) -> str:
-    with pytest.raises(FormatError) as caught:
-        open_store(path).close()
-    return str(caught.value)
 
 
 def test_the_size_limit_is_exact(tmp_path, monkeypatch):

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import msgpack
 import numpy as np
-import pytest
 
-from engine import FormatError, open_store
+from engine import open_store
+from tests.refusals import refusal
 
 from burn_record_writers import Settings
 
@@ -26,12 +26,6 @@ def record(tmp_path, item, *, cut: int = 0, name: str = "r.mpk"):
     path = tmp_path / name
     path.write_bytes(raw[:len(raw) - cut])
     return path
-
-
-def refusal(path) -> str:
-    with pytest.raises(FormatError) as caught:
-        open_store(path).close()
-    return str(caught.value)
 
 
 def nested(levels: int, leaf):

@@ -19,7 +19,8 @@ import json
 
 import pytest
 
-from engine import FormatError, open_store
+from engine import open_store
+from tests.refusals import refusal
 
 from burn_record_writers import Settings
 
@@ -34,12 +35,6 @@ def old_record(tmp_path, value, shape, *, half: bool = False, **metadata):
 def read_w(path) -> tuple[str, list]:
     with open_store(path) as store:
         return str(store.entry("w").dtype), store.read("w").tolist()
-
-
-def refusal(path) -> str:
-    with pytest.raises(FormatError) as caught:
-        open_store(path).close()
-    return str(caught.value)
 
 
 def test_full_precision_numbers_say_float_or_int(tmp_path):

@@ -21,11 +21,10 @@ import collections
 import pickle
 from pathlib import Path
 
-import pytest
 
-from engine.errors import FormatError
 from engine.formats import open_store
 from engine.formats.pytorch.checkpoint import MAX_NODES, MIN_NODES, node_budget
+from tests.refusals import refusal
 from pytorch_helpers import Storage, Tensor, zip_checkpoint
 
 FOUR = bytes(16)
@@ -34,12 +33,6 @@ FOUR = bytes(16)
 def plain(path: Path, obj: object) -> Path:
     path.write_bytes(pickle.dumps(obj, protocol=2))
     return path
-
-
-def refusal(path: Path, **options: object) -> str:
-    with pytest.raises(FormatError) as caught:
-        open_store(path, **options)
-    return str(caught.value)
 
 
 def test_plain_values_are_shown_as_json(tmp_path: Path) -> None:

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import FormatError
 from engine.formats import open_store
+from tests.refusals import refusal
 from pytorch_helpers import LEGACY_MAGIC, Storage, Tensor, checkpoint_pickle, legacy_head
 
 FOUR = np.array([1.5, -2.0, 3.25, 4.0], dtype="<f4")
@@ -40,12 +40,6 @@ def legacy(path: Path, obj: object, keys: list, storages: list[tuple[int, bytes]
 
 def one_tensor(key: str = "0") -> dict:
     return {"w": Tensor(Storage(key, 4), 0, (4,), (1,))}
-
-
-def refusal(path: Path) -> str:
-    with pytest.raises(FormatError) as caught:
-        open_store(path)
-    return str(caught.value)
 
 
 def test_a_big_endian_legacy_file_reads_its_values(tmp_path: Path) -> None:

@@ -17,18 +17,12 @@ import numpy as np
 import pytest
 import torch
 
-from engine.errors import FormatError
 from engine.formats import open_store
 from engine.formats.pytorch import tensors
+from tests.refusals import refusal
 from pytorch_helpers import Storage, Tensor, legacy_checkpoint, zip_checkpoint
 
 FOUR = struct.pack("<4f", 1, 2, 3, 4)
-
-
-def refusal(path: Path) -> str:
-    with pytest.raises(FormatError) as caught:
-        open_store(path)
-    return str(caught.value)
 
 
 def one(tmp_path: Path, storage: object, offset: object = 0, size: object = (4,), stride: object = (1,)) -> Path:

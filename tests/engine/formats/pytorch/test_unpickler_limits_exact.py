@@ -19,6 +19,7 @@ import torch
 
 from engine import FormatError, open_store
 from engine.formats.pytorch.unpickler import PickleStream, load
+from tests.refusals import refusal
 
 SAME_HASH = 2**61 - 1  # Python hashes an int modulo this prime: every multiple hashes to 0
 
@@ -27,12 +28,6 @@ def nested(depth: int, leaf: object) -> object:
     for _ in range(depth):
         leaf = [leaf]
     return leaf
-
-
-def refusal(path) -> str:
-    with pytest.raises(FormatError) as info:
-        open_store(path).close()
-    return str(info.value)
 
 
 def test_a_checkpoint_nested_100_levels_opens_and_101_is_refused(tmp_path):
