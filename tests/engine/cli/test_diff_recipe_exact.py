@@ -13,12 +13,8 @@ Promises (README "Command line") -> tests:
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import struct
 import sys
-import termios
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +24,7 @@ import torch
 from engine import ArrayStore, export, open_store
 from engine.cli import main
 from engine.cli.progress import ERASE
+from tests.terminals import cli_on_a_terminal
 
 
 @pytest.fixture
@@ -89,30 +86,8 @@ def test_suggest_finds_the_top_level_key_and_saves_source_and_template(checkpoin
     assert json.loads(again.read_text()) == json.loads(saved.read_text())
 
 
-def read_all(master: int) -> str:
-    """Everything written to a pty's slave side, once it is closed (the master then reads EIO, never waits)."""
-    received = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the slave side is closed and drained
-            break
-        if not chunk:
-            break
-        received += chunk
-    os.close(master)
-    return received.decode()
-
-
 def diff_on_a_terminal(monkeypatch, *args: str) -> str:
-    """``diff ARGS`` in-process with stderr on a real 80-column pty; what the terminal received."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    terminal = os.fdopen(slave, "w")
-    monkeypatch.setattr(sys, "stderr", terminal)
-    assert main(["diff", *args]) == 0
-    terminal.close()
-    return read_all(master)
+    return cli_on_a_terminal(monkeypatch, ["diff", *args])
 
 
 def test_diff_draws_its_progress_line_on_a_terminal(checkpoint, monkeypatch, capsys):

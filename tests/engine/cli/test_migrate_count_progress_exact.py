@@ -10,15 +10,12 @@ Promises (README "Command line": migrate's summary line; a progress line on a te
 
 from __future__ import annotations
 
-import fcntl
-import os
-import struct
 import sys
-import termios
 from pathlib import Path
 
 from engine.cli import main
 from engine.cli.progress import ERASE
+from tests.terminals import cli_on_a_terminal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
 from burn_record_writers import Settings, model_item, write_record  # noqa: E402
@@ -39,24 +36,7 @@ def test_two_broken_records_are_two_failed(tmp_path, capsys):
 
 
 def migrate_on_a_terminal(monkeypatch, *args: str) -> str:
-    """``migrate ARGS`` in-process with stderr on a real 80-column pty; what the terminal received."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    terminal = os.fdopen(slave, "w")
-    monkeypatch.setattr(sys, "stderr", terminal)
-    assert main(["migrate", *args]) == 0
-    terminal.close()
-    received = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the slave side is closed and drained
-            break
-        if not chunk:
-            break
-        received += chunk
-    os.close(master)
-    return received.decode()
+    return cli_on_a_terminal(monkeypatch, ["migrate", *args])
 
 
 def test_migrate_draws_a_writing_line_per_record_on_a_terminal(tmp_path, monkeypatch):

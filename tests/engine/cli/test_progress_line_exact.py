@@ -20,6 +20,7 @@ import termios
 import pytest
 
 from engine.cli.progress import ERASE, ProgressLine, line
+from tests.terminals import read_all
 
 
 @pytest.fixture
@@ -32,20 +33,6 @@ def terminal():
     if not stream.closed:
         stream.close()
     os.close(master)
-
-
-def read_all(master: int) -> str:
-    """Everything written to the slave side, once it is closed (then the master reads EOF or EIO, never waits)."""
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the slave side is closed and drained
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    return b"".join(chunks).decode()
 
 
 def test_only_a_terminal_without_quiet_gets_the_line(terminal):
