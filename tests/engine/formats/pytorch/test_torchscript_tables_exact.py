@@ -8,7 +8,7 @@ Promises (README, "PyTorch files") -> tests:
   test_an_archive_with_constants_but_no_code_is_refused_as_torchscript
 - names as ``torch.jit.load(f).state_dict()`` (parameters, then buffers; a shared submodule under each name)
   -> test_a_shared_submodule_is_listed_under_both_names, test_parameters_and_buffers_are_not_plain_values,
-  test_the_parameters_line_decides_what_is_a_parameter, test_the_buffers_line_decides_what_is_a_buffer
+  test_the_class_source_lines_decide_what_is_a_parameter_or_a_buffer (both lines)
 - class sources are read as text, whatever their bytes -> test_class_source_that_is_not_utf8_still_reads,
   test_a_table_line_before_any_class_is_ignored, test_an_escaped_quote_in_a_table_name_is_unescaped,
   test_a_class_that_is_not_a_module_stays_an_object
@@ -121,13 +121,17 @@ def test_an_archive_with_constants_but_no_code_is_refused_as_torchscript(archive
         open_store(path)
 
 
-def test_the_parameters_line_decides_what_is_a_parameter(archive: Path, tmp_path: Path) -> None:
-    """A class source that lists a plain attribute as a parameter: refused naming it a parameter (not a buffer)."""
+@pytest.mark.parametrize("line, listed, role", [(b'__parameters__ = ["gain", ]', b'__parameters__ = ["gain", "scale", ]',
+                                               "parameter"),
+                                              (b'__buffers__ = ["mask", ]', b'__buffers__ = ["mask", "scale", ]', "buffer")])
+def test_the_class_source_lines_decide_what_is_a_parameter_or_a_buffer(archive: Path, tmp_path: Path, line: bytes,
+                                                                       listed: bytes, role: str) -> None:
+    """A class source that lists a plain attribute as a parameter (or a buffer): refused naming it as listed."""
     source = tiny_source(archive)
-    path = rewritten(archive, tmp_path / "listed.pt", lambda name, data: data.replace(
-        b'__parameters__ = ["gain", ]', b'__parameters__ = ["gain", "scale", ]') if name == source else data)
+    path = rewritten(archive, tmp_path / "listed.pt", lambda name, data: data.replace(line, listed)
+                     if name == source else data)
     assert b'"scale"' in class_sources(path)[source]
-    with pytest.raises(FormatError, match=r"^listed\.pt: parameter scale of module __torch__\..*Tiny is a float, "
+    with pytest.raises(FormatError, match=rf"^listed\.pt: {role} scale of module __torch__\..*Tiny is a float, "
                                           r"not a tensor$"):
         open_store(path)
 
@@ -260,12 +264,3 @@ def test_an_escaped_quote_in_a_table_name_is_unescaped(tmp_path: Path) -> None:
     assert str(caught.value) == 'quoted.pt: parameter a"b of module __torch__.m.C is an int, not a tensor'
 
 
-def test_the_buffers_line_decides_what_is_a_buffer(archive: Path, tmp_path: Path) -> None:
-    """A class source that lists a plain attribute as a buffer: refused naming it a buffer (not a parameter)."""
-    source = tiny_source(archive)
-    path = rewritten(archive, tmp_path / "listed.pt", lambda name, data: data.replace(
-        b'__buffers__ = ["mask", ]', b'__buffers__ = ["mask", "scale", ]') if name == source else data)
-    assert b'"scale"' in class_sources(path)[source]
-    with pytest.raises(FormatError, match=r"^listed\.pt: buffer scale of module __torch__\..*Tiny is a float, "
-                                          r"not a tensor$"):
-        open_store(path)
