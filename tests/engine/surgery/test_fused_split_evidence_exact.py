@@ -1,12 +1,41 @@
-"""PyTorch to Burn: which nn.LSTM/nn.GRU tensors a split reads as one cell, from their names and shapes alone
-(issue 25: the survivors of ``fused._rnn_shape``). README "Fused modules":
+"""PyTorch to Burn: which nn.LSTM/nn.GRU/nn.MultiheadAttention tensors a split reads as one module, from their
+names and shapes alone (issue 25: the survivors of ``fused._rnn_shape``), and the audit of README "Fused modules".
 
-- "the gate count is ``weight_hh``'s rows over its columns (4 an LSTM, 3 a GRU)" ->
+Promises of README "Fused modules" -> tests (``fm`` = ``test_fused_modules.py``, ``bp`` =
+``test_fused_back_places_exact.py``, ``bs`` = ``test_fused_back_steps_exact.py``, here = this module):
+- split and fused back "exactly (slices and transposes, bit for bit both ways)" -> fm
+  ``test_every_burn_tensor_is_the_torch_slice_transposed``, fm ``test_fused_back_bit_for_bit``
+- nn.LSTM's rows i, f, g, o are Burn's input, forget, cell and output gates, weights ``[in, out]`` -> fm
+  ``test_one_lstm_step_from_the_burn_tensors_matches_torch`` (one step computed from the Burn tensors is torch's)
+- nn.GRU's rows r, z, n, Burn's default ``reset_after = true`` -> fm ``test_one_gru_step_from_the_burn_tensors_matches_torch``
+- ``bidirectional=True`` is a BiLstm/BiGru's ``forward`` and ``reverse`` -> fm
+  ``test_every_burn_tensor_is_the_torch_slice_transposed`` (a two-layer bidirectional nn.LSTM), bp
+  ``test_cells_land_where_their_names_place_them``
+- ``num_layers=N``: layer ``k`` goes to ``MODULE.k``, reported as a guess that a ``--template`` settles ->
+  ``test_fused_guess_words_exact.py``, fm ``test_a_template_settles_the_stack_placement``; back, bs
+  ``test_a_stack_fused_back_is_a_guess_naming_the_module_or_the_top_level``
+- nn.MultiheadAttention's ``in_proj_weight``/``in_proj_bias`` (rows q, k, v) and ``out_proj`` are ``query``,
+  ``key``, ``value``, ``output`` -> fm ``test_fused_back_bit_for_bit``, bp ``test_an_attention_fuses_back_saying_each_step``
+- "the gate count is ``weight_hh``'s rows over its columns (4 an LSTM, 3 a GRU)" -> fm
+  ``test_shapes_that_do_not_add_up_are_left_as_they_are`` (2 gates), here
   ``test_a_one_unit_lstm_splits_into_one_column_gates`` (a hidden size of 1 is a cell like any other)
-- "every other tensor of the module must agree; anything that does not add up (a projection ``weight_hr_l0``
-  ...) is left as it is" -> ``test_a_module_whose_tensors_do_not_agree_is_left_as_it_is`` (a projection whose
-  other shapes would split, no ``weight_hh_l0``, a 1-D or columnless ``weight_hh_l0``, a 2-D bias, a reverse
-  direction of another hidden size, a second layer of other rows), each beside an LSTM that splits
+- "every other tensor of the module must agree; anything that does not add up ... is left as it is": a projection
+  ``weight_hr_l0`` -> here ``test_a_module_whose_tensors_do_not_agree_is_left_as_it_is`` (with six other
+  layouts: no ``weight_hh_l0``, a 1-D or columnless one, a 2-D bias, a reverse of another hidden size, a
+  second layer of other rows; each beside an LSTM that splits); ``kdim``/``vdim`` attention's separate
+  ``q_proj_weight`` -> here ``test_a_kdim_vdim_attention_is_left_unsplit``; 7 rows of ``in_proj_weight`` -> fm
+  ``test_shapes_that_do_not_add_up_are_left_as_they_are``
+- back to PyTorch, "a Burn module fuses only when it holds exactly one cell's gates, each two Linears of one shape"
+  -> bp ``test_a_module_that_is_not_one_cells_gates_is_left_as_it_is``, bs
+  ``test_a_cell_missing_a_bias_is_left_as_it_is_even_beside_a_tensor_named_empty``
+- "``MODULE.0``, ``MODULE.1``... fuse into a stack only when both layers 0 and 1 are there (both directions of
+  each, for BiLstms)" -> bp ``test_cells_land_where_their_names_place_them``
+- "A split is one operation with one input and all its outputs ..., followed by the Linear's transpose" -> fm
+  ``test_a_split_is_one_operation_with_its_input_and_outputs``, here ``test_a_one_unit_lstm_splits_into_one_column_gates``;
+  back, bs ``test_an_lstm_fuses_back_saying_each_step``
+- "the Preview reads ``◆ split, transposed``" -> ``tests/gui/workbench/test_fused_preview.py``
+- a printed Rust chain says "// left to do: split LSTM gates (...)" -> fm
+  ``test_the_rust_chain_says_burn_store_cannot_split_fused_gates``
 """
 
 from __future__ import annotations
@@ -87,3 +116,12 @@ def test_a_module_whose_tensors_do_not_agree_is_left_as_it_is(tmp_path, layout):
     result = planned(tmp_path, odd | lstm("ok"))
     assert set(result) == set(odd) | split_names("ok")
     assert {name: result[name] for name in odd} == {name: (array.shape, []) for name, array in odd.items()}
+
+
+def test_a_kdim_vdim_attention_is_left_unsplit(tmp_path):
+    # kdim/vdim: separate q/k/v_proj_weight of three shapes, no in_proj_weight to split
+    torch.manual_seed(0)
+    state = {f"attn.{k}": v.detach().numpy() for k, v in torch.nn.MultiheadAttention(4, 2, kdim=3, vdim=5).state_dict().items()}
+    result = planned(tmp_path, state)
+    assert set(result) == set(state)
+    assert [step for _, steps in result.values() for step in steps if not step.startswith("transpose")] == []
