@@ -125,3 +125,64 @@ def test_a_kdim_vdim_attention_is_left_unsplit(tmp_path):
     result = planned(tmp_path, state)
     assert set(result) == set(state)
     assert [step for _, steps in result.values() for step in steps if not step.startswith("transpose")] == []
+
+
+def torch_state(module: str, layer: torch.nn.Module) -> dict[str, np.ndarray]:
+    torch.manual_seed(0)
+    return {f"{module}.{k}": v.detach().numpy() for k, v in layer.state_dict().items()}
+
+
+def test_an_attention_and_a_gru_split_saying_each_step_with_their_linears_proven(tmp_path):
+    # 6 heads' worth of rows (18: three projections, not four) and a GRU, each under a module two deep
+    tensors = torch_state("enc.attn", torch.nn.MultiheadAttention(6, 2)) | torch_state("enc.rnn", torch.nn.GRU(2, 3))
+    path = tmp_path / "torch.safetensors"
+    save_file(tensors, str(path))
+    with open_store(path) as store:
+        result = plan([store], TO_BURN)
+    steps = {t.name: (tuple(t.shape), [op.describe() for op in t.ops]) for t in result.tensors}
+    qkv = "enc.attn.query.{0}, enc.attn.key.{0}, enc.attn.value.{0}"
+    assert steps["enc.attn.key.weight"] == ((6, 6), [
+        f"split attention q/k/v: enc.attn.in_proj_weight rows 6:12 -> {qkv.format('weight')}", "transpose [6, 6] -> [6, 6]"])
+    assert steps["enc.attn.value.bias"] == ((6,), [
+        f"split attention q/k/v: enc.attn.in_proj_bias rows 12:18 -> {qkv.format('bias')}"])
+    assert steps["enc.attn.output.weight"] == ((6, 6), [
+        "rename enc.attn.out_proj.weight -> enc.attn.output.weight (nn.MultiheadAttention out_proj)",
+        "transpose [6, 6] -> [6, 6]"])
+    assert steps["enc.attn.output.bias"] == ((6,), [
+        "rename enc.attn.out_proj.bias -> enc.attn.output.bias (nn.MultiheadAttention out_proj)"])
+    gru_gates = ("reset_gate", "update_gate", "new_gate")
+    assert {path: (g.kind, g.reason, g.guessed) for path, g in result.modules.items()} == {
+        **{f"enc.attn.{p}": ("Linear", "a projection of nn.MultiheadAttention's in_proj_weight", False)
+           for p in ("query", "key", "value")},
+        "enc.attn.output": ("Linear", "nn.MultiheadAttention's out_proj", False),
+        **{f"enc.rnn.{gate}.{transform}": ("Linear", f"a gate of nn.GRU's weight_{side}_l0", False)
+           for side, transform in (("ih", "input_transform"), ("hh", "hidden_transform")) for gate in gru_gates}}
+
+
+def test_an_attention_without_biases_splits_its_weight_alone(tmp_path):
+    result = planned(tmp_path, torch_state("attn", torch.nn.MultiheadAttention(4, 2, bias=False)))
+    assert {name: shape for name, (shape, _) in result.items()} == {
+        "attn.query.weight": (4, 4), "attn.key.weight": (4, 4), "attn.value.weight": (4, 4), "attn.output.weight": (4, 4)}
+
+
+def attention(module: str, rows: int = 12, columns: int = 4, bias: int | None = 12) -> dict[str, np.ndarray]:
+    """nn.MultiheadAttention's fused tensors of the shapes given (``bias=None``: none)."""
+    out = {f"{module}.in_proj_weight": np.ones((rows, columns), np.float32),
+           f"{module}.out_proj.weight": np.ones((columns, columns), np.float32)}
+    return out | ({f"{module}.in_proj_bias": np.ones(bias, np.float32)} if bias is not None else {})
+
+
+ATTENTION_NOT_ADDING_UP = {
+    # each sorts (and so is read) before "z", the attention beside it that splits
+    "an in_proj_weight without rows": attention("a", rows=0, bias=None),
+    "an in_proj_bias of another length": attention("a", bias=9),
+}
+
+
+@pytest.mark.parametrize("layout", ATTENTION_NOT_ADDING_UP, ids=list(ATTENTION_NOT_ADDING_UP))
+def test_an_attention_that_does_not_add_up_is_left_unsplit(tmp_path, layout):
+    odd = ATTENTION_NOT_ADDING_UP[layout]
+    result = planned(tmp_path, odd | attention("z"))
+    assert set(result) == set(odd) | {f"z.{p}.{leaf}" for p in ("query", "key", "value") for leaf in ("weight", "bias")} | {
+        "z.output.weight"}
+    assert [step for name in odd for step in result[name][1] if not step.startswith("transpose")] == []
