@@ -9,6 +9,8 @@ Promise -> test:
   tick marks fails it); the log-count
   toggle raises the small bars -> here::test_the_log_count_toggle_raises_the_small_bars (checked: a linear scale
   under the toggle fails it)
+- long names elide in the middle, the full name in the tooltip -> here::test_a_long_name_elides_in_the_middle_with_the_whole_name_in_its_tooltip
+  (checked: the group's last segment as the tooltip fails it)
 - a `.gz` record's temporary copy is removed when its tab closes (README "Remote files", what is cached where:
   "as for local records") -> here::test_closing_the_tab_of_a_gz_record_removes_its_temporary_copy (checked: keeping
   the copy on close fails it)
@@ -21,7 +23,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QImage, QPalette
+from safetensors.numpy import save_file
 
 from engine.stats import compute_stats
 from gui.panels.histogram import HistogramWidget, nice_ticks
@@ -118,3 +122,20 @@ def test_closing_the_tab_of_a_gz_record_removes_its_temporary_copy(window, open_
     window.close_tab(window.tabs.indexOf(view))
     qtbot.waitUntil(lambda: window.work.active == 0)
     assert list(scratch.iterdir()) == []
+
+
+def test_a_long_name_elides_in_the_middle_with_the_whole_name_in_its_tooltip(window, open_view, tmp_path):
+    long_name = "model.encoder.block.0.layer.0.SelfAttention.relative_attention_bias_of_a_very_long_name.weight"
+    save_file({long_name: np.ones(3, np.float32), "other.weight": np.ones(2, np.float32)}, str(tmp_path / "m.safetensors"))
+    view = open_view(tmp_path / "m.safetensors")
+    view.flat.setChecked(True)
+    model = view.model
+    index = next(model.index(r, 0) for r in range(model.rowCount()) if model.index(r, 0).data() == long_name)
+    assert index.data(Qt.ItemDataRole.ToolTipRole) == long_name
+    assert view.tree_view.textElideMode() == Qt.TextElideMode.ElideMiddle  # a row keeps both its ends
+    view.flat.setChecked(False)  # compacted: the row reads a part of the name, the tooltip the whole of it
+    leaf = view.model.index(0, 0)
+    while view.model.rowCount(leaf):
+        leaf = view.model.index(0, 0, leaf)
+    assert leaf.data(Qt.ItemDataRole.ToolTipRole) in (long_name, "other.weight")
+    assert leaf.data(Qt.ItemDataRole.ToolTipRole).endswith(leaf.data())
