@@ -29,7 +29,9 @@ PyTorch files:
   pt/test_pytorch_whole_models.py::test_parametrizations_list_their_originals
 - TorchScript archives read as torch.jit.load(f).state_dict(), code/ never run ->
   pt/test_pytorch_whole_models.py::test_torchscript_archive_reads_as_jit_load_state_dict,
-  pt/test_pytorch_whole_models.py::test_torchscript_code_is_read_as_text_never_run
+  pt/test_pytorch_whole_models.py::test_torchscript_code_is_read_as_text_never_run; `constants.pkl` and
+  `traced_inputs.pkl` are not read -> pt/test_torchscript_unread_pickles.py (whole module; checked); the tables read
+  from the class sources -> pt/test_torchscript_tables_exact.py (whole module, its own pairs)
 - integer keys name tensors in decimal; other keys as Python prints them, and the note says burn-store refuses
   them -> pt/test_pytorch_keys.py (whole module; checked)
 - a file torch.load(weights_only=True) would refuse is said so: the note, one `class ... refuses: NAME` line per
@@ -42,7 +44,8 @@ PyTorch files:
   pt/test_pytorch_whole_models.py::test_a_pickled_module_whose_table_holds_a_refused_global_is_refused; every entry
   has a source -> pt/test_pytorch_denylist.py::test_every_entry_says_where_it_comes_from_and_none_is_allowed_too
 - quantized/sparse/nested/meta tensors refused -> pt/test_pytorch_whole_models.py::test_a_quantized_tensor_is_refused_saying_so
-- a TorchScript class without source refused -> pt/test_pytorch_whole_models.py::test_a_torchscript_module_without_its_class_source_is_refused_saying_why (checked)
+- a TorchScript class without source refused -> pt/test_pytorch_whole_models.py::test_a_torchscript_module_without_its_class_source_is_refused_saying_why (checked);
+  an object of a native class without source is a placeholder -> pt/test_torchscript_native_class.py (whole module; checked)
 - a checkpoint that contains itself refused -> pt/test_pytorch_forged.py::test_checkpoint_that_contains_itself
 
 Burn versions, bools and quantized tensors:
