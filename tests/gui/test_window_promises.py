@@ -17,7 +17,8 @@ The tree:
   levels -> test_tree_view.py::test_a_large_file_opens_showing_its_first_levels (checked); from 5,000 tensors they
   open a moment after the tree shows -> test_late_first_levels.py (whole module)
 - counts tell parameters from buffers -> test_main_window.py::test_groups_show_totals_with_right_aligned_numbers,
-  test_main_window.py::test_selecting_a_group_shows_its_totals_and_module (checked)
+  test_main_window.py::test_selecting_a_group_shows_its_totals_and_module (checked), engine/test_tree.py::test_buffers_are_counted_apart_from_parameters
+  (running stats, num_batches_tracked and any non-float tensor are buffers)
 - search filters as typed, regex toggle, count, a regex-looking text searched as text says so, matches compacted ->
   test_main_window.py::test_search_filters_live_and_counts_matches (checked), test_main_window.py::test_regex_search_and_an_invalid_regex_is_marked_not_fatal,
   test_tree_view.py::test_search_results_are_compacted_and_a_regex_searched_as_text_says_so (checked),
@@ -31,7 +32,8 @@ A selected tensor:
   the axis's ticks and zero line, and what the log-count toggle draws -> test_window_gap_promises.py::test_the_histogram_axis_has_tick_marks_at_round_values (checked),
   test_window_gap_promises.py::test_the_histogram_draws_a_zero_line_only_when_its_range_spans_zero (checked),
   test_window_gap_promises.py::test_the_log_count_toggle_raises_the_small_bars (checked)
-- values table with NaN/Inf highlighted -> panels/test_selection_panels.py::test_nan_and_inf_cells_are_highlighted_in_the_table
+- values table with NaN/Inf highlighted -> panels/test_selection_panels.py::test_nan_and_inf_cells_are_highlighted_in_the_table;
+  a heat map that fills its area, a block of colour per value, its scale bar -> test_values_panel.py (whole module)
 - heat map: hover reads a cell -> panels/test_selection_panels.py::test_hovering_the_heat_map_shows_the_cells_index_and_value;
   the wheel zooms, dragging pans -> here::test_the_heat_map_zooms_with_the_wheel_and_pans_by_dragging (checked);
   downsampling keeps each block's extreme and NaN -> panels/test_selection_panels.py::test_downsampling_keeps_each_blocks_extreme_and_its_nan
