@@ -91,7 +91,9 @@ Migrating from Burn's recorders:
   rec/test_burn_records.py::test_optimizer_state_tensors_values_and_scalars; the File panel shows every non-tensor
   field -> gui/panels/test_file_info_burn_record.py (whole module)
 - an optimizer's record in current Burn's layout (`{param_id}.{field}`, `__rank`, UInt counters) ->
-  rec/test_optimizer_migration.py (whole module; checked for `__rank`)
+  rec/test_optimizer_migration.py (whole module; checked for `__rank`); Adam, AdamW, SGD, AdaGrad, RmsProp and Adan keep their
+  field names -> rec/test_optimizer_migration.py (the first four), rec/test_optimizer_rmsprop_adan.py (whole module;
+  not checked by a break of its own: the walk is generic, so any break of the names fails the Adam tests first)
 - records keyed by pre-0.14 UUIDs keep their field paths -> rec/test_burn_records.py::test_old_uuid_ids_are_kept_as_metadata_without_a_param_id,
   rec/test_optimizer_migration.py::test_a_record_that_is_not_an_optimizers_keeps_its_field_paths
 - `migrate` skips a record whose .bpk exists, one line per file and a total, originals kept ->
