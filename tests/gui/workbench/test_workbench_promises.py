@@ -18,6 +18,8 @@ verified by breaking the product line in a worktree and watching the test fail.
   `$1` or `\1` in replacements -> engine/surgery/test_plan.py::test_remap_accepts_rust_and_python_replacements_and_counts_hits
 - Adapters: PyTorch → Burn and the rest, top-level key, cast for all or some module types ->
   wb/test_panels.py::test_pytorch_to_burn_marks_transposed_and_renamed_in_the_preview, wb/test_panels.py::test_top_level_key_and_cast_through_their_combos;
+  Burn → PyTorch, contiguous indices, skip enum variants and fuse weight norm each do what they say ->
+  wb/test_adapter_boxes.py (whole module; checked);
   inferred types with reasons, `? guessed`, a double-click override settles ->
   wb/test_panels.py::test_overriding_a_module_type_with_its_combo_changes_the_plan,
   wb/test_preview_guesses.py::test_guessed_tensors_are_listed_and_settling_them_in_adapters_clears_them (PRelu and
