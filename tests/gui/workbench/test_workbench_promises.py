@@ -34,7 +34,9 @@ verified by breaking the product line in a worktree and watching the test fail.
 - Preview: every tensor with its operations and the count line, F5, marks, the filter box, guesses, a warning for
   recipe parts that find nothing -> wb/test_panels.py::test_f5_reruns_the_preview (checked), wb/test_preview_filter.py (whole module),
   wb/test_fused_preview.py (whole module), wb/test_preview_guesses.py (whole module),
-  wb/test_recipe_fit.py::test_applying_a_recipe_that_does_not_fit_warns_in_status_bar_and_preview
+  wb/test_recipe_fit.py::test_applying_a_recipe_that_does_not_fit_warns_in_status_bar_and_preview; amber transformed with
+  its word, grey struck-through dropped with its reason, red conflicts, the tree marking its own tensors alike ->
+  wb/test_preview_colours.py (whole module; checked)
 - Set Template… (and the diff view's Template button): the Template column, missing rows, tree marks, undo, Clear
   Template -> wb/test_template_picker.py (whole module; checked for Clear Template)
 - Save/Open Recipe, the same JSON `convert --recipe` replays; closing with unsaved edits asks ->
