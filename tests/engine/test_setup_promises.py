@@ -29,7 +29,9 @@ The two commands:
   gui/test_launch.py::test_subcommands_still_run_the_cli_without_importing_qt
 - `--install-desktop` writes the `.desktop` entry, the MIME types and the icon under `$XDG_DATA_HOME`;
   `--uninstall-desktop` removes them -> gui/test_desktop.py::test_install_writes_the_desktop_entry_mime_types_and_icon_and_uninstall_removes_them,
-  gui/test_desktop.py::test_the_mime_database_learns_the_extensions, gui/test_desktop.py::test_the_exec_line_runs_this_installation_and_quotes_odd_paths
+  gui/test_desktop.py::test_the_mime_database_learns_the_extensions, gui/test_desktop.py::test_the_exec_line_runs_this_installation_and_quotes_odd_paths;
+  `~/.local/share` when `$XDG_DATA_HOME` is unset -> here::test_install_desktop_defaults_to_local_share (checked: a
+  default of `~/.local` fails it)
 - `--version` prints the version -> gui/test_launch.py::test_version_prints_the_engine_version_from_both_halves; also in
   Help › About -> gui/test_about.py::test_about_shows_the_engine_version
 
@@ -50,6 +52,7 @@ Tests and tools (the suite's own promises):
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -121,3 +124,16 @@ def test_replay_checks_saved_inputs_again(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines() == [f"{inputs[0]}: clean", f"{inputs[1]}: refused"]
+
+
+def test_install_desktop_defaults_to_local_share(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "XDG_DATA_HOME"} | {"HOME": str(tmp_path)}
+    share = tmp_path / ".local" / "share"
+    for args, expected in ((["--install-desktop"], 0), (["--uninstall-desktop"], 0)):
+        result = subprocess.run([sys.executable, "-m", "gui.launch", *args], cwd=REPO, env=env, capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == expected, result.stderr
+        if args == ["--install-desktop"]:
+            assert result.stdout.splitlines()[0] == f"wrote {share / 'applications' / 'store-studio.desktop'}"
+            assert (share / "mime" / "packages" / "store-studio.xml").is_file()
+    assert not (share / "applications" / "store-studio.desktop").exists()
