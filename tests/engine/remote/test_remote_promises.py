@@ -70,7 +70,9 @@ tested, a loopback server always connects at once); `STORE_STUDIO_HTTP_TIMEOUT` 
 `STORE_STUDIO_MAX_DOWNLOAD` -> rf::test_a_server_ignoring_ranges_is_refused_above_the_download_limit_naming_the_variable.
 
 What is cached where:
-- ranges read are kept in memory while the file is open -> here::test_a_range_read_once_is_not_fetched_again (checked)
+- ranges read are kept in memory while the file is open -> here::test_a_range_read_once_is_not_fetched_again (checked); up to 32 MiB,
+  least recently read first out, and never the bytes a conversion streams -> test_remote_cache_bounds.py (whole module;
+  checked: 16 MiB, 64 MiB and remembered stream pieces each fail it)
 - a whole download's temporary file is deleted the moment it is opened -> here::test_a_whole_download_leaves_no_file_behind (checked)
 - a remote `.gz` record's inflated copy is removed when it is closed -> test_remote_gz_record_cleanup.py (whole module;
   checked); in the window, when its tab closes -> gui/test_window_gap_promises.py::test_closing_the_tab_of_a_gz_record_removes_its_temporary_copy (checked)
