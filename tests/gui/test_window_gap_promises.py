@@ -2,18 +2,19 @@
 test_window_promises.py). Real widgets, offscreen, through pytest-qt; the painted ones are read from their pixels.
 
 Promise -> test:
-- the search box's `.*` toggle is filled blue when on -> here::test_the_regex_toggle_is_filled_blue_only_when_on
-  (checked: the outline icon kept when on fails it)
-- the histogram has a value axis with ticks and a zero line -> here::test_the_histogram_draws_a_zero_line_only_when_its_range_spans_zero
-  (checked: no zero line fails it), here::test_the_histogram_axis_has_tick_marks_at_round_values (checked: no
-  tick marks fails it); the log-count
+- the search box's `.*` toggle is filled blue when on ->
+  here::test_the_regex_toggle_is_filled_blue_only_when_on (checked: the outline icon kept when on fails it)
+- the histogram has a value axis with ticks and a zero line ->
+  here::test_the_histogram_draws_a_zero_line_only_when_its_range_spans_zero (checked: no zero line fails it),
+  here::test_the_histogram_axis_has_tick_marks_at_round_values (checked: no tick marks fails it); the log-count
   toggle raises the small bars -> here::test_the_log_count_toggle_raises_the_small_bars (checked: a linear scale
   under the toggle fails it)
-- long names elide in the middle, the full name in the tooltip -> here::test_a_long_name_elides_in_the_middle_with_the_whole_name_in_its_tooltip
-  (checked: the group's last segment as the tooltip fails it)
+- long names elide in the middle, the full name in the tooltip ->
+  here::test_a_long_name_elides_in_the_middle_with_the_whole_name_in_its_tooltip (checked: the group's last
+  segment as the tooltip fails it)
 - a `.gz` record's temporary copy is removed when its tab closes (README "Remote files", what is cached where:
-  "as for local records") -> here::test_closing_the_tab_of_a_gz_record_removes_its_temporary_copy (checked: keeping
-  the copy on close fails it)
+  "as for local records") -> here::test_closing_the_tab_of_a_gz_record_removes_its_temporary_copy (checked:
+  keeping the copy on close fails it)
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ def test_closing_the_tab_of_a_gz_record_removes_its_temporary_copy(window, open_
 
 def test_a_long_name_elides_in_the_middle_with_the_whole_name_in_its_tooltip(window, open_view, tmp_path):
     long_name = "model.encoder.block.0.layer.0.SelfAttention.relative_attention_bias_of_a_very_long_name.weight"
-    save_file({long_name: np.ones(3, np.float32), "other.weight": np.ones(2, np.float32)}, str(tmp_path / "m.safetensors"))
+    arrays = {long_name: np.ones(3, np.float32), "other.weight": np.ones(2, np.float32)}
+    save_file(arrays, str(tmp_path / "m.safetensors"))
     view = open_view(tmp_path / "m.safetensors")
     view.flat.setChecked(True)
     model = view.model

@@ -15,6 +15,7 @@ Promise -> test:
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from safetensors.numpy import save as save_safetensors
 
 from engine import export, open_store
@@ -30,6 +31,7 @@ def requests_for(site, store, name: str) -> int:
     return len(site.site.log) - before
 
 
+@pytest.mark.slow  # 36 MiB over loopback; engine/remote is not in the mutation run's set, nothing else is lost
 def test_the_last_32_mib_read_are_kept_and_older_ranges_fetched_again(site):
     site.site.files["/m.safetensors"] = save_safetensors(TENSORS)
     with open_store(site.url("/m.safetensors")) as store:

@@ -33,8 +33,8 @@ def test_an_rmsprop_record_loads_field_by_field(tmp_path):
     item = {id_text(5): v1(2, {"square_avg": {"square_avg": Data(w)},
                                "centered": {"grad_avg": Data(w + 1), "avg": Data(w + 2)},
                                "momentum": {"buf": Data(w + 3)}}),
-            id_text(6): v1(1, {"square_avg": {"square_avg": Data(w[0])}, "centered": {"grad_avg": Unit, "avg": Data(w[1])},
-                               "momentum": Unit})}
+            id_text(6): v1(1, {"square_avg": {"square_avg": Data(w[0])},
+                               "centered": {"grad_avg": Unit, "avg": Data(w[1])}, "momentum": Unit})}
     write_record(tmp_path, "rmsprop", item, Settings())
     assert main(["migrate", str(tmp_path), "-q"]) == 0
     with open_store(tmp_path / "rmsprop.bpk") as store:

@@ -61,14 +61,15 @@ def test_4096_class_source_files_are_read_and_one_more_is_refused(tmp_path: Path
 def test_64_mib_of_class_sources_are_read_and_one_byte_more_is_refused(tmp_path: Path) -> None:
     root = ROOT_SOURCE + b"#" * (64 * MiB - len(ROOT_SOURCE) - 1) + b"\n"  # exactly 64 MiB
     with open_store(forged(tmp_path / "at.pt", 1, root, {"m0": b""})) as store:
-        assert store.values == {"__class__": "__torch__.root.R", "training": True, "a0": {"__class__": "__torch__.m0.C"}}
+        assert store.values == {"__class__": "__torch__.root.R", "training": True,
+                                "a0": {"__class__": "__torch__.m0.C"}}
     with pytest.raises(FormatError) as caught:
         open_store(forged(tmp_path / "over.pt", 1, root, {"m0": b"\n"}))
     assert str(caught.value) == f"over.pt: the TorchScript archive's class sources exceed {64 * MiB} bytes"
 
 
 def test_a_class_source_inflates_within_the_bounds_of_data_pkl(tmp_path: Path) -> None:
-    """Past 16 MiB a deflated member may expand at most 64 times, as data.pkl may (its own tests: test_limits_promises.py)."""
+    """Past 16 MiB a deflated member may expand at most 64 times, as data.pkl may (test_limits_promises.py)."""
     root = ROOT_SOURCE + b"#" * (17 * MiB) + b"\n"  # deflates about 1,000 to 1
     with pytest.raises(FormatError) as caught:
         open_store(forged(tmp_path / "bomb.pt", 0, root, root_compression=zipfile.ZIP_DEFLATED))
