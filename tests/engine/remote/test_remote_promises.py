@@ -77,7 +77,8 @@ What is cached where:
 - a remote `.gz` record's inflated copy is removed when it is closed -> test_remote_gz_record_cleanup.py (whole module;
   checked); in the window, when its tab closes -> gui/test_window_gap_promises.py::test_closing_the_tab_of_a_gz_record_removes_its_temporary_copy (checked)
 - the window remembers addresses, Clear Recent Files forgets them ->
-  here::test_the_last_ten_addresses_are_remembered_and_clear_recent_forgets_them
+  here::test_the_last_ten_addresses_are_remembered_and_clear_recent_forgets_them; never a token ->
+  gui/test_remembered_addresses_no_token.py (whole module; checked)
 - the Hub's download cache is neither used nor filled -> here::test_the_hubs_download_cache_is_neither_used_nor_filled
 """
 
