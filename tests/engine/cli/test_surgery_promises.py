@@ -47,7 +47,9 @@ Module types and guesses:
   (`tokens`, `embed_out`, `act`, `final_norm`, BERT's `embeddings.LayerNorm`, UNet's `time_embed.0`) ->
   surgery/test_modules.py (whole module), surgery/test_guesses.py (whole module), surgery/test_modules_words_exact.py
   (its own pairs), cli/test_convert_trust.py (the LayerNorm and time_embed cases)
-- every tensor resting on a guess is listed, one line each -> cli/test_convert_trust.py::test_tensors_resting_on_a_name_are_reported_after_the_summary
+- every tensor resting on a guess is listed, one line each -> cli/test_convert_trust.py::test_tensors_resting_on_a_name_are_reported_after_the_summary;
+  by `--dry-run` too -> cli/test_convert_words_exact.py::test_strict_lists_each_guess_once,
+  cli/test_convert_words_exact.py::test_a_written_conversion_lists_its_guesses
 - `--module PATH=TYPE` settles a module, any case -> cli/test_convert_trust.py::test_module_flags_settle_the_guesses_and_change_the_bytes,
   surgery/test_modules.py::test_module_types_are_read_in_any_case; an unknown type is exit 2 ->
   cli/test_convert_trust.py::test_an_unknown_module_type_is_a_usage_error
