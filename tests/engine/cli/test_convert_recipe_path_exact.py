@@ -10,8 +10,9 @@ Promises (README "Command line", "Metadata and recipes", "Model surgery") -> tes
   test_a_template_names_a_bin_records_parameters_in_a_conversion
 - a source's fields travel under the names the output format keeps (SafeTensors' ``format`` stays between
   SafeTensors files), a single Burnpack's scalars survive into Burnpack ->
-  test_metadata_kept_by_the_formats_own_names_through_a_recipe, test_a_burnpacks_scalars_survive_a_recipe
-- the progress line names the file written, and ``-q`` silences it ->
+  test_metadata_kept_by_the_formats_own_names_through_a_recipe, test_a_burnpacks_scalars_survive_a_recipe (and a
+  plain copy)
+- the progress line names the file written, and ``-q`` silences it (with surgery flags or without) ->
   test_the_progress_line_names_the_output_on_a_terminal, test_quiet_draws_nothing_on_a_terminal
 """
 
@@ -103,26 +104,33 @@ def test_metadata_kept_by_the_formats_own_names_through_a_recipe(model, tmp_path
             "format": "pt", "producer": "store-studio"}
 
 
-def test_a_burnpacks_scalars_survive_a_recipe(tmp_path):
+@pytest.mark.parametrize("surgery", [["--exclude", "^v$"], []], ids=["recipe", "copy"])
+def test_a_burnpacks_scalars_survive_a_recipe(tmp_path, surgery):
     source = tmp_path / "s.bpk"
     plan([ArrayStore({"w": np.ones(2, np.float32), "v": np.zeros(1, np.float32)})]).export(
         source, scalars={"lr": {"Float": 0.5}, "step": {"UInt": 7}})
     out = tmp_path / "o.bpk"
-    assert convert(source, out, "--exclude", "^v$", "-q") == 0
+    assert convert(source, out, *surgery, "-q") == 0
     with open_store(out) as store:
-        assert store.names == ["w"] and store.scalars == {"lr": {"Float": 0.5}, "step": {"UInt": 7}}
+        assert store.names == (["w"] if surgery else ["w", "v"])
+        assert store.scalars == {"lr": {"Float": 0.5}, "step": {"UInt": 7}}
         assert store.metadata["version"] == engine.__version__
 
 
-def test_the_progress_line_names_the_output_on_a_terminal(model, tmp_path, monkeypatch):
+SURGERY_OR_NOT = pytest.mark.parametrize(("surgery", "size"), [(["--exclude", "^b$"], "12 B"), ([], "20 B")],
+                                         ids=["recipe", "copy"])
+
+
+@SURGERY_OR_NOT
+def test_the_progress_line_names_the_output_on_a_terminal(model, tmp_path, monkeypatch, surgery, size):
     out = tmp_path / "o.bpk"
-    shown = cli_on_a_terminal(monkeypatch, ["convert", str(model), str(out), "--exclude", "^b$"])
+    shown = cli_on_a_terminal(monkeypatch, ["convert", str(model), str(out), *surgery])
     assert shown.startswith("\r\x1b[Kwriting o.bpk  ")
     assert shown.endswith(f"\r\x1b[Kwrote {out}\r\n")
-    assert "12 B of 12 B (100%)" in shown
+    assert f"{size} of {size} (100%)" in shown
 
 
-def test_quiet_draws_nothing_on_a_terminal(model, tmp_path, monkeypatch):
+@SURGERY_OR_NOT
+def test_quiet_draws_nothing_on_a_terminal(model, tmp_path, monkeypatch, surgery, size):
     out = tmp_path / "o.bpk"
-    assert cli_on_a_terminal(monkeypatch, ["convert", str(model), str(out), "--exclude", "^b$", "-q"]) == \
-        f"wrote {out}\r\n"
+    assert cli_on_a_terminal(monkeypatch, ["convert", str(model), str(out), *surgery, "-q"]) == f"wrote {out}\r\n"
