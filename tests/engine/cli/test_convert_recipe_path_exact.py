@@ -14,6 +14,8 @@ Promises (README "Command line", "Metadata and recipes", "Model surgery") -> tes
   plain copy)
 - the progress line names the file written, and ``-q`` silences it (with surgery flags or without) ->
   test_the_progress_line_names_the_output_on_a_terminal, test_quiet_draws_nothing_on_a_terminal
+- ``--top-level-key`` on a file that is not a PyTorch checkpoint is an error naming the file, not ignored ->
+  test_a_top_level_key_on_a_file_that_is_not_pytorch_is_refused_in_words
 """
 
 from __future__ import annotations
@@ -134,3 +136,11 @@ def test_the_progress_line_names_the_output_on_a_terminal(model, tmp_path, monke
 def test_quiet_draws_nothing_on_a_terminal(model, tmp_path, monkeypatch, surgery, size):
     out = tmp_path / "o.bpk"
     assert cli_on_a_terminal(monkeypatch, ["convert", str(model), str(out), *surgery, "-q"]) == f"wrote {out}\r\n"
+
+
+@pytest.mark.parametrize("surgery", [["--exclude", "^b$"], []], ids=["recipe", "copy"])
+def test_a_top_level_key_on_a_file_that_is_not_pytorch_is_refused_in_words(model, tmp_path, capsys, surgery):
+    assert convert(model, tmp_path / "o.bpk", "--top-level-key", "model", *surgery) == 1
+    assert capsys.readouterr().err == (f"store-studio: {model.name}: is a safetensors file: --top-level-key 'model' only "
+                                       "picks a branch of a PyTorch checkpoint (drop the flag)\n")
+    assert not (tmp_path / "o.bpk").exists()
