@@ -10,8 +10,8 @@ reach those stand-ins, which build descriptors and placeholders. Nothing is impo
 from __future__ import annotations
 
 import codecs
+import functools
 import os
-import pickletools
 import struct
 from typing import Any, Callable
 
@@ -162,7 +162,7 @@ class _Machine:
                 raise
             except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
                     UnicodeDecodeError, RecursionError, MemoryError) as exc:
-                name = _NAMES.get(code, repr(code))
+                name = opcode_name(code)
                 raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
 
     def run_in_memory(self, data: bytes) -> Any:
@@ -248,7 +248,7 @@ class _Machine:
                 raise
             except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
                     UnicodeDecodeError, RecursionError, MemoryError) as exc:
-                name = _NAMES.get(bytes((code,)), repr(bytes((code,))))
+                name = opcode_name(bytes((code,)))
                 raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
 
     # --- stack helpers --------------------------------------------------------------------
@@ -375,6 +375,15 @@ _NESTED = {tuple, list, dict, set, frozenset}
 # Protocol 2 (torch.save's) names the builtins by their Python 2 module, __builtin__.
 _HASHING_CALLS = {"builtins.set", "builtins.frozenset", "__builtin__.set", "__builtin__.frozenset",
                   "collections.OrderedDict"}
+
+
+@functools.cache
+def opcode_name(code: bytes) -> str:
+    """The opcode's name a message gives (``BINUNICODE``), or the byte itself for an opcode pickle has not.
+    pickletools (and the pickle module under it) is imported only for such a message: a tenth of opening a
+    ``.pt`` went to importing it for a table every good file leaves unread."""
+    import pickletools
+    return next((op.name for op in pickletools.opcodes if op.code.encode("latin-1") == code), repr(code))
 
 
 def _text(raw: bytes) -> str:
@@ -691,7 +700,6 @@ _OPCODES: dict[bytes, Callable[[_Machine], Any]] = {
     b"p": _put(None), b"q": _put("<B"), b"r": _put("<I"), b"\x94": _op_memoize,
 }
 
-_NAMES = {op.code.encode("latin-1"): op.name for op in pickletools.opcodes}
 _BY_CODE: list[Callable[[_Machine], Any] | None] = [_OPCODES.get(bytes((code,))) for code in range(256)]
 _MISSING = object()
 _U16, _U32, _I32 = (struct.Struct(fmt).unpack_from for fmt in ("<H", "<I", "<i"))
