@@ -6,7 +6,6 @@ names, ranges that match dtype x shape and tile the buffer with no gap and no ov
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import os
@@ -257,7 +256,9 @@ def _describe_bad(name: str, desc: Any) -> str:
 
 
 def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True) -> Any:
-    """Parse JSON; ``strict`` also refuses a key given twice (slower: a Python hook per object)."""
+    """Parse JSON; ``strict`` also refuses a key given twice (slower: a Python hook per object). Only a header
+    msgspec's fast path leaves (or a shard index) comes here, so ``json`` is imported here, not at start-up."""
+    import json
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for key, value in pairs:
@@ -389,6 +390,7 @@ def _shard_path(index: Path, shard_name: str) -> str:
 
 def layout(items: Sequence[TensorSource], metadata: dict[str, str]) -> tuple[bytes, list[int]]:
     """The header bytes (length, JSON padded with spaces to 8 bytes) and each item's file offset."""
+    import json  # here: only writing SafeTensors needs it
     header: dict[str, Any] = {}
     if metadata:
         header[METADATA_KEY] = dict(metadata)
