@@ -35,7 +35,7 @@ def open_store(where: "str | os.PathLike | RemoteLocation | ByteSource", **optio
     ``where`` is a path, an ``http(s)://`` or ``hf://`` URL, or a byte source already open (which
     the store then owns). Every format reads through the source, so all of them open remotely.
     """
-    unknown = set(options) - OPTIONS
+    unknown = set(options) - OPTIONS if options else None
     if unknown:
         raise TypeError(f"unknown open option(s): {', '.join(sorted(unknown))}")
     source = open_source(where)

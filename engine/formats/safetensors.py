@@ -59,18 +59,24 @@ def open(where: "str | os.PathLike | ByteSource", **options: Any) -> Store:
     """A SafeTensors file, or a sharded index (SafeTensors or PyTorch shards) as one store."""
     mapped = open_source(where)
     try:
-        if mapped.pread(0, min(mapped.size, 9), "the header")[8:9] != b"{":
+        first = mapped.pread(0, min(mapped.size, 9), "the header")
+        if first[8:9] != b"{":
             return _open_index(mapped)
-        entries, metadata = _parse(mapped)
+        entries, metadata = _parse(mapped, struct.unpack_from("<Q", first)[0])
     except BaseException:
         mapped.close()
         raise
     return SafeTensorsStore(mapped.path, entries, mapped, metadata=metadata, names_checked=True)
 
 
-def _parse(mapped: ByteSource) -> tuple[list[TensorEntry], dict[str, str]]:
+def _header_size(mapped: ByteSource) -> int:
+    """The u64 a SafeTensors file starts with (a file of fewer than 8 bytes is truncated)."""
+    return struct.unpack("<Q", mapped.pread(0, 8, "the 8-byte header length"))[0]
+
+
+def _parse(mapped: ByteSource, size: int) -> tuple[list[TensorEntry], dict[str, str]]:
+    """The entries and metadata of a header of ``size`` bytes (the u64 the file starts with)."""
     path = mapped.path
-    (size,) = struct.unpack("<Q", mapped.pread(0, 8, "the 8-byte header length"))
     if size > MAX_HEADER:
         raise FormatError(path, f"header claims {size} bytes, over the limit of {MAX_HEADER}")
     raw = mapped.pread(8, size, f"the {size}-byte header")
@@ -337,7 +343,7 @@ def _open_index(index_file: ByteSource) -> Store:
             shards.append(mapped)
             if not sniff(mapped.pread(0, min(mapped.size, 9), "the shard's header")) and not entries:
                 return _open_other_shards(index_file, shards.pop(), wanted, metadata)
-            shard_entries, shard_meta = _parse(mapped)
+            shard_entries, shard_meta = _parse(mapped, _header_size(mapped))
             for key, value in shard_meta.items():
                 metadata.setdefault(key, value)
             for entry in shard_entries:
