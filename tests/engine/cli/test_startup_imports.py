@@ -35,6 +35,7 @@ def test_version_loads_neither_numpy_nor_qt():
     report = probe("--version")
     assert report["code"] == 0 and report["out"].startswith("store-studio ")
     assert not {"numpy", "ml_dtypes", "PySide6", "gui.app"} & set(report["modules"])
+    assert not {"msgspec", "dataclasses", "engine.store"} & set(report["modules"])  # error types name locations only
 
 
 def test_inspect_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_path):
