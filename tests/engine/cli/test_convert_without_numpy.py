@@ -35,7 +35,8 @@ print(json.dumps({"code": code, "out": out.getvalue(), "modules": modules}))
 NOT_NEEDED = {"numpy", "ml_dtypes", "PySide6", "engine.surgery", "engine.chunked", "engine.stats"}
 # What a plain conversion's start-up no longer pays for (issue 23: against cp, start-up is what it adds):
 # `dataclasses` (a frozen dataclass compiled its methods at import), `pickletools` and `tarfile` (a zip
-# `.pt` needs neither), json (only writing SafeTensors needs it) and the readers of the other formats.
+# `.pt` needs neither), json (only writing SafeTensors needs it), cbor2 (only reading a Burnpack header needs
+# it) and the readers of the other formats.
 START_UP_CUT = {"dataclasses", "pickletools", "tarfile"}
 READERS = {"pt": "engine.formats.pytorch", "mpk": "engine.formats.burn_record"}
 
@@ -43,7 +44,8 @@ READERS = {"pt": "engine.formats.pytorch", "mpk": "engine.formats.burn_record"}
 def not_needed_for(source: str, target: str) -> set[str]:
     """The modules converting ``source`` to ``target`` as it is must leave unimported."""
     others = {module for fmt, module in READERS.items() if fmt != source}
-    return NOT_NEEDED | START_UP_CUT | others | ({"json"} if target != "safetensors" else set())
+    return (NOT_NEEDED | START_UP_CUT | others | ({"json"} if target != "safetensors" else set())
+            | ({"cbor2"} if source != "bpk" else set()))
 VALUES = {"embed.weight": np.arange(12, dtype="<f4").reshape(3, 4) / 7, "embed.bias": np.array([-1.5, 2.25], "<f2"),
           "steps": np.arange(-3, 3, dtype="<i8").reshape(2, 3), "mask": np.array([True, False, True]),
           "half": np.array([0.5, -3.0, 1e4], dtype=ml_dtypes.bfloat16)}
