@@ -89,6 +89,7 @@ def converted_values(path: Path) -> dict[str, np.ndarray]:
         return {name: np.array(store.read(name)) for name in store.names}
 
 
+@pytest.mark.child
 @pytest.mark.parametrize("source, target", [("pt", "bpk"), ("safetensors", "bpk"), ("bpk", "safetensors"),
                                             ("mpk", "bpk")])
 def test_a_plain_conversion_imports_only_what_it_needs_and_writes_the_same_bytes(tmp_path, source, target):
@@ -114,6 +115,7 @@ def test_a_plain_conversion_imports_only_what_it_needs_and_writes_the_same_bytes
         assert written[name].tobytes() == expected.tobytes()
 
 
+@pytest.mark.child
 def test_touching_values_still_loads_numpy_where_needed(tmp_path):
     """The other half of the promise: a cast reads values, so numpy is imported for it, and it still works."""
     src, out = tmp_path / "model.safetensors", tmp_path / "model.bpk"
@@ -126,6 +128,7 @@ def test_touching_values_still_loads_numpy_where_needed(tmp_path):
         assert store.read("layers.0.weight").tolist() == F32_ONLY["layers.0.weight"].astype("<f2").tolist()
 
 
+@pytest.mark.child
 def test_inspect_of_a_file_lists_it_without_numpy(tmp_path):
     src = tmp_path / "model.safetensors"
     save_file(F32_ONLY, src)
