@@ -20,13 +20,15 @@ FIELDS = ("name", "dtype", "ndim", "shape", "numel", "module")
 OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "contains", "matches", "in")
 
 
-@lru_cache(maxsize=4096)
 def compile_pattern(pattern: str, rule: str) -> re.Pattern[str]:
     """Compile once per (pattern, rule); the error names the rule the pattern belongs to."""
     try:
         return re.compile(pattern)
     except re.error as exc:
         raise RecipeError(f"{rule}: invalid regex {quoted(pattern)}: {exc}") from None
+
+
+compile_pattern = lru_cache(maxsize=4096)(compile_pattern)  # not a decorator: mutmut skips decorated functions
 
 
 @dataclass(frozen=True)

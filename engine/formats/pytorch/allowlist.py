@@ -9,6 +9,7 @@ and plain values; the real torch, numpy or builtin callable is never imported or
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import TYPE_CHECKING, Any, Callable
@@ -90,7 +91,7 @@ class Placeholder:
 
 
 def resolve(path: str | os.PathLike, module: str, name: str) -> Global:
-    found = ALLOWED.get((module, name))
+    found = allowed().get((module, name))
     if found is not None:
         return found
     qualname = f"{module}.{name}"
@@ -270,7 +271,7 @@ class NumpyArray(Buildable):
 
 def _reconstruct(path: str | os.PathLike, args: tuple) -> NumpyArray:
     cls = _args(args, 3, 3, "numpy _reconstruct")[0]
-    if cls is not ALLOWED[("numpy", "ndarray")]:
+    if cls is not allowed()[("numpy", "ndarray")]:
         raise ValueError(f"numpy _reconstruct of {cls!r:.80}, not numpy.ndarray")
     return NumpyArray()
 
@@ -372,4 +373,8 @@ def _table() -> dict[tuple[str, str], Global]:
     return table
 
 
-ALLOWED = _table()
+@functools.cache
+def allowed() -> dict[tuple[str, str], Global]:
+    """The table, built on the first global a pickle names rather than as the module loads: a file that is not
+    a checkpoint never pays for it, and a mutation run's forked children build it with their mutant active."""
+    return _table()

@@ -10,8 +10,8 @@ reach those stand-ins, which build descriptors and placeholders. Nothing is impo
 from __future__ import annotations
 
 import codecs
+import functools
 import os
-import pickletools
 import struct
 from typing import Any, Callable
 
@@ -146,7 +146,7 @@ class _Machine:
         if self.stream.data is not None:
             return self.run_in_memory(self.stream.data)
         stream = self.stream
-        read, handlers = stream.read, _OPCODES.get
+        read, handlers = stream.read, _opcodes().get
         while True:
             start = stream.pos
             code = read(1)
@@ -162,7 +162,7 @@ class _Machine:
                 raise
             except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
                     UnicodeDecodeError, RecursionError, MemoryError) as exc:
-                name = _NAMES.get(code, repr(code))
+                name = opcode_name(code)
                 raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
 
     def run_in_memory(self, data: bytes) -> Any:
@@ -234,7 +234,7 @@ class _Machine:
                     if code < 0:
                         stream.pos = start
                         stream.read(1)  # past the end: the stream's own message
-                    handler = _BY_CODE[code]
+                    handler = _by_code()[code]
                     if handler is None:
                         raise FormatError(self.path, f"{stream.what} has an unknown opcode {bytes((code,))!r} at "
                                                      f"byte {start}")
@@ -248,7 +248,7 @@ class _Machine:
                 raise
             except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
                     UnicodeDecodeError, RecursionError, MemoryError) as exc:
-                name = _NAMES.get(bytes((code,)), repr(bytes((code,))))
+                name = opcode_name(bytes((code,)))
                 raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
 
     # --- stack helpers --------------------------------------------------------------------
@@ -375,6 +375,15 @@ _NESTED = {tuple, list, dict, set, frozenset}
 # Protocol 2 (torch.save's) names the builtins by their Python 2 module, __builtin__.
 _HASHING_CALLS = {"builtins.set", "builtins.frozenset", "__builtin__.set", "__builtin__.frozenset",
                   "collections.OrderedDict"}
+
+
+@functools.cache
+def opcode_name(code: bytes) -> str:
+    """The opcode's name a message gives (``BINUNICODE``), or the byte itself for an opcode pickle has not.
+    pickletools (with the pickle module under it, 3-7 ms of CPU) is imported only for such a message, not by
+    every conversion of a ``.pt``."""
+    import pickletools
+    return next((op.name for op in pickletools.opcodes if op.code.encode("latin-1") == code), repr(code))
 
 
 def _text(raw: bytes) -> str:
@@ -663,36 +672,45 @@ def _float_line(m: _Machine) -> float:
     return float(m.stream.readline())
 
 
-_OPCODES: dict[bytes, Callable[[_Machine], Any]] = {
-    b"(": _op_mark, b".": _op_stop, b"0": _op_pop, b"1": _op_pop_mark, b"2": _op_dup,
-    b"F": _push(_float_line), b"G": _push(lambda m: struct.unpack(">d", m.stream.read(8))[0]),
-    b"I": _push(_int_line), b"J": _push(lambda m: m.int_arg("<i")), b"K": _push(lambda m: m.int_arg("<B")),
-    b"M": _push(lambda m: m.int_arg("<H")), b"L": _push(_long_line),
-    b"\x8a": _push(lambda m: _long_bytes(m, "<B")), b"\x8b": _push(lambda m: _long_bytes(m, "<i")),
-    b"N": _push(lambda m: None), b"\x88": _push(lambda m: True), b"\x89": _push(lambda m: False),
-    b"S": _push(lambda m: _quoted(m.stream.readline())),
-    b"T": _push(lambda m: _text(_sized("<i")(m))), b"U": _push(lambda m: _text(_sized("<B")(m))),
-    b"V": _push(lambda m: m.stream.readline().decode("raw_unicode_escape")),
-    b"X": _push(lambda m: _sized("<I")(m).decode("utf-8", "surrogatepass")),
-    b"\x8c": _push(lambda m: _sized("<B")(m).decode("utf-8", "surrogatepass")),
-    b"\x8d": _push(lambda m: _sized("<Q")(m).decode("utf-8", "surrogatepass")),
-    b"B": _push(_sized("<I")), b"C": _push(_sized("<B")), b"\x8e": _push(_sized("<Q")),
-    b"\x96": _push(_sized("<Q")),
-    b"P": _op_persid, b"Q": _op_binpersid, b"R": _op_reduce, b"\x81": _op_newobj, b"\x92": _op_newobj_ex,
-    b"c": _op_global, b"\x93": _op_stack_global, b"i": _op_inst, b"o": _op_obj, b"b": _op_build,
-    b"\x82": _op_ext("<B"), b"\x83": _op_ext("<H"), b"\x84": _op_ext("<i"),
-    b"\x97": _op_buffer, b"\x98": _op_buffer,
-    b"\x80": _op_proto, b"\x95": _op_frame,
-    b"t": _op_tuple, b")": _push(lambda m: ()), b"\x85": _tuple_n(1), b"\x86": _tuple_n(2), b"\x87": _tuple_n(3),
-    b"l": _op_list, b"]": _push(lambda m: []), b"d": _op_dict, b"}": _push(lambda m: {}),
-    b"\x8f": _push(lambda m: set()), b"\x91": _op_frozenset,
-    b"a": _op_append, b"e": _op_appends, b"s": _op_setitem, b"u": _op_setitems, b"\x90": _op_additems,
-    b"g": _get(None), b"h": _get("<B"), b"j": _get("<I"),
-    b"p": _put(None), b"q": _put("<B"), b"r": _put("<I"), b"\x94": _op_memoize,
-}
+@functools.cache
+def _opcodes() -> dict[bytes, Callable[[_Machine], Any]]:
+    """Each opcode's handler, made on the first load rather than as the module loads: a conversion that reads
+    no pickle never builds it, and a mutation run's forked children build the factories' mutants active."""
+    return {
+        b"(": _op_mark, b".": _op_stop, b"0": _op_pop, b"1": _op_pop_mark, b"2": _op_dup,
+        b"F": _push(_float_line), b"G": _push(lambda m: struct.unpack(">d", m.stream.read(8))[0]),
+        b"I": _push(_int_line), b"J": _push(lambda m: m.int_arg("<i")), b"K": _push(lambda m: m.int_arg("<B")),
+        b"M": _push(lambda m: m.int_arg("<H")), b"L": _push(_long_line),
+        b"\x8a": _push(lambda m: _long_bytes(m, "<B")), b"\x8b": _push(lambda m: _long_bytes(m, "<i")),
+        b"N": _push(lambda m: None), b"\x88": _push(lambda m: True), b"\x89": _push(lambda m: False),
+        b"S": _push(lambda m: _quoted(m.stream.readline())),
+        b"T": _push(lambda m: _text(_sized("<i")(m))), b"U": _push(lambda m: _text(_sized("<B")(m))),
+        b"V": _push(lambda m: m.stream.readline().decode("raw_unicode_escape")),
+        b"X": _push(lambda m: _sized("<I")(m).decode("utf-8", "surrogatepass")),
+        b"\x8c": _push(lambda m: _sized("<B")(m).decode("utf-8", "surrogatepass")),
+        b"\x8d": _push(lambda m: _sized("<Q")(m).decode("utf-8", "surrogatepass")),
+        b"B": _push(_sized("<I")), b"C": _push(_sized("<B")), b"\x8e": _push(_sized("<Q")),
+        b"\x96": _push(_sized("<Q")),
+        b"P": _op_persid, b"Q": _op_binpersid, b"R": _op_reduce, b"\x81": _op_newobj, b"\x92": _op_newobj_ex,
+        b"c": _op_global, b"\x93": _op_stack_global, b"i": _op_inst, b"o": _op_obj, b"b": _op_build,
+        b"\x82": _op_ext("<B"), b"\x83": _op_ext("<H"), b"\x84": _op_ext("<i"),
+        b"\x97": _op_buffer, b"\x98": _op_buffer,
+        b"\x80": _op_proto, b"\x95": _op_frame,
+        b"t": _op_tuple, b")": _push(lambda m: ()), b"\x85": _tuple_n(1), b"\x86": _tuple_n(2), b"\x87": _tuple_n(3),
+        b"l": _op_list, b"]": _push(lambda m: []), b"d": _op_dict, b"}": _push(lambda m: {}),
+        b"\x8f": _push(lambda m: set()), b"\x91": _op_frozenset,
+        b"a": _op_append, b"e": _op_appends, b"s": _op_setitem, b"u": _op_setitems, b"\x90": _op_additems,
+        b"g": _get(None), b"h": _get("<B"), b"j": _get("<I"),
+        b"p": _put(None), b"q": _put("<B"), b"r": _put("<I"), b"\x94": _op_memoize,
+    }
 
-_NAMES = {op.code.encode("latin-1"): op.name for op in pickletools.opcodes}
-_BY_CODE: list[Callable[[_Machine], Any] | None] = [_OPCODES.get(bytes((code,))) for code in range(256)]
+
+@functools.cache
+def _by_code() -> list[Callable[[_Machine], Any] | None]:
+    """The handlers indexed by opcode byte, for the in-memory loop."""
+    return [_opcodes().get(bytes((code,))) for code in range(256)]
+
+
 _MISSING = object()
 _U16, _U32, _I32 = (struct.Struct(fmt).unpack_from for fmt in ("<H", "<I", "<i"))
 (_MARK, _TUPLE, _EMPTY_TUPLE, _TUPLE1, _TUPLE3, _BININT, _BININT1, _BININT2, _BINUNICODE, _BINGET, _LONG_BINGET,

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from engine import ArrayStore, export, open_store
 from engine.samples import SAMPLES
@@ -16,6 +17,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gui.launch", *args], capture_output=True, text=True)
 
 
+@pytest.mark.child
 def test_inspect_lists_tensors_and_totals():
     result = run("inspect", str(SAMPLES / "sample_cnn.bpk"))
     assert result.returncode == 0
@@ -23,6 +25,7 @@ def test_inspect_lists_tensors_and_totals():
     assert "16 tensors" in result.stdout and "producer = store-studio" in result.stdout
 
 
+@pytest.mark.child
 def test_inspect_json_is_machine_readable():
     result = run("inspect", "--json", str(SAMPLES / "sample_cnn.safetensors"))
     doc = json.loads(result.stdout)
@@ -31,6 +34,7 @@ def test_inspect_json_is_machine_readable():
     assert fc == {"name": "fc1.weight", "dtype": "F32", "shape": [128, 800], "parameters": 102400, "bytes": 409600}
 
 
+@pytest.mark.child
 def test_convert_writes_a_readable_file(tmp_path):
     out = tmp_path / "out.safetensors"
     result = run("convert", str(SAMPLES / "sample_cnn.bpk"), str(out), "--metadata", "who=me")
@@ -41,6 +45,7 @@ def test_convert_writes_a_readable_file(tmp_path):
         np.testing.assert_array_equal(converted.read("fc1.weight"), source.read("fc1.weight"))
 
 
+@pytest.mark.child
 def test_convert_refuses_to_overwrite_with_one_line(tmp_path):
     out = tmp_path / "out.bpk"
     out.write_bytes(b"x")
@@ -49,6 +54,7 @@ def test_convert_refuses_to_overwrite_with_one_line(tmp_path):
     assert run("convert", str(SAMPLES / "sample_cnn.bpk"), str(out), "--overwrite").returncode == 0
 
 
+@pytest.mark.child
 def test_a_broken_file_is_exit_1_with_one_line_naming_it(tmp_path):
     bad = tmp_path / "broken.bpk"
     bad.write_bytes(b"NRUB\x01\x00\xff\xff\xff\x00")
@@ -57,11 +63,13 @@ def test_a_broken_file_is_exit_1_with_one_line_naming_it(tmp_path):
     assert result.stderr.startswith("store-studio: broken.bpk:") and "Traceback" not in result.stderr
 
 
+@pytest.mark.child
 def test_usage_errors_are_exit_2():
     assert run("convert", "only-one-arg").returncode == 2
     assert run("inspect", "--no-such-flag", "x").returncode == 2
 
 
+@pytest.mark.child
 def test_convert_format_flag_overrides_the_extension(tmp_path):
     export(ArrayStore({"a": np.ones(2, np.float32)}).entries, tmp_path / "a.bpk")
     out = tmp_path / "weights.bin"

@@ -60,6 +60,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from engine import ArrayStore, export, open_store
@@ -98,6 +99,7 @@ def test_inspect_top_level_key_lists_only_that_branch(tmp_path, capsys):
     assert [t["name"] for t in doc["tensors"]] == ["w", "v"] and doc["totals"]["parameters"] == 3
 
 
+@pytest.mark.child
 def test_a_destination_of_no_known_extension_is_a_usage_error(tmp_path):
     source = export(ArrayStore({"w": np.ones(2, np.float32)}).entries, tmp_path / "a.bpk")
     result = store_studio("convert", str(source), str(tmp_path / "model.weights"))
@@ -116,6 +118,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.child
 def test_ctrl_c_during_convert_leaves_out_as_it_was_and_exits_130(tmp_path):
     source = export(ArrayStore({f"w{i}": np.full((64, 64), i, np.float32) for i in range(4)}).entries,
                     tmp_path / "src.safetensors")
@@ -130,6 +133,7 @@ def test_ctrl_c_during_convert_leaves_out_as_it_was_and_exits_130(tmp_path):
 
 
 
+@pytest.mark.child
 def test_migrate_draws_a_progress_line_on_a_terminal_and_q_silences_it(tmp_path):
     item, _ = model_item()
     for name in ("loud", "quiet"):

@@ -1,6 +1,7 @@
 """``store-studio convert`` with surgery flags, recipes, dry runs and templates, on real files."""
 
 import numpy as np
+import pytest
 
 from engine import ArrayStore, export, open_store
 from engine.cli import main
@@ -8,6 +9,7 @@ from engine.surgery import Recipe
 from cli_surgery_helpers import FIXTURES, fixture_as_safetensors, run
 
 
+@pytest.mark.child
 def test_adapter_and_contiguous_indices_write_burn_names(tmp_path):
     src = fixture_as_safetensors("non_contiguous_indexes/non_contiguous_indexes.pt", tmp_path / "fc.safetensors")
     assert main(["convert", str(src), str(tmp_path / "fc.bpk"), "--adapter", "pytorch-to-burn", "--contiguous-indices"]) == 0
@@ -16,6 +18,7 @@ def test_adapter_and_contiguous_indices_write_burn_names(tmp_path):
         assert "store_studio.recipe" in out.metadata
 
 
+@pytest.mark.child
 def test_chained_remaps_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     src = fixture_as_safetensors("key_remap_chained/key_remap.pt", tmp_path / "chain.safetensors")
     code = main(["convert", str(src), str(tmp_path / "out.bpk"), "--dry-run", "--adapter", "pytorch-to-burn",
@@ -30,6 +33,7 @@ def test_chained_remaps_dry_run_prints_the_plan_and_writes_nothing(tmp_path, cap
     assert "dropped bn.num_batches_tracked (filter: excluded by rule 1 ('num_batches_tracked'))" in out
 
 
+@pytest.mark.child
 def test_a_template_with_missing_tensors_exits_3_unless_partial(tmp_path):
     src = fixture_as_safetensors("linear/linear.pt", tmp_path / "lin.safetensors")
     export(ArrayStore({"fc1.weight": np.zeros((2, 3), np.float32), "fc1.bias": np.zeros(3, np.float32),
@@ -43,6 +47,7 @@ def test_a_template_with_missing_tensors_exits_3_unless_partial(tmp_path):
     assert run(*args, "--allow-partial").returncode == 0 and (tmp_path / "out.bpk").exists()
 
 
+@pytest.mark.child
 def test_saved_recipe_replays_to_the_same_tensors(tmp_path):
     src = fixture_as_safetensors("batch_norm/batch_norm2d.pt", tmp_path / "bn.safetensors")
     assert main(["convert", str(src), str(tmp_path / "a.bpk"), "--adapter", "pytorch-to-burn", "--cast", "f16",
@@ -69,6 +74,7 @@ def test_several_inputs_merge_later_ones_winning(tmp_path):
         assert sorted(out.names) == ["a", "w"]
 
 
+@pytest.mark.child
 def test_bad_remap_flag_is_a_usage_error_exit_2_with_one_line_naming_the_rule(tmp_path):
     src = fixture_as_safetensors("linear/linear.pt", tmp_path / "lin.safetensors")
     result = run("convert", str(src), str(tmp_path / "o.bpk"), "--remap", "fc(", "x")
@@ -76,6 +82,7 @@ def test_bad_remap_flag_is_a_usage_error_exit_2_with_one_line_naming_the_rule(tm
     assert result.stderr.strip().count("\n") == 0 and "remap rule 1 ('fc(' -> 'x')" in result.stderr
 
 
+@pytest.mark.child
 def test_conflicting_names_are_exit_1_and_write_nothing(tmp_path):
     src = fixture_as_safetensors("linear/linear.pt", tmp_path / "lin.safetensors")
     result = run("convert", str(src), str(tmp_path / "o.bpk"), "--remap", r"fc\d", "fc")
@@ -83,11 +90,13 @@ def test_conflicting_names_are_exit_1_and_write_nothing(tmp_path):
     assert not (tmp_path / "o.bpk").exists()
 
 
+@pytest.mark.child
 def test_usage_errors_stay_exit_2(tmp_path):
     assert run("convert", "only-one-arg").returncode == 2
     assert run("convert", "a", "b", "--cast", "f8").returncode == 2
 
 
+@pytest.mark.child
 def test_top_level_key_reads_one_branch_of_a_pytorch_checkpoint(tmp_path):
     assert main(["convert", str(FIXTURES / "top_level_key" / "top_level_key.pt"), str(tmp_path / "o.bpk"),
                  "--top-level-key", "my_state_dict"]) == 0

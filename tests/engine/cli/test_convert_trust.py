@@ -113,6 +113,7 @@ def test_module_flags_settle_the_guesses_and_change_the_bytes(net, tmp_path, cap
     assert "act.weight" not in out
 
 
+@pytest.mark.child
 def test_strict_refuses_while_a_guess_is_unsettled(net, tmp_path):
     path, _ = net
     result = run("convert", str(path), str(tmp_path / "o.safetensors"), "--adapter", "pytorch-to-burn",
@@ -122,6 +123,7 @@ def test_strict_refuses_while_a_guess_is_unsettled(net, tmp_path):
     assert "--strict: 2 tensors rest on a guess" in result.stderr
 
 
+@pytest.mark.child
 def test_an_unknown_module_type_is_a_usage_error(net, tmp_path):
     path, _ = net
     result = run("convert", str(path), str(tmp_path / "o.safetensors"), "--module", "tokens=Embeding")
@@ -179,6 +181,7 @@ def template(tmp_path):
     return path
 
 
+@pytest.mark.child
 def test_a_shape_mismatch_against_the_template_is_exit_3_and_writes_nothing(net, template, tmp_path):
     path, _ = net
     args = ["convert", str(path), str(tmp_path / "o.bpk"), "--include", "^fc", "--adapter", "pytorch-to-burn",
@@ -190,6 +193,7 @@ def test_a_shape_mismatch_against_the_template_is_exit_3_and_writes_nothing(net,
         assert "1 tensor has another shape than the template's" in result.stderr
 
 
+@pytest.mark.child
 def test_no_validate_writes_anyway_and_says_so(net, template, tmp_path):
     path, w = net
     result = run("convert", str(path), str(tmp_path / "o.bpk"), "--include", "^fc", "--adapter", "pytorch-to-burn",
@@ -201,6 +205,7 @@ def test_no_validate_writes_anyway_and_says_so(net, template, tmp_path):
 
 # --- no silent no-ops -----------------------------------------------------------------------------
 
+@pytest.mark.child
 def test_filters_leaving_nothing_are_exit_1_naming_the_filter(net, tmp_path):
     path, _ = net
     result = run("convert", str(path), str(tmp_path / "o.safetensors"), "--include", "^nothing")
@@ -208,6 +213,7 @@ def test_filters_leaving_nothing_are_exit_1_naming_the_filter(net, tmp_path):
     assert "include '^nothing'" in result.stderr and result.stderr.count("\n") == 1
 
 
+@pytest.mark.child
 def test_top_level_key_on_a_file_that_is_not_pytorch_is_exit_1(tmp_path):
     save_file({"w": np.ones(2, np.float32)}, str(tmp_path / "a.safetensors"))
     result = run("convert", str(tmp_path / "a.safetensors"), str(tmp_path / "o.bpk"), "--top-level-key", "state_dict")
@@ -215,6 +221,7 @@ def test_top_level_key_on_a_file_that_is_not_pytorch_is_exit_1(tmp_path):
     assert not (tmp_path / "o.bpk").exists()
 
 
+@pytest.mark.child
 def test_top_level_key_that_the_checkpoint_lacks_is_exit_1(net, tmp_path):
     path, _ = net
     torch.save({"state_dict": torch.load(path)}, tmp_path / "ckpt.pt")
@@ -222,6 +229,7 @@ def test_top_level_key_that_the_checkpoint_lacks_is_exit_1(net, tmp_path):
     assert result.returncode == 1 and "no top-level key 'model'" in result.stderr and not (tmp_path / "o.bpk").exists()
 
 
+@pytest.mark.child
 def test_cast_given_twice_is_a_usage_error(net, tmp_path):
     path, _ = net
     result = run("convert", str(path), str(tmp_path / "o.bpk"), "--cast", "f16", "--cast", "bf16")

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from engine import ArrayStore, export
 from engine.cli import main
@@ -34,6 +35,7 @@ def test_no_values_skips_the_statistics(tmp_path, capsys):
     assert tensor == {"name": "x", "status": "different", "dtype_a": "F32", "dtype_b": "F32", "shape_a": [2], "shape_b": [2]}
 
 
+@pytest.mark.child
 def test_a_source_and_its_converted_result_are_identical_through_the_recipe(tmp_path):
     src = fixture_as_safetensors("complex_nested/complex_nested.pt", tmp_path / "nested.safetensors")
     assert main(["convert", str(src), str(tmp_path / "out.bpk"), "--adapter", "pytorch-to-burn", "--cast", "f16",
@@ -46,6 +48,7 @@ def test_a_source_and_its_converted_result_are_identical_through_the_recipe(tmp_
     assert "only_in_a" in plain.stdout and "fc1.weight" in plain.stdout
 
 
+@pytest.mark.child
 def test_a_missing_file_is_exit_1_naming_it(tmp_path):
     result = run("diff", str(tmp_path / "nope.bpk"), str(tmp_path / "nope2.bpk"))
     assert result.returncode == 1 and "nope.bpk" in result.stderr

@@ -33,6 +33,7 @@ def write(path: Path, **arrays: np.ndarray) -> str:
     return str(path)
 
 
+@pytest.mark.child
 @pytest.mark.parametrize("flags, says", [
     (["--metadata", "nokv"], "--metadata wants KEY=VALUE, got 'nokv'"),
     (["--include", "("], "--include: invalid regex '('"),
@@ -45,21 +46,25 @@ def test_a_bad_flag_value_is_a_usage_error_exit_2(tmp_path, flags, says):
     assert not (tmp_path / "o.bpk").exists()
 
 
+@pytest.mark.child
 def test_a_pt_destination_is_a_usage_error_naming_format_and_saying_pt_cannot_be_written(tmp_path):
     error = one_line_error(store_studio("convert", SAMPLE, str(tmp_path / "model.pt")), 2)
     assert "model.pt" in error and "--format" in error and ".pt and .pth are read only" in error
 
 
+@pytest.mark.child
 def test_a_missing_input_is_exit_1_naming_the_folder_and_the_file(tmp_path):
     error = one_line_error(store_studio("inspect", str(tmp_path / "gone.bpk")), 1)
     assert error.startswith("store-studio: gone.bpk:") and str(tmp_path) in error
 
 
+@pytest.mark.child
 def test_a_missing_destination_folder_names_the_folder_and_the_file(tmp_path):
     error = one_line_error(store_studio("convert", SAMPLE, str(tmp_path / "no" / "out.bpk")), 1)
     assert "out.bpk" in error and f"the folder {tmp_path / 'no'} does not exist" in error
 
 
+@pytest.mark.child
 def test_an_existing_destination_says_use_overwrite(tmp_path):
     (tmp_path / "out.bpk").write_bytes(b"old")
     error = one_line_error(store_studio("convert", SAMPLE, str(tmp_path / "out.bpk")), 1)
@@ -67,6 +72,7 @@ def test_an_existing_destination_says_use_overwrite(tmp_path):
     assert (tmp_path / "out.bpk").read_bytes() == b"old"
 
 
+@pytest.mark.child
 def test_template_validation_is_exit_3_and_counts_one_tensor_in_the_singular(tmp_path):
     src = write(tmp_path / "a.safetensors", w=np.ones(2, np.float32))
     template = write(tmp_path / "t.bpk", w=np.ones(2, np.float32), extra=np.ones(1, np.float32))
@@ -77,6 +83,7 @@ def test_template_validation_is_exit_3_and_counts_one_tensor_in_the_singular(tmp
                         "--allow-partial").returncode == 0
 
 
+@pytest.mark.child
 def test_diff_exit_code_is_1_only_when_asked_and_something_differs(tmp_path):
     a = write(tmp_path / "a.safetensors", w=np.ones(2, np.float32))
     b = write(tmp_path / "b.bpk", w=np.array([1, 2], np.float32))
@@ -86,6 +93,7 @@ def test_diff_exit_code_is_1_only_when_asked_and_something_differs(tmp_path):
     assert store_studio("diff", a, same, "--exit-code").returncode == 0
 
 
+@pytest.mark.child
 def test_help_lists_the_exit_codes():
     result = store_studio("--help")
     assert result.returncode == 0
@@ -103,6 +111,7 @@ def bad_recipe(tmp_path: Path, text: str) -> str:
     return str(tmp_path / "r.json")
 
 
+@pytest.mark.child
 @pytest.mark.parametrize("case, flags, says", [
     ("save-recipe to a missing folder", lambda t: ["--save-recipe", str(t / "no" / "r.json")], "cannot save the recipe there"),
     ("save-recipe under a file", lambda t: ["--save-recipe", not_a_folder(t)], "cannot save the recipe there"),

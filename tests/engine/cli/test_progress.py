@@ -6,6 +6,8 @@ import io
 import subprocess
 import sys
 
+import pytest
+
 from engine.cli.progress import ERASE, ProgressLine
 from engine.samples import SAMPLES
 from terminal_helpers import stderr_on_a_pty
@@ -14,6 +16,7 @@ SAMPLE = str(SAMPLES / "sample_cnn.bpk")
 
 
 
+@pytest.mark.child
 def test_convert_draws_a_progress_line_on_a_terminal_and_erases_it(tmp_path):
     code, terminal = stderr_on_a_pty("convert", SAMPLE, str(tmp_path / "out.safetensors"))
     assert code == 0
@@ -22,18 +25,21 @@ def test_convert_draws_a_progress_line_on_a_terminal_and_erases_it(tmp_path):
     assert terminal.rstrip().endswith(f"{ERASE}wrote {tmp_path / 'out.safetensors'}")
 
 
+@pytest.mark.child
 def test_quiet_silences_the_progress_line_even_on_a_terminal(tmp_path):
     code, terminal = stderr_on_a_pty("convert", SAMPLE, str(tmp_path / "out.bpk"), "-q")
     assert code == 0
     assert "writing" not in terminal and ERASE not in terminal
 
 
+@pytest.mark.child
 def test_diff_draws_a_progress_line_on_a_terminal():
     code, terminal = stderr_on_a_pty("diff", SAMPLE, str(SAMPLES / "sample_cnn.safetensors"))
     assert code == 0
     assert f"{ERASE}comparing  " in terminal and " (100%)" in terminal
 
 
+@pytest.mark.child
 def test_piped_stderr_gets_no_progress_line(tmp_path):
     out = tmp_path / "out.bpk"
     result = subprocess.run([sys.executable, "-m", "gui.launch", "convert", SAMPLE, str(out)], capture_output=True,

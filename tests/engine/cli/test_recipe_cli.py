@@ -1,5 +1,7 @@
 """``store-studio recipe FILE --as cli|rust``: a saved recipe printed as a command or as burn-store code."""
 
+import pytest
+
 from engine.cli import main
 from engine.surgery import Filter, Recipe, RemapRule, SourceSpec
 from cli_surgery_helpers import run
@@ -33,6 +35,7 @@ def test_cli_prints_a_convert_line_that_replays_the_recipe(tmp_path, capsys, mon
         r"--remap '^encoder\.' enc. --adapter pytorch-to-burn --contiguous-indices --allow-partial")
 
 
+@pytest.mark.child
 def test_a_bad_recipe_file_is_exit_1_naming_the_field(tmp_path):
     (tmp_path / "r.json").write_text('{"version": 1, "adapters": "pytorch-to-burn"}')
     result = run("recipe", str(tmp_path / "r.json"))

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from safetensors.numpy import save_file
 
 REPO = Path(__file__).resolve().parents[3]
@@ -31,12 +32,15 @@ def probe(*args: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.child
 def test_version_loads_neither_numpy_nor_qt():
     report = probe("--version")
     assert report["code"] == 0 and report["out"].startswith("store-studio ")
     assert not {"numpy", "ml_dtypes", "PySide6", "gui.app"} & set(report["modules"])
+    assert not {"msgspec", "dataclasses", "engine.store"} & set(report["modules"])  # error types name locations only
 
 
+@pytest.mark.child
 def test_inspect_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_path):
     path = tmp_path / "tiny.safetensors"
     save_file({"w": np.arange(3, dtype=np.float32)}, path)
@@ -46,6 +50,7 @@ def test_inspect_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_path):
     assert {m for m in report["modules"] if m.startswith("gui.")} == {"gui.launch"}
 
 
+@pytest.mark.child
 def test_a_plain_convert_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_path):
     path, out = tmp_path / "tiny.safetensors", tmp_path / "tiny.bpk"
     save_file({"w": np.arange(3, dtype=np.float32)}, path)
@@ -70,6 +75,7 @@ def test_a_bfloat16_tensor_still_reads_once_ml_dtypes_is_needed(tmp_path):
     assert values.dtype == np.dtype(ml_dtypes.bfloat16) and values.astype(np.float32).tolist() == [1.5, -2.0]
 
 
+@pytest.mark.child
 def test_engine_export_stays_the_function_after_its_module_is_imported():
     code = "import engine.export, engine; from engine import export; print(callable(export), export.__module__)"
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)

@@ -337,6 +337,7 @@ def test_a_remote_conversion_holds_a_few_pieces_not_what_it_streams(site, tmp_pa
     assert peak < 24 << 20  # the stream's few pieces, never the range cache's 32 MiB of what streamed by
 
 
+@pytest.mark.child
 def test_the_token_hf_auth_login_saved_is_used_when_hf_token_is_unset(site, tmp_path, monkeypatch):
     import subprocess
     monkeypatch.setenv("HF_ENDPOINT", site.base)

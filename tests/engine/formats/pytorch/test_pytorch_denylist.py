@@ -11,7 +11,7 @@ import torch._weights_only_unpickler
 
 from engine.errors import FormatError
 from engine.formats import open_store
-from engine.formats.pytorch.allowlist import ALLOWED, Placeholder, resolve
+from engine.formats.pytorch.allowlist import Placeholder, allowed, resolve
 from engine.formats.pytorch.denylist import DENIED, denied
 
 REFUSED = [("os", "system"), ("posix", "system"), ("nt", "system"), ("subprocess", "Popen"), ("builtins", "eval"),
@@ -53,7 +53,7 @@ def test_every_entry_says_where_it_comes_from_and_none_is_allowed_too() -> None:
                         ("__builtin__", "frozenset"), ("builtins", "slice"), ("__builtin__", "slice"),
                         ("builtins", "bytes"), ("__builtin__", "bytes"), ("copyreg", "_reconstructor"),
                         ("copy_reg", "_reconstructor")}
-    assert [key for key in ALLOWED if denied(*key) and key not in builtins_allowed] == []
+    assert [key for key in allowed() if denied(*key) and key not in builtins_allowed] == []
 
 
 @pytest.mark.parametrize(("module", "name"), [("argparse", "Namespace"), ("pathlib", "PosixPath"),
@@ -71,6 +71,6 @@ def test_other_classes_become_placeholders(module: str, name: str) -> None:
 def test_what_torch_allows_matches_torchs_own_table() -> None:
     """The note's claim rests on this: a global is 'refused by torch' exactly when torch's safe loader lacks it."""
     torch_table = set(torch._weights_only_unpickler._get_allowed_globals())
-    for (module, name), stand_in in ALLOWED.items():
+    for (module, name), stand_in in allowed().items():
         qualname = f"{'builtins' if module == '__builtin__' else module}.{name}"
         assert stand_in.torch_allows == (qualname in torch_table), qualname

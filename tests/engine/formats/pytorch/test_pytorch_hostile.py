@@ -49,6 +49,7 @@ def test_committed_fixtures_are_what_the_script_makes(tmp_path: Path) -> None:
         assert (tmp_path / name).read_bytes() == (HOSTILE / name).read_bytes(), name
 
 
+@pytest.mark.child
 @pytest.mark.skipif(os.name != "posix", reason="payloads use posix commands")
 def test_every_payload_really_runs_under_torch_load(tmp_path: Path) -> None:
     """Without this the sentinel checks above would prove nothing. Runs the payloads for real

@@ -188,6 +188,7 @@ def test_torchscript_code_is_read_as_text_never_run(tmp_path: Path, monkeypatch:
     assert not (tmp_path / "RAN").exists() and not (tmp_path / "RAN2").exists()
 
 
+@pytest.mark.child
 def test_config_prints_placeholders_as_json(tmp_path: Path) -> None:
     """A Lightning-style checkpoint: hyper_parameters as argparse.Namespace, an Enum, a path, numpy values."""
     script = f"""
