@@ -14,16 +14,17 @@ at v0.20.0, v0.21.0, v0.22.0-pre.2 and main), and the Burnpack format version is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable
+
+import msgspec
 
 from . import quantized as q
 from .burn_versions import BurnVersion
 
 
-@dataclass(frozen=True)
-class Compatibility:
-    """``loads_in``: the releases that load the file as written; ``reasons``: why each other one cannot."""
+class Compatibility(msgspec.Struct, frozen=True):
+    """``loads_in``: the releases that load the file as written; ``reasons``: why each other one cannot.
+    A frozen msgspec Struct, as ``engine.quantized``'s records are (a dataclass cost start-up time)."""
 
     loads_in: tuple[BurnVersion, ...]
     reasons: tuple[tuple[BurnVersion, str], ...]

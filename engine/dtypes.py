@@ -7,11 +7,12 @@ PyTorch as storage classes or ``torch.<name>``. ``DType`` is the meeting point.
 from __future__ import annotations
 
 import functools
-import json
 import math
+import operator
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from . import quantized as q
 from .burn_versions import NEWEST, BurnVersion
@@ -20,14 +21,17 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-@dataclass(frozen=True)
-class DType:
+class DType(msgspec.Struct, frozen=True):
     """A tensor element type.
 
     ``name`` is the canonical spelling (SafeTensors' where it has one). ``bits`` is the
     element width; packed sub-byte types (F4, F6) and opaque ones (QFloat) have no numpy view.
     ``storage`` is only used by Burnpack bools ("Native", "U8", "U32"); ``scheme`` only by
-    quantized tensors, kept verbatim as canonical JSON so the dtype stays hashable.
+    quantized tensors, kept verbatim as canonical JSON so the dtype stays hashable. ``quant`` (the
+    parsed scheme, in the generation its file spells it) takes no part in equality or hashing.
+
+    A frozen ``msgspec.Struct`` like ``TensorEntry`` (every store loads msgspec anyway), not a frozen
+    dataclass, which generates and compiles its methods at import: 1-2 ms of every command's start-up.
     """
 
     name: str
@@ -35,7 +39,15 @@ class DType:
     kind: str  # "float", "int", "uint", "bool", "complex", "quantized"
     storage: str | None = None
     scheme: str | None = None
-    quant: q.QuantScheme | None = field(default=None, compare=False, repr=False)
+    quant: q.QuantScheme | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not DType:
+            return NotImplemented
+        return _COMPARED(self) == _COMPARED(other)
+
+    def __hash__(self) -> int:
+        return hash(_COMPARED(self))
 
     @property
     def itemsize(self) -> int | None:
@@ -87,6 +99,9 @@ class DType:
         if self.name == "BOOL" and self.storage not in (None, "Native"):
             return f"BOOL({self.storage})"
         return self.name
+
+
+_COMPARED = operator.attrgetter("name", "bits", "kind", "storage", "scheme")  # all but ``quant``
 
 
 def _d(name: str, bits: int | None, kind: str) -> DType:
@@ -159,6 +174,7 @@ def quantized(scheme: Any) -> DType:
     Two dtypes are equal when their schemes mean the same, whichever generation spells them (``scheme``
     is that meaning as canonical JSON), so a file rewritten for another Burn version diffs as identical.
     """
+    import json  # here: only a quantized dtype spells its scheme as JSON
     parsed = q.parse_scheme(scheme)
     return DType("QFLOAT", None, "quantized", scheme=json.dumps(q.meaning(parsed), sort_keys=True), quant=parsed)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -25,12 +24,17 @@ def is_url(value: object) -> bool:
     return isinstance(value, RemoteLocation) or (isinstance(value, str) and _URL.match(value) is not None)
 
 
-@dataclass(eq=False)
 class RemoteLocation:
-    """A remote file as the user named it; ``size`` is filled in once the server has said it."""
+    """A remote file as the user named it; ``size`` is filled in once the server has said it.
 
-    url: str
-    size: int | None = field(default=None, compare=False)
+    A plain class (equal and hashed by its URL alone): a dataclass would import ``dataclasses`` and build
+    its methods for every command, ``--version`` included, since every error message can name one."""
+
+    __slots__ = ("url", "size")
+
+    def __init__(self, url: str, size: int | None = None):
+        self.url = url
+        self.size = size
 
     @property
     def name(self) -> str:

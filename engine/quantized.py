@@ -17,8 +17,9 @@ allocation, not the offset: cubecl-environment ``bytes/base.rs:588-617``.)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
+
+import msgspec
 
 from .burn_versions import BurnVersion
 
@@ -44,8 +45,9 @@ class SchemeError(ValueError):
     """A QFloat scheme that is malformed, or a layout its bytes do not fit; the message says which."""
 
 
-@dataclass(frozen=True)
-class QuantScheme:
+# The records here are frozen msgspec Structs, as the store's entries are: a frozen dataclass generates and
+# compiles its methods at import, 1-2 ms of every command's start-up a class.
+class QuantScheme(msgspec.Struct, frozen=True):
     """One quantization scheme, the same for both generations.
 
     ``block`` is the block shape as stored (``None``: one scale for the whole tensor);
@@ -256,8 +258,7 @@ def block_dims(block: tuple[int, ...], ndim: int) -> tuple[int, ...]:
 
 # --- the byte layout ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class QuantLayout:
+class QuantLayout(msgspec.Struct, frozen=True):
     """Where a tensor's parts lie in its bytes: values, then scales, then the global scale."""
 
     value_bytes: int
@@ -353,8 +354,7 @@ def check_layout(scheme: QuantScheme, shape: tuple[int, ...], nbytes: int) -> Qu
 
 # --- decoding -------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class QuantizedValues:
+class QuantizedValues(msgspec.Struct, frozen=True):
     """A tensor's parts as stored: the integers, the scales (as f32) and the global scale."""
 
     values: np.ndarray  # int8, the tensor's shape

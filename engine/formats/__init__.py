@@ -21,6 +21,7 @@ from . import burnpack, safetensors
 from .source import ByteSource, open_source
 
 SNIFF_BYTES = 4096
+ZIP_SIGNATURE = b"PK\x03\x04"  # a zip's local file header: PyTorch's current layout
 OPTIONS = {"top_level_key", "template"}  # options some format understands; the others ignore them
 
 
@@ -34,7 +35,7 @@ def open_store(where: "str | os.PathLike | RemoteLocation | ByteSource", **optio
     ``where`` is a path, an ``http(s)://`` or ``hf://`` URL, or a byte source already open (which
     the store then owns). Every format reads through the source, so all of them open remotely.
     """
-    unknown = set(options) - OPTIONS
+    unknown = set(options) - OPTIONS if options else None
     if unknown:
         raise TypeError(f"unknown open option(s): {', '.join(sorted(unknown))}")
     source = open_source(where)
@@ -64,9 +65,14 @@ def _readers_for(head: bytes) -> Iterator[ModuleType]:
     flag byte; a MessagePack or JSON record is a map or object from byte 0; Burn's bincode has text in bytes
     4-7), while a SafeTensors header of 35,615 bytes starts with gzip's magic and was taken for a corrupt
     gzip. This also skips the record's bincode sniff, a sixth of a small file's fixed cost. Anything else
-    is asked of every reader in ``READERS``' order, as before."""
+    is asked of every reader in ``READERS``' order, as before. Likewise a zip's signature goes to the PyTorch
+    reader first: no Burn record starts with it (nor with any byte a zip's signature starts with: ``P`` is
+    neither gzip, a MessagePack map, ``{`` nor a bincode length its text could follow), and importing the
+    record reader only to rule a ``.pt`` out was a tenth of a conversion's start-up."""
     if safetensors.sniff_file(head):
         yield safetensors
+    elif head[:4] == ZIP_SIGNATURE:
+        yield reader("pytorch")
     else:
         yield from map(reader, READERS)
 

@@ -10,8 +10,6 @@ import math
 import struct
 from typing import Any
 
-import cbor2
-
 MAX_DEPTH = 128  # Burn's reader refuses deeper CBOR
 MAX_INT = 1 << 64  # CBOR integer heads hold 64 bits; wider ones are tagged bignums
 
@@ -37,6 +35,7 @@ def decode(data: bytes) -> Any:
     Map keys must be text or bytes (as Burn's are): integer keys can be made to collide in Python's
     hash table and turn decoding quadratic.
     """
+    import cbor2  # here: writing a Burnpack encodes below and never decodes (1.3 ms of a conversion's start-up)
     try:
         value = cbor2.loads(data, semantic_decoders=_SEMANTIC, strict_hashable_types=True)
     except (cbor2.CBORDecodeError, RecursionError, OverflowError, MemoryError) as exc:

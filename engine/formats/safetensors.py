@@ -6,7 +6,6 @@ names, ranges that match dtype x shape and tile the buffer with no gap and no ov
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import os
@@ -60,18 +59,24 @@ def open(where: "str | os.PathLike | ByteSource", **options: Any) -> Store:
     """A SafeTensors file, or a sharded index (SafeTensors or PyTorch shards) as one store."""
     mapped = open_source(where)
     try:
-        if mapped.pread(0, min(mapped.size, 9), "the header")[8:9] != b"{":
+        first = mapped.pread(0, min(mapped.size, 9), "the header")
+        if first[8:9] != b"{":
             return _open_index(mapped)
-        entries, metadata = _parse(mapped)
+        entries, metadata = _parse(mapped, struct.unpack_from("<Q", first)[0])
     except BaseException:
         mapped.close()
         raise
     return SafeTensorsStore(mapped.path, entries, mapped, metadata=metadata, names_checked=True)
 
 
-def _parse(mapped: ByteSource) -> tuple[list[TensorEntry], dict[str, str]]:
+def _header_size(mapped: ByteSource) -> int:
+    """The u64 a SafeTensors file starts with (a file of fewer than 8 bytes is truncated)."""
+    return struct.unpack("<Q", mapped.pread(0, 8, "the 8-byte header length"))[0]
+
+
+def _parse(mapped: ByteSource, size: int) -> tuple[list[TensorEntry], dict[str, str]]:
+    """The entries and metadata of a header of ``size`` bytes (the u64 the file starts with)."""
     path = mapped.path
-    (size,) = struct.unpack("<Q", mapped.pread(0, 8, "the 8-byte header length"))
     if size > MAX_HEADER:
         raise FormatError(path, f"header claims {size} bytes, over the limit of {MAX_HEADER}")
     raw = mapped.pread(8, size, f"the {size}-byte header")
@@ -257,7 +262,9 @@ def _describe_bad(name: str, desc: Any) -> str:
 
 
 def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True) -> Any:
-    """Parse JSON; ``strict`` also refuses a key given twice (slower: a Python hook per object)."""
+    """Parse JSON; ``strict`` also refuses a key given twice (slower: a Python hook per object). Only a header
+    msgspec's fast path leaves (or a shard index) comes here, so ``json`` is imported here, not at start-up."""
+    import json
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for key, value in pairs:
@@ -336,7 +343,7 @@ def _open_index(index_file: ByteSource) -> Store:
             shards.append(mapped)
             if not sniff(mapped.pread(0, min(mapped.size, 9), "the shard's header")) and not entries:
                 return _open_other_shards(index_file, shards.pop(), wanted, metadata)
-            shard_entries, shard_meta = _parse(mapped)
+            shard_entries, shard_meta = _parse(mapped, _header_size(mapped))
             for key, value in shard_meta.items():
                 metadata.setdefault(key, value)
             for entry in shard_entries:
@@ -389,6 +396,7 @@ def _shard_path(index: Path, shard_name: str) -> str:
 
 def layout(items: Sequence[TensorSource], metadata: dict[str, str]) -> tuple[bytes, list[int]]:
     """The header bytes (length, JSON padded with spaces to 8 bytes) and each item's file offset."""
+    import json  # here: only writing SafeTensors needs it
     header: dict[str, Any] = {}
     if metadata:
         header[METADATA_KEY] = dict(metadata)

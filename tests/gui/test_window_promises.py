@@ -17,21 +17,30 @@ The tree:
   levels -> test_tree_view.py::test_a_large_file_opens_showing_its_first_levels (checked); from 5,000 tensors they
   open a moment after the tree shows -> test_late_first_levels.py (whole module)
 - counts tell parameters from buffers -> test_main_window.py::test_groups_show_totals_with_right_aligned_numbers,
-  test_main_window.py::test_selecting_a_group_shows_its_totals_and_module (checked)
+  test_main_window.py::test_selecting_a_group_shows_its_totals_and_module (checked), engine/test_tree.py::test_buffers_are_counted_apart_from_parameters
+  (running stats, num_batches_tracked and any non-float tensor are buffers)
 - search filters as typed, regex toggle, count, a regex-looking text searched as text says so, matches compacted ->
   test_main_window.py::test_search_filters_live_and_counts_matches (checked), test_main_window.py::test_regex_search_and_an_invalid_regex_is_marked_not_fatal,
   test_tree_view.py::test_search_results_are_compacted_and_a_regex_searched_as_text_says_so (checked),
-  test_background_filter.py (whole module)
+  test_background_filter.py (whole module); the `.*` toggle filled blue when on ->
+  test_window_gap_promises.py::test_the_regex_toggle_is_filled_blue_only_when_on (checked)
 
 A selected tensor:
 - details once each, statistics that fit its dtype, bf16/f16 digits -> panels/test_selection_panels.py (the details tests)
 - histogram axis, log-count toggle, a constant's value -> panels/test_selection_panels.py::test_the_log_count_toggle_switches_the_histogram_scale,
-  panels/test_selection_panels.py::test_a_scalar_histogram_shows_its_value_not_an_invented_range
-- values table with NaN/Inf highlighted -> panels/test_selection_panels.py::test_nan_and_inf_cells_are_highlighted_in_the_table
+  panels/test_selection_panels.py::test_a_scalar_histogram_shows_its_value_not_an_invented_range;
+  the axis's ticks and zero line, and what the log-count toggle draws -> test_window_gap_promises.py::test_the_histogram_axis_has_tick_marks_at_round_values (checked),
+  test_window_gap_promises.py::test_the_histogram_draws_a_zero_line_only_when_its_range_spans_zero (checked),
+  test_window_gap_promises.py::test_the_log_count_toggle_raises_the_small_bars (checked)
+- values table with NaN/Inf highlighted -> panels/test_selection_panels.py::test_nan_and_inf_cells_are_highlighted_in_the_table;
+  a heat map that fills its area, a block of colour per value, its scale bar -> test_values_panel.py (whole module)
 - heat map: hover reads a cell -> panels/test_selection_panels.py::test_hovering_the_heat_map_shows_the_cells_index_and_value;
   the wheel zooms, dragging pans -> here::test_the_heat_map_zooms_with_the_wheel_and_pans_by_dragging (checked);
   downsampling keeps each block's extreme and NaN -> panels/test_selection_panels.py::test_downsampling_keeps_each_blocks_extreme_and_its_nan
-- computed in the background -> test_main_window.py::test_statistics_that_arrive_after_the_selection_changed_are_ignored
+- computed in the background -> test_main_window.py::test_statistics_that_arrive_after_the_selection_changed_are_ignored;
+  statistics read a stored tensor a chunk at a time, never a copy of it whole ->
+  engine/test_stats.py::test_a_stored_tensor_is_summarized_without_a_copy_of_it_whole,
+  engine/test_stats.py::test_every_reader_streams_the_same_statistics_as_its_values_read_whole
 - a quantized tensor names its scheme; statistics of dequantized values; "Stored integers" ->
   panels/test_quantized_panels.py (whole module)
 
@@ -50,8 +59,14 @@ The File tab, opening, shortcuts:
 
 Fitting and looks:
 - every state fits 1024x640, the Name column keeps 40%, dtype and shape fold into it, no sideways scroll, five
-  value rows, six preview/diff rows, a cut Operations cell's tooltip, three value rows with the diff in front ->
-  test_window_fit_states.py (whole module), test_window_fits.py (whole module)
+  value rows, six preview/diff rows, a cut Operations cell's tooltip, five value rows with the diff in front too
+  (the details fold away, and come back once the height allows; this line said three until the audit of session 7,
+  README and the test said five) -> test_window_fit_states.py (whole module), test_window_fits.py (whole module),
+  test_window_fit_states.py::test_the_details_fold_away_only_for_want_of_height_and_come_back
+- the DType column is as wide as the longest dtype name up to 11 characters, its tooltip the whole dtype and a
+  quantized tensor's scheme -> test_tree_dtype_column.py (whole module)
+- long names elide in the middle, the whole name in the tooltip -> test_window_gap_promises.py::test_a_long_name_elides_in_the_middle_with_the_whole_name_in_its_tooltip (checked),
+  test_window_fits.py::test_a_long_name_elides_in_the_details_and_the_layout_does_not_jump
 - `--theme dark` reads at 4.5:1 -> test_visual.py (whole module), test_launch.py::test_dark_theme_screenshot_paints_a_dark_window
 - `--screenshot` renders offscreen at exactly the size asked, needs no display; a file that cannot be opened is its
   error dialog and exit 1 -> test_launch.py::test_screenshot_is_exactly_the_requested_size_in_every_state,

@@ -9,7 +9,6 @@ file of the same architecture) names them in order.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -106,6 +105,7 @@ def _open(path: Location, mapped: ByteSource, compressed: bool, template: str | 
 
 
 def _json(path: Location, mapped: ByteSource) -> dict:
+    import json  # here: a JSON record is the rare kind
     if mapped.size > MAX_JSON_BYTES:
         raise FormatError(path, f"JSON record of {mapped.size} bytes is over the limit of {MAX_JSON_BYTES}; "
                                 "JSON spells each byte as a number (convert it with Burn to NamedMpk first)")

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ...errors import FormatError
 from .record import MAX_DEPTH, Metadata, Tensor, check_size, dtype_by_name, param_id, shape_of, \
@@ -35,16 +36,14 @@ ROOT_NAME = "item"
 _TENSORS_ONLY = object()  # a branch that held only tensors: no place in `values`
 
 
-@dataclass(frozen=True)
-class Blob:
+class Blob(msgspec.Struct, frozen=True):  # msgspec Structs, as in record.py
     """A byte string left in the file: ``length`` bytes at ``offset``."""
 
     offset: int
     length: int
 
 
-@dataclass
-class Walked:
+class Walked(msgspec.Struct):
     tensors: list[Tensor]
     values: Any
     scalars: dict[str, Any]

@@ -12,9 +12,10 @@ import math
 import os
 import re
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
+
+import msgspec
 
 from ... import dtypes
 from ...dtypes import DType
@@ -50,8 +51,9 @@ _ELEMENT_TYPES = {"f64": dtypes.F64, "f32": dtypes.F32, "half::binary16::f16": d
                   "bool": dtypes.BOOL}
 
 
-@dataclass(frozen=True)
-class Metadata:
+# The records here are msgspec Structs, as the store's entries are: a dataclass generates and compiles its
+# methods at import, 1-2 ms of every conversion's start-up a class.
+class Metadata(msgspec.Struct, frozen=True):
     """``BurnMetadata``: all text."""
 
     float: str
@@ -136,8 +138,7 @@ def check_size(path: Path, where: str, dtype: DType, shape: tuple[int, ...], nby
         raise FormatError(path, f"{where}: {nbytes} bytes, but {dtype} x {list(shape)} needs {need}")
 
 
-@dataclass
-class Tensor:
+class Tensor(msgspec.Struct):
     """One tensor of a record: its bytes lie at ``offset`` of the (mapped) file, or in ``array``."""
 
     name: str

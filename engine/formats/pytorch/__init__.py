@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .. import ZIP_SIGNATURE  # defined there, where a zip's first bytes pick this reader before the others
 from ..source import ByteSource, open_source
-from . import legacy_layout, tar_layout, zip_layout
+from . import legacy_layout, zip_layout
 from .checkpoint import flatten, node_budget
 from .store import NAME, PyTorchStore
 from .unpickler import MAX_PROTOCOL
 
 EXTENSIONS = (".pt", ".pth", ".bin")
-ZIP_SIGNATURE = b"PK\x03\x04"
 TAR_SIGNATURE_AT = 257  # "ustar" in a tar's first header
 
 __all__ = ["NAME", "EXTENSIONS", "PyTorchStore", "sniff", "open"]
@@ -47,6 +47,7 @@ def open(where: "str | os.PathLike | ByteSource", *, top_level_key: str | None =
                 version = "TorchScript"
         elif head[TAR_SIGNATURE_AT:] == b"ustar":
             version = "tar"
+            from . import tar_layout  # here: tarfile is for the oldest layout alone
             root, metadata = tar_layout.load(mapped, refused_by_torch)
         else:
             root, version, metadata = legacy_layout.load(mapped, refused_by_torch)

@@ -10,8 +10,9 @@ hyper-parameters, and each object of an unknown class as ``{"__class__": path, *
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from ...errors import FormatError
 from ...humanize import with_article
@@ -37,14 +38,13 @@ _WALKED = (*_CONTAINERS, Placeholder)  # what the walk descends into
 _TENSORS_ONLY = object()  # a branch that held tensors and nothing else: no place in `values`
 
 
-@dataclass
-class Checkpoint:
-    tensors: list[tuple[str, TensorRef]] = field(default_factory=list)
+class Checkpoint(msgspec.Struct):  # not a dataclass: see tensors.py
+    tensors: list[tuple[str, TensorRef]] = msgspec.field(default_factory=list)
     values: Any = None
     # Keys that are neither text nor whole numbers (tuples, floats, booleans) that name tensors: burn-store
     # refuses them (Burn main 2c06be35, crates/burn-store/src/pytorch/pickle_reader.rs:1259-1267, get_dict_key,
     # which names int keys in decimal as here); here they read as str(key) and the store's note says so.
-    guessed_keys: list[str] = field(default_factory=list)
+    guessed_keys: list[str] = msgspec.field(default_factory=list)
 
 
 def flatten(path: str | os.PathLike, root: Any, top_level_key: str | None = None, *,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+
+import msgspec
 
 from ... import dtypes
 from ...dtypes import DType
@@ -62,8 +63,9 @@ STORAGE_CLASSES: dict[str, DType] = {
 }
 
 
-@dataclass(eq=False)
-class StorageRef:
+# The records here are msgspec Structs, as the store's entries are: a dataclass generates and compiles its
+# methods at import, 1-2 ms of every conversion's start-up a class. Both compare (and hash) by identity.
+class StorageRef(msgspec.Struct, eq=False):
     """One storage. The layout fills in where its bytes are: ``file_offset`` or ``data``.
 
     ``view_of`` (legacy and tar layouts) says it is a byte range of another storage.
@@ -78,8 +80,7 @@ class StorageRef:
     big_endian: bool = False
 
 
-@dataclass(frozen=True, eq=False)
-class TensorRef:
+class TensorRef(msgspec.Struct, frozen=True, eq=False, dict=True):  # dict: room for the cached sizes
     """A strided view (offset and strides in elements of ``dtype``) into one storage.
 
     Its derived sizes are computed once each (opening checks them and lists them, reading uses them

@@ -12,7 +12,6 @@ from __future__ import annotations
 import codecs
 import functools
 import os
-import pickletools
 import struct
 from typing import Any, Callable
 
@@ -163,7 +162,7 @@ class _Machine:
                 raise
             except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
                     UnicodeDecodeError, RecursionError, MemoryError) as exc:
-                name = _NAMES.get(code, repr(code))
+                name = opcode_name(code)
                 raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
 
     def run_in_memory(self, data: bytes) -> Any:
@@ -249,7 +248,7 @@ class _Machine:
                 raise
             except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
                     UnicodeDecodeError, RecursionError, MemoryError) as exc:
-                name = _NAMES.get(bytes((code,)), repr(bytes((code,))))
+                name = opcode_name(bytes((code,)))
                 raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
 
     # --- stack helpers --------------------------------------------------------------------
@@ -376,6 +375,15 @@ _NESTED = {tuple, list, dict, set, frozenset}
 # Protocol 2 (torch.save's) names the builtins by their Python 2 module, __builtin__.
 _HASHING_CALLS = {"builtins.set", "builtins.frozenset", "__builtin__.set", "__builtin__.frozenset",
                   "collections.OrderedDict"}
+
+
+@functools.cache
+def opcode_name(code: bytes) -> str:
+    """The opcode's name a message gives (``BINUNICODE``), or the byte itself for an opcode pickle has not.
+    pickletools (with the pickle module under it, 3-7 ms of CPU) is imported only for such a message, not by
+    every conversion of a ``.pt``."""
+    import pickletools
+    return next((op.name for op in pickletools.opcodes if op.code.encode("latin-1") == code), repr(code))
 
 
 def _text(raw: bytes) -> str:
@@ -703,7 +711,6 @@ def _by_code() -> list[Callable[[_Machine], Any] | None]:
     return [_opcodes().get(bytes((code,))) for code in range(256)]
 
 
-_NAMES = {op.code.encode("latin-1"): op.name for op in pickletools.opcodes}
 _MISSING = object()
 _U16, _U32, _I32 = (struct.Struct(fmt).unpack_from for fmt in ("<H", "<I", "<i"))
 (_MARK, _TUPLE, _EMPTY_TUPLE, _TUPLE1, _TUPLE3, _BININT, _BININT1, _BININT2, _BINUNICODE, _BINGET, _LONG_BINGET,

@@ -37,6 +37,7 @@ def test_version_loads_neither_numpy_nor_qt():
     report = probe("--version")
     assert report["code"] == 0 and report["out"].startswith("store-studio ")
     assert not {"numpy", "ml_dtypes", "PySide6", "gui.app"} & set(report["modules"])
+    assert not {"msgspec", "dataclasses", "engine.store"} & set(report["modules"])  # error types name locations only
 
 
 @pytest.mark.child

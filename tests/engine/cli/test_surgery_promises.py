@@ -11,7 +11,8 @@ Order of operations and what wins:
   here::test_remaps_apply_in_order_each_on_the_previous_result
 - `--contiguous-indices` counts every source name, whatever a filter drops later ->
   cli/test_convert_trust.py::test_contiguous_indices_count_every_source_name_before_the_filter
-- an index is what Rust's parse::<usize>() takes -> surgery/test_index_segments.py (whole module)
+- an index is what Rust's parse::<usize>() takes (`+5` becomes 5; `²`, `1_000`, `-1`, past 2^64 - 1 are names; no
+  segment stops a plan, a chain or the tree) -> surgery/test_index_segments.py (whole module)
 - pytorch-to-burn transposes Linear weights, renames norm weight/bias to gamma/beta and PReLU weight to alpha ->
   surgery/test_adapters.py::test_pytorch_to_burn_transposes_a_square_linear_weight_on_the_bytes,
   surgery/test_burn_fixtures.py::test_norm_parameters_become_gamma_and_beta,
@@ -26,6 +27,15 @@ Order of operations and what wins:
   surgery/test_plan.py::test_remap_accepts_rust_and_python_replacements_and_counts_hits,
   surgery/test_rust_chain_semantics.py (whole module), here::test_dollar_one_underscore_is_group_one_then_the_text
 
+The Rust chain (`recipe --as rust`, Copy as Rust):
+- only the builder methods each store has in the recipe's `burn_version`, read from Burn's source ->
+  surgery/test_rust_chain_api.py (whole module); what a store cannot do is never a call: BurnpackStore's renames
+  for renumbering and skipped variants, one `with_from_adapter` with the cast chained, 0.21's HalfPrecisionAdapter
+  and `// differs:`, `// left to do:` for BF16 before 0.22 and casts in 0.20, PytorchStore's
+  `map_indices_contiguous(false)`, the `use` line, `// Store Studio only:` -> surgery/test_printed_recipe_exact.py
+  (whole module, its own pairs); the chain renames as the CLI did -> surgery/test_rust_chain_semantics.py (whole module)
+- `recipe FILE --as cli` -> surgery/test_recipe_as_cli_exact.py (whole module, its own pairs)
+
 What a cast touches:
 - `--cast` casts float tensors only, after everything else, once -> here::test_cast_touches_float_tensors_only,
   cli/test_convert_trust.py::test_cast_given_twice_is_a_usage_error; a recipe casts by module type ->
@@ -33,12 +43,32 @@ What a cast touches:
 
 Module types and guesses:
 - evidence first (running stats, a bias beside a 2-D weight, ...) -> surgery/test_modules.py (whole module),
-  cli/test_convert_trust.py::test_a_square_weight_with_a_bias_is_a_linear_whatever_its_name
-- every tensor resting on a guess is listed, one line each -> cli/test_convert_trust.py::test_tensors_resting_on_a_name_are_reported_after_the_summary
+  cli/test_convert_trust.py::test_a_square_weight_with_a_bias_is_a_linear_whatever_its_name; the named guesses
+  (`tokens`, `embed_out`, `act`, `final_norm`, BERT's `embeddings.LayerNorm`, UNet's `time_embed.0`) ->
+  surgery/test_modules.py (whole module), surgery/test_guesses.py (whole module), surgery/test_modules_words_exact.py
+  (its own pairs), cli/test_convert_trust.py (the LayerNorm and time_embed cases)
+- every tensor resting on a guess is listed, one line each -> cli/test_convert_trust.py::test_tensors_resting_on_a_name_are_reported_after_the_summary;
+  by `--dry-run` too -> cli/test_convert_words_exact.py::test_strict_lists_each_guess_once,
+  cli/test_convert_words_exact.py::test_a_written_conversion_lists_its_guesses
 - `--module PATH=TYPE` settles a module, any case -> cli/test_convert_trust.py::test_module_flags_settle_the_guesses_and_change_the_bytes,
   surgery/test_modules.py::test_module_types_are_read_in_any_case; an unknown type is exit 2 ->
   cli/test_convert_trust.py::test_an_unknown_module_type_is_a_usage_error
 - `--strict` refuses (exit 3) while a guess is unsettled -> cli/test_convert_trust.py::test_strict_refuses_while_a_guess_is_unsettled
+
+Fused modules:
+- split and fused back exactly, bit for bit -> surgery/test_fused_modules.py::test_every_burn_tensor_is_the_torch_slice_transposed,
+  surgery/test_fused_modules.py::test_fused_back_bit_for_bit, surgery/test_fused_modules.py::test_one_lstm_step_from_the_burn_tensors_matches_torch,
+  surgery/test_fused_modules.py::test_one_gru_step_from_the_burn_tensors_matches_torch
+- a stack's layer `k` goes to `MODULE.k`, reported as a guess a template settles -> surgery/test_fused_guess_words_exact.py,
+  surgery/test_fused_modules.py::test_a_template_settles_the_stack_placement
+- what does not add up is left as it is -> surgery/test_fused_modules.py::test_shapes_that_do_not_add_up_are_left_as_they_are,
+  surgery/test_fused_left_as_is.py (whole module; a projection `weight_hr_l0` and kdim/vdim attention, checked)
+- back to PyTorch only exactly one cell's gates; stacks need layers 0 and 1; a BiLstm's directions land in one
+  module -> surgery/test_fused_back_places_exact.py (whole module, its own pairs)
+- a split is one operation with one input and all its outputs, then the transpose; the Preview reads
+  `◆ split, transposed` -> surgery/test_fused_modules.py::test_a_split_is_one_operation_with_its_input_and_outputs,
+  surgery/test_plan_words_exact.py::test_a_split_names_its_rows_and_every_output, gui/workbench/test_fused_preview.py
+- the Rust chain says `// left to do: split LSTM gates (...)` -> surgery/test_fused_modules.py::test_the_rust_chain_says_burn_store_cannot_split_fused_gates
 
 What is refused and what is kept:
 - a shape that differs from `--template` is exit 3, mismatches listed, nothing written ->
@@ -49,7 +79,9 @@ What is refused and what is kept:
 - two tensors on one name are exit 1, nothing written -> cli/test_convert_surgery.py::test_conflicting_names_are_exit_1_and_write_nothing
 - `--metadata K=V` adds or replaces, `--clear-metadata` drops the sources' ->
   cli/test_convert_trust.py::test_metadata_travels_across_formats_and_can_be_cleared_or_replaced,
-  cli/test_metadata_meaning.py (whole module)
+  cli/test_metadata_meaning.py (whole module; the table of source fields and the names they travel under)
+- Burnpack scalars survive Burnpack to Burnpack; `export(..., scalars=...)` refuses a scalar not one of Burn's four
+  kinds before writing a byte -> test_export_scalars_checked.py (whole module, its own pairs)
 - `--top-level-key` on a file that is not PyTorch, or without the key, is exit 1 ->
   cli/test_convert_trust.py::test_top_level_key_on_a_file_that_is_not_pytorch_is_exit_1,
   cli/test_convert_trust.py::test_top_level_key_that_the_checkpoint_lacks_is_exit_1
@@ -57,6 +89,12 @@ What is refused and what is kept:
 - `--dry-run` prints every output tensor with its source and operations and writes nothing ->
   cli/test_convert_surgery.py::test_chained_remaps_dry_run_prints_the_plan_and_writes_nothing
 - `diff --recipe` compares a source and its conversion as identical -> surgery/test_plan.py::test_export_through_a_plan_then_diff_is_all_identical
+- `diff A B --suggest` prints `suggest:` lines, each proven on top of the ones before; `--save-recipe` saves A as
+  source and B as template, and `convert --recipe` applies them ->
+  cli/test_diff_suggest_cli.py::test_suggest_prints_each_change_and_the_saved_recipe_converts_to_what_the_template_wants,
+  cli/test_diff_recipe_exact.py::test_suggest_finds_the_top_level_key_and_saves_source_and_template,
+  surgery/test_suggest_steps_exact.py (whole module); the fused split by name, naming its modules ->
+  surgery/test_suggest_fused.py (whole module)
 - non-float buffers (`num_batches_tracked`) are kept by the adapters -> surgery/test_round_trip_torch.py (whole module)
 """
 

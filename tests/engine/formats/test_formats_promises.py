@@ -29,7 +29,9 @@ PyTorch files:
   pt/test_pytorch_whole_models.py::test_parametrizations_list_their_originals
 - TorchScript archives read as torch.jit.load(f).state_dict(), code/ never run ->
   pt/test_pytorch_whole_models.py::test_torchscript_archive_reads_as_jit_load_state_dict,
-  pt/test_pytorch_whole_models.py::test_torchscript_code_is_read_as_text_never_run
+  pt/test_pytorch_whole_models.py::test_torchscript_code_is_read_as_text_never_run; `constants.pkl` and
+  `traced_inputs.pkl` are not read -> pt/test_torchscript_unread_pickles.py (whole module; checked); the tables read
+  from the class sources -> pt/test_torchscript_tables_exact.py (whole module, its own pairs)
 - integer keys name tensors in decimal; other keys as Python prints them, and the note says burn-store refuses
   them -> pt/test_pytorch_keys.py (whole module; checked)
 - a file torch.load(weights_only=True) would refuse is said so: the note, one `class ... refuses: NAME` line per
@@ -42,7 +44,8 @@ PyTorch files:
   pt/test_pytorch_whole_models.py::test_a_pickled_module_whose_table_holds_a_refused_global_is_refused; every entry
   has a source -> pt/test_pytorch_denylist.py::test_every_entry_says_where_it_comes_from_and_none_is_allowed_too
 - quantized/sparse/nested/meta tensors refused -> pt/test_pytorch_whole_models.py::test_a_quantized_tensor_is_refused_saying_so
-- a TorchScript class without source refused -> pt/test_pytorch_whole_models.py::test_a_torchscript_module_without_its_class_source_is_refused_saying_why (checked)
+- a TorchScript class without source refused -> pt/test_pytorch_whole_models.py::test_a_torchscript_module_without_its_class_source_is_refused_saying_why (checked);
+  an object of a native class without source is a placeholder -> pt/test_torchscript_native_class.py (whole module; checked)
 - a checkpoint that contains itself refused -> pt/test_pytorch_forged.py::test_checkpoint_that_contains_itself
 
 Burn versions, bools and quantized tensors:
@@ -88,7 +91,9 @@ Migrating from Burn's recorders:
   rec/test_burn_records.py::test_optimizer_state_tensors_values_and_scalars; the File panel shows every non-tensor
   field -> gui/panels/test_file_info_burn_record.py (whole module)
 - an optimizer's record in current Burn's layout (`{param_id}.{field}`, `__rank`, UInt counters) ->
-  rec/test_optimizer_migration.py (whole module; checked for `__rank`)
+  rec/test_optimizer_migration.py (whole module; checked for `__rank`); Adam, AdamW, SGD, AdaGrad, RmsProp and Adan keep their
+  field names -> rec/test_optimizer_migration.py (the first four), rec/test_optimizer_rmsprop_adan.py (whole module;
+  not checked by a break of its own: the walk is generic, so any break of the names fails the Adam tests first)
 - records keyed by pre-0.14 UUIDs keep their field paths -> rec/test_burn_records.py::test_old_uuid_ids_are_kept_as_metadata_without_a_param_id,
   rec/test_optimizer_migration.py::test_a_record_that_is_not_an_optimizers_keeps_its_field_paths
 - `migrate` skips a record whose .bpk exists, one line per file and a total, originals kept ->

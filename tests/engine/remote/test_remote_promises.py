@@ -14,6 +14,8 @@ Where addresses go:
   gui/test_open_url.py::test_cancel_leaves_a_silent_server_behind_and_the_window_keeps_working,
   gui/test_open_url.py::test_the_dialog_opens_only_an_address; it lists the last ten addresses ->
   here::test_the_last_ten_addresses_are_remembered_and_clear_recent_forgets_them (checked)
+- the workbench's pickers (Sources › Add…, the diff's file, Set Template…) take a path, an address or a recent one,
+  with Browse… -> gui/workbench/test_url_pickers.py (whole module), gui/test_model_picker.py (whole module)
 - `https://`/`http://`, Hub page URLs, `hf://ORG/REPO[@REV]/PATH` ->
   rf::test_hf_address_and_page_url_read_the_resolve_url_with_the_token_only_on_the_hub; revision `main` when
   omitted, `hf://datasets/...` -> rf::test_a_dataset_repository_file_opens_by_hf_address_and_by_its_page (checked)
@@ -27,7 +29,9 @@ What is read:
   rf::test_a_pytorch_bin_index_opens_its_shards_as_one_model
 - `convert URL` writes the bytes converting the downloaded file writes, 16 MiB at a time ->
   rf::test_convert_from_a_url_writes_the_bytes_converting_the_downloaded_file_writes,
-  rf::test_a_large_tensor_streams_in_pieces_through_dropped_connections_to_the_same_bytes; in the window ->
+  rf::test_a_large_tensor_streams_in_pieces_through_dropped_connections_to_the_same_bytes; memory within a few
+  pieces -> rf::test_a_remote_conversion_holds_a_few_pieces_not_what_it_streams; the same progress line ->
+  test_remote_convert_progress.py::test_converting_an_address_draws_the_progress_line_on_a_terminal (checked); in the window ->
   gui/test_open_url.py::test_a_remote_model_exports_from_the_window_to_the_bytes_of_its_local_copy
 - redirects are followed -> rf::test_hf_address_and_page_url_read_the_resolve_url_with_the_token_only_on_the_hub
 
@@ -50,20 +54,31 @@ Faults, one line, nothing left behind:
 - a file replaced on the server (ETag, Last-Modified or size changed) is refused ->
   rf::test_a_file_replaced_on_the_server_between_reads_is_refused (ETag),
   here::test_a_changed_identity_without_an_etag_is_refused[last_modified] (checked),
-  here::test_a_changed_identity_without_an_etag_is_refused[size] (checked)
+  here::test_a_changed_identity_without_an_etag_is_refused[size] (checked); every request of a stream is checked ->
+  rf::test_a_file_replaced_on_the_server_while_it_streams_is_refused_and_nothing_is_written
 - a server ignoring ranges is downloaded whole with a warning, up to a limit ->
   rf::test_a_server_ignoring_ranges_is_downloaded_whole_with_a_warning,
-  rf::test_a_server_ignoring_ranges_is_refused_above_the_download_limit_naming_the_variable (checked)
+  rf::test_a_server_ignoring_ranges_is_refused_above_the_download_limit_naming_the_variable (checked); the window's
+  status bar shows that download's bytes, rate and time left, its Cancel removes the partial copy ->
+  gui/test_open_url.py::test_a_whole_download_shows_its_bytes_rate_and_time_left_in_the_status_bar,
+  gui/test_open_url.py::test_cancelling_a_whole_download_leaves_no_tab_and_no_partial_copy,
+  rf::test_a_watcher_hears_a_whole_download_and_can_stop_it_leaving_nothing
 
-Variables: `HF_ENDPOINT` -> rf (every Hub test); `STORE_STUDIO_HTTP_TIMEOUT` -> rf::test_a_silent_server_times_out_in_one_line;
+Variables: `HF_ENDPOINT` -> rf (every Hub test); (connecting: at most 10 s, of `STORE_STUDIO_HTTP_TIMEOUT`: not
+tested, a loopback server always connects at once); `STORE_STUDIO_HTTP_TIMEOUT` -> rf::test_a_silent_server_times_out_in_one_line;
 `STORE_STUDIO_HTTP_RETRIES` (further tries) -> rf::test_a_connection_that_keeps_dropping_ends_in_one_line_and_no_output;
 `STORE_STUDIO_MAX_DOWNLOAD` -> rf::test_a_server_ignoring_ranges_is_refused_above_the_download_limit_naming_the_variable.
 
 What is cached where:
-- ranges read are kept in memory while the file is open -> here::test_a_range_read_once_is_not_fetched_again (checked)
+- ranges read are kept in memory while the file is open -> here::test_a_range_read_once_is_not_fetched_again (checked); up to 32 MiB,
+  least recently read first out, and never the bytes a conversion streams -> test_remote_cache_bounds.py (whole module;
+  checked: 16 MiB, 64 MiB and remembered stream pieces each fail it)
 - a whole download's temporary file is deleted the moment it is opened -> here::test_a_whole_download_leaves_no_file_behind (checked)
+- a remote `.gz` record's inflated copy is removed when it is closed -> test_remote_gz_record_cleanup.py (whole module;
+  checked); in the window, when its tab closes -> gui/test_window_gap_promises.py::test_closing_the_tab_of_a_gz_record_removes_its_temporary_copy (checked)
 - the window remembers addresses, Clear Recent Files forgets them ->
-  here::test_the_last_ten_addresses_are_remembered_and_clear_recent_forgets_them
+  here::test_the_last_ten_addresses_are_remembered_and_clear_recent_forgets_them; never a token ->
+  gui/test_remembered_addresses_no_token.py (whole module; checked)
 - the Hub's download cache is neither used nor filled -> here::test_the_hubs_download_cache_is_neither_used_nor_filled
 """
 
