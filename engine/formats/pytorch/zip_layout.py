@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bz2
 import lzma
+import os
 import struct
 import zipfile
 import zlib
@@ -137,12 +138,7 @@ def _inflate(mapped: ByteSource, info: zipfile.ZipInfo) -> bytes:
     elif info.compress_type == zipfile.ZIP_BZIP2:
         decompressor = bz2.BZ2Decompressor()
     elif info.compress_type == zipfile.ZIP_LZMA and len(raw) >= 9:
-        (props_size,) = struct.unpack("<H", raw[2:4])
-        packed, = struct.unpack("<B", raw[4:5])
-        filters = [{"id": lzma.FILTER_LZMA1, "dict_size": struct.unpack("<I", raw[5:9])[0],
-                    "lc": packed % 9, "lp": packed // 9 % 5, "pb": packed // 45}]
-        decompressor = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=filters)
-        raw = raw[4 + props_size:]
+        decompressor, raw = _lzma_decompressor(path, name, raw)
     else:
         raise FormatError(path, f"zip entry {name!r:.80} uses compression method {info.compress_type}, which "
                                 "PyTorch never writes")
@@ -155,6 +151,20 @@ def _inflate(mapped: ByteSource, info: zipfile.ZipInfo) -> bytes:
                                 f"({'more than ' + str(info.file_size) if len(data) > info.file_size else len(data)} "
                                 f"bytes, {info.file_size} stated)")
     return data
+
+
+def _lzma_decompressor(path: str | os.PathLike, name: str, raw: bytes) -> tuple[lzma.LZMADecompressor, bytes]:
+    """A zip LZMA entry's decoder and stream: a 4-byte header (version, properties' size), then the properties
+    (lc, lp and pb packed in one byte, the dictionary size), then raw LZMA1. liblzma refuses forged properties
+    (lc + lp over 4, pb over 4) as it is built, not as it decodes."""
+    (props_size,) = struct.unpack("<H", raw[2:4])
+    packed, = struct.unpack("<B", raw[4:5])
+    filters = [{"id": lzma.FILTER_LZMA1, "dict_size": struct.unpack("<I", raw[5:9])[0],
+                "lc": packed % 9, "lp": packed // 9 % 5, "pb": packed // 45}]
+    try:
+        return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=filters), raw[4 + props_size:]
+    except lzma.LZMAError as exc:
+        raise FormatError(path, f"zip entry {name!r:.80} does not decompress: {exc}") from None
 
 
 def _member_offset(mapped: ByteSource, info: zipfile.ZipInfo, what: str) -> int:
