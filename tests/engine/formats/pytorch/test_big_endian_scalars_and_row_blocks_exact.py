@@ -1,0 +1,73 @@
+"""Big-endian scalars and strided views streamed a block of rows at a time, exactly (mutation run, issue 25):
+engine/formats/pytorch/store.py's ``_to_little_endian`` and ``_row_blocks``, on files real torch wrote.
+
+Promises (README, "PyTorch files") -> tests:
+- names, dtypes, shapes and values equal ``torch.load(f, map_location="cpu", weights_only=True)``'s, big-endian
+  files included (a zero-dimensional tensor too) -> test_big_endian_scalars_read_as_torch_loads_them
+- a tensor that is not a plain byte range of the file (a transposed or sliced view) streams a block of rows at a
+  time, never more than the piece asked for unless one row is larger
+  -> test_a_strided_view_streams_a_row_block_at_a_time
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.formats import open_store
+from pytorch_helpers import raw_bytes, torch_flat
+
+SCALARS = {"f32": torch.tensor(3.5), "i16": torch.tensor(-2, dtype=torch.int16),
+           "c64": torch.tensor(1.5 - 2j, dtype=torch.complex64), "f64": torch.tensor(-0.25, dtype=torch.float64),
+           "empty": torch.empty(0, 3)}
+
+
+def big_endian_copy(source: Path, target: Path, units: list[int]) -> Path:
+    """``source`` with its byteorder record set to "big" and each storage's numbers swapped (``units[key]``: the
+    bytes swapped together, half a complex number's)."""
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.endswith("/byteorder"):
+                data = b"big"
+            elif "/data/" in info.filename:
+                unit = units[int(info.filename.rsplit("/", 1)[1])]
+                data = np.frombuffer(data, np.uint8).reshape(-1, unit)[:, ::-1].tobytes()
+            dst.writestr(info, data)
+    return target
+
+
+def test_big_endian_scalars_read_as_torch_loads_them(tmp_path: Path) -> None:
+    source = tmp_path / "little.pt"
+    torch.save(SCALARS, source)
+    units = [t.element_size() // (2 if t.is_complex() else 1) for t in SCALARS.values()]
+    target = big_endian_copy(source, tmp_path / "big.pt", units)
+    by_torch = torch_flat(torch.load(target, weights_only=True))
+    with open_store(target) as store:
+        assert store.metadata["byteorder"] == "big"
+        for name, tensor in SCALARS.items():
+            value = store.read(name)
+            assert value.shape == tuple(tensor.shape) and value.dtype == tensor.numpy().dtype, name
+            assert np.ascontiguousarray(value).tobytes() == raw_bytes(tensor) == raw_bytes(by_torch[name]), name
+            assert b"".join(bytes(c) for c in store.iter_bytes(name, 2)) == raw_bytes(tensor), name
+        assert store.read("f32").item() == 3.5 and store.read("c64").item() == 1.5 - 2j
+
+
+def test_a_strided_view_streams_a_row_block_at_a_time(tmp_path: Path) -> None:
+    base = torch.arange(24, dtype=torch.uint8).reshape(4, 6)
+    views = {"t": base.t(), "col": base[:, 1], "first": base[:1, ::2], "rows": base[1:3, 1:5]}
+    torch.save(views, tmp_path / "views.pt")
+    with open_store(tmp_path / "views.pt") as store:
+        assert all(store.byte_range(name) is None for name in views)  # none is a plain range of the file
+        pieces = {name: [bytes(piece) for piece in store.iter_bytes(name, 2)] for name in views}
+        assert {name: [len(p) for p in got] for name, got in pieces.items()} == {
+            "t": [4] * 6,  # a row (4 bytes) is larger than the piece: one row at a time
+            "col": [2, 2],  # 1-byte rows: two to a piece
+            "first": [3],  # one row of 3
+            "rows": [4, 4]}
+        for name, view in views.items():
+            assert b"".join(pieces[name]) == raw_bytes(view), name
+        assert [bytes(p) for p in store.iter_bytes("t", 12)] == [raw_bytes(base.t()[:3]), raw_bytes(base.t()[3:])]
