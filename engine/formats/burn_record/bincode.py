@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 MAX_TEXT = 1 << 20  # a metadata string (the recorder's type name is ~100 characters)
+SNIFFED = 4096  # the first bytes a record's kind is told by (burn_record.open reads as many)
 _FIXED = {251: 2, 252: 4, 253: 8}
 _VARINT_IDS = re.compile(rb"\x0d[0-9a-v]{13}|\x24[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _FIXED_IDS = re.compile(rb"\x0d\x00{7}[0-9a-v]{13}|\x24\x00{7}[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -35,6 +36,12 @@ _TYPE_NAME = set(b"abcdefghijklmnopqrstuvwxyz0123456789_:")
 
 def sniff(head: bytes) -> bool:
     """Five metadata strings; the first is a Rust float type name (``f32``, ``half::binary16::f16``)."""
+    return _encoding(head) is not None
+
+
+def _encoding(head: bytes) -> bool | None:
+    """Whether ``head`` starts a Bin record in bincode 1's fixed encoding (True) or bincode 2's varints (False);
+    None when it starts no Bin record. Reading decides as this does, so a record is read as it was sniffed."""
     for fixed in (False, True):
         try:
             codec = _Codec(head, fixed)
@@ -44,10 +51,10 @@ def sniff(head: bytes) -> bool:
             _, pos = codec.text(pos, "the int type")
             recorder, _ = codec.text(pos, "the recorder")
             if "Bin" in recorder and "Recorder" in recorder:
-                return True
+                return fixed
         except (_Truncated, FormatError, UnicodeDecodeError):
             continue
-    return False
+    return None
 
 
 class _Truncated(Exception):
@@ -60,11 +67,6 @@ class _Codec:
 
     def __init__(self, buf: bytes | mmap.mmap, fixed: bool):
         self.buf, self.fixed, self.size = buf, fixed, len(buf)
-
-    @classmethod
-    def detect(cls, buf: bytes | mmap.mmap) -> "_Codec":
-        fixed = len(buf) >= 9 and buf[0] < 251 and buf[1:8] == bytes(7)
-        return cls(buf, fixed)
 
     def _bytes(self, pos: int, n: int) -> bytes:
         if pos + n > self.size:
@@ -95,7 +97,7 @@ def read(mapped: MappedFile, shown: Path, names: list[str] | None) -> tuple[Meta
     if mapped.size == 0:
         raise FormatError(shown, "file is empty")
     with mmap.mmap(mapped.fd, 0, access=mmap.ACCESS_READ) as buf:
-        codec = _Codec.detect(buf)
+        codec = _Codec(buf, _encoding(buf[:SNIFFED]) is True)
         try:
             fields, pos = [], 0
             for what in ("float", "int", "format", "version", "settings"):
