@@ -11,33 +11,17 @@ Promises (README, "PyTorch files") -> tests:
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from engine.formats import open_store
-from pytorch_helpers import raw_bytes, torch_flat
+from pytorch_helpers import big_endian_copy, raw_bytes, torch_flat
 
 SCALARS = {"f32": torch.tensor(3.5), "i16": torch.tensor(-2, dtype=torch.int16),
            "c64": torch.tensor(1.5 - 2j, dtype=torch.complex64), "f64": torch.tensor(-0.25, dtype=torch.float64),
            "empty": torch.empty(0, 3)}
-
-
-def big_endian_copy(source: Path, target: Path, units: list[int]) -> Path:
-    """``source`` with its byteorder record set to "big" and each storage's numbers swapped (``units[key]``: the
-    bytes swapped together, half a complex number's)."""
-    with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_STORED) as dst:
-        for info in src.infolist():
-            data = src.read(info)
-            if info.filename.endswith("/byteorder"):
-                data = b"big"
-            elif "/data/" in info.filename:
-                unit = units[int(info.filename.rsplit("/", 1)[1])]
-                data = np.frombuffer(data, np.uint8).reshape(-1, unit)[:, ::-1].tobytes()
-            dst.writestr(info, data)
-    return target
 
 
 def test_big_endian_scalars_read_as_torch_loads_them(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import torch
 from engine.errors import FormatError
 from engine.formats import open_store
 
-from pytorch_helpers import DTYPES, LAYOUTS, checkpoints, raw_bytes, tar_checkpoint, torch_flat
+from pytorch_helpers import DTYPES, LAYOUTS, big_endian_copy, checkpoints, raw_bytes, tar_checkpoint, torch_flat
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "burn-pytorch-tests"
 MANIFEST = json.loads((FIXTURES / "MANIFEST.json").read_text())
@@ -160,15 +160,7 @@ def test_big_endian_zip_is_byteswapped_on_read(torch_files, tmp_path: Path) -> N
     source = torch_files[("dtypes", "zip")]
     target = tmp_path / "big.pt"
     itemsizes = [torch.empty(0, dtype=d).element_size() // (2 if d.is_complex else 1) for d in DTYPES]
-    with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_STORED) as dst:
-        for info in src.infolist():
-            data = src.read(info)
-            if info.filename.endswith("/byteorder"):
-                data = b"big"
-            elif "/data/" in info.filename:
-                unit = itemsizes[int(info.filename.rsplit("/", 1)[1])]
-                data = np.frombuffer(data, np.uint8).reshape(-1, unit)[:, ::-1].tobytes()
-            dst.writestr(info, data)
+    big_endian_copy(source, target, itemsizes)
     original = torch_flat(torch.load(source, weights_only=True))
     swapped_by_torch = torch_flat(torch.load(target, weights_only=True))
     with open_store(target) as store:
