@@ -62,16 +62,19 @@ def open(where: "str | os.PathLike | ByteSource", **options: Any) -> Store:
         first = mapped.pread(0, min(mapped.size, 9), "the header")
         if first[8:9] != b"{":
             return _open_index(mapped)
-        entries, metadata = _parse(mapped, struct.unpack_from("<Q", first)[0])
+        entries, metadata = _parse(mapped, _header_size(mapped, first))
     except BaseException:
         mapped.close()
         raise
     return SafeTensorsStore(mapped.path, entries, mapped, metadata=metadata, names_checked=True)
 
 
-def _header_size(mapped: ByteSource) -> int:
-    """The u64 a SafeTensors file starts with (a file of fewer than 8 bytes is truncated)."""
-    return struct.unpack("<Q", mapped.pread(0, 8, "the 8-byte header length"))[0]
+def _header_size(mapped: ByteSource, first: bytes) -> int:
+    """The u64 a SafeTensors file starts with, from its ``first`` bytes already read (a file of fewer than 8
+    bytes is truncated: ``pread`` says so in the reader's words)."""
+    if len(first) < 8:
+        first = mapped.pread(0, 8, "the 8-byte header length")
+    return struct.unpack_from("<Q", first)[0]
 
 
 def _parse(mapped: ByteSource, size: int) -> tuple[list[TensorEntry], dict[str, str]]:
@@ -341,9 +344,10 @@ def _open_index(index_file: ByteSource) -> Store:
         for shard_path, names in wanted.items():
             mapped = index_file.sibling(shard_path)
             shards.append(mapped)
-            if not sniff(mapped.pread(0, min(mapped.size, 9), "the shard's header")) and not entries:
+            first = mapped.pread(0, min(mapped.size, 9), "the shard's header")
+            if not sniff(first) and not entries:
                 return _open_other_shards(index_file, shards.pop(), wanted, metadata)
-            shard_entries, shard_meta = _parse(mapped, _header_size(mapped))
+            shard_entries, shard_meta = _parse(mapped, _header_size(mapped, first))
             for key, value in shard_meta.items():
                 metadata.setdefault(key, value)
             for entry in shard_entries:
