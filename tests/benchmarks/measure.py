@@ -64,16 +64,22 @@ def child(argv: Sequence[str], repeat: int | None = None, fresh: Path | None = N
     return side_by_side([(argv, fresh)], repeat)[0]
 
 
-def side_by_side(commands: Sequence[tuple[Sequence[str], Path | None]], repeat: int | None = None) -> list[Run]:
+def side_by_side(commands: Sequence[tuple[Sequence[str], Path | None]], repeat: int | None = None,
+                 discard: bool = False) -> list[Run]:
     """The fastest run of each command, the commands taking turns (a, b, a, b, ...).
 
     Turns matter on a shared machine: a ratio of two commands timed minutes apart measures the load's
-    change as much as the commands, while turns put each pair in the same seconds.
+    change as much as the commands, while turns put each pair in the same seconds (and the same page
+    cache). ``discard`` removes each command's ``fresh`` file as soon as its run ends: on a tmpfs, three
+    2 GB outputs kept until their command's next turn, with torch's own 2.2 GB, pushed the sources out
+    of the page cache of a 24 GiB machine, so some turns read them from disk (cp 1.0 s warm, 2-9 s then).
     """
     best: list[Run | None] = [None] * len(commands)
     for _ in range(repeat or REPEATS["child"]):
         for i, (argv, fresh) in enumerate(commands):
             run = _run_child(argv, fresh)
+            if discard and fresh is not None:
+                fresh.unlink(missing_ok=True)
             if best[i] is None or run.seconds < best[i].seconds:
                 best[i] = run
     return [run for run in best if run is not None]

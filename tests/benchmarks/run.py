@@ -207,23 +207,28 @@ def _convert_rows(rows: list[Row], paths: dict[str, Path], out: Path, largest: i
     for src_fmt, dst_fmt, baseline in (("pt", "bpk", True), ("safetensors", "bpk", True), ("bpk", "safetensors", False)):
         src = paths[src_fmt]
         dst = out / f"converted.{dst_fmt}"
-        cp, ours = measure.side_by_side([(["cp", str(src), str(out / "copy.bin")], out / "copy.bin"),
-                                         ([*OURS_CONVERT, str(src), str(dst)], dst)])
+        commands = [(["cp", str(src), str(out / "copy.bin")], out / "copy.bin"), ([*OURS_CONVERT, str(src), str(dst)], dst)]
+        if baseline:  # the library's way, in the same turns: it meets the same load and page cache as cp and ours
+            commands.append((measure.python(TORCH_CONVERT, str(src), str(out / "torch.safetensors")),
+                             out / "torch.safetensors"))
+        cp, ours, *reference = measure.side_by_side(commands, discard=True)
         label = f"convert .{src_fmt} -> .{dst_fmt} ({src.stat().st_size / 1e9:.2g} GB)"
         rows.append(Row(f"{label} vs cp", ours.seconds, cp.seconds, "cp", "<= 1.1x", ours.seconds <= 1.1 * cp.seconds))
-        if baseline:
-            ref = measure.child(measure.python(TORCH_CONVERT, str(src), str(out / "torch.safetensors")),
-                                fresh=out / "torch.safetensors")
-            loader = "load_file" if src_fmt == "safetensors" else "torch.load"  # what TORCH_CONVERT runs for it
-            rows.append(Row(f"{label} vs {loader} + save_file", ours.seconds, ref.seconds,
-                            f"{loader} + save_file", "<= 0.25x", ours.seconds * 4 <= ref.seconds))
-            rows.append(Row(f"{label} peak memory", ours.peak_mib, ref.peak_mib, f"{loader} + save_file",
-                            f"<= {budget:.0f} MiB", ours.peak_mib <= budget, "MiB"))
-        else:
-            rows.append(Row(f"{label} peak memory", ours.peak_mib, None, "", f"<= {budget:.0f} MiB",
-                            ours.peak_mib <= budget, "MiB"))
-        for written in (dst, out / "copy.bin", out / "torch.safetensors"):  # a tmpfs holds them in memory: the
-            written.unlink(missing_ok=True)  # next row's sources must not be pushed out of the page cache
+        library = f"{'load_file' if src_fmt == 'safetensors' else 'torch.load'} + save_file"  # what TORCH_CONVERT runs
+        for ref in reference:
+            rows.append(Row(f"{label} vs {library}", ours.seconds, ref.seconds, library,
+                            *_library_target(src_fmt, ours.seconds, ref.seconds)))
+        rows.append(Row(f"{label} peak memory", ours.peak_mib, reference[0].peak_mib if reference else None,
+                        library if reference else "", f"<= {budget:.0f} MiB", ours.peak_mib <= budget, "MiB"))
+
+
+def _library_target(src_fmt: str, ours: float, reference: float) -> tuple[str, bool | None]:
+    """Issue 23's goal against the library: 0.25x of ``torch.load`` + ``save_file`` for a ``.pt``. A ``.safetensors``
+    row has none: ``load_file`` maps the file and ``save_file`` writes it once, so cp alone takes 0.27-0.53x of that
+    reference (measured in turns, warm); its target is the cp row's."""
+    if src_fmt == "pt":
+        return "<= 0.25x", ours * 4 <= reference
+    return "", None
 
 
 LIST_IN_CHILD = """
@@ -247,9 +252,7 @@ def bench_burn_record(rows: list[Row], work: Path, quick: bool) -> str:
     with output_folder(work, 3 * src.stat().st_size) as out:
         dst = out / "burn_record.bpk"
         cp, ours = measure.side_by_side([(["cp", str(src), str(out / "copy.bin")], out / "copy.bin"),
-                                         ([*OURS_CONVERT, str(src), str(dst)], dst)])
-        for written in (dst, out / "copy.bin"):
-            written.unlink(missing_ok=True)
+                                         ([*OURS_CONVERT, str(src), str(dst)], dst)], discard=True)
     rows.append(Row(f"convert .mpk -> .bpk ({gb:.2g} GB) vs cp", ours.seconds, cp.seconds, "cp", "<= 1.1x",
                     ours.seconds <= 1.1 * cp.seconds))
     rows.append(Row(f"convert .mpk -> .bpk ({gb:.2g} GB) peak memory", ours.peak_mib, None, "", "< 100 MiB",
