@@ -156,11 +156,9 @@ def list_torch(path: Path) -> None:
 def bench_open(rows: list[Row], files: dict[str, dict[str, Path]], many: dict[str, Path]) -> None:
     times = {}
     for size, paths in files.items():
-        ours_st = measure.best_of(lambda: list_ours(paths["safetensors"])).seconds
-        ref_st = measure.best_of(lambda: list_safetensors(paths["safetensors"])).seconds
-        ours_pt = measure.best_of(lambda: list_ours(paths["pt"])).seconds
-        ref_pt = measure.best_of(lambda: list_torch(paths["pt"])).seconds
-        ours_bpk = measure.best_of(lambda: list_ours(paths["bpk"])).seconds
+        ours_st, ref_st, ours_pt, ref_pt, ours_bpk = (run.seconds for run in measure.in_turns([
+            lambda: list_ours(paths["safetensors"]), lambda: list_safetensors(paths["safetensors"]),
+            lambda: list_ours(paths["pt"]), lambda: list_torch(paths["pt"]), lambda: list_ours(paths["bpk"])]))
         times[size] = ours_st, ours_pt, ours_bpk
         gb = paths["safetensors"].stat().st_size / 1e9
         rows.append(Row(f"open+list .safetensors ({gb:.2g} GB)", ours_st, ref_st, "safetensors safe_open",
@@ -172,8 +170,8 @@ def bench_open(rows: list[Row], files: dict[str, dict[str, Path]], many: dict[st
         large, small = times["large"][i], times["small"][i]
         rows.append(Row(f"open .{fmt}: large model vs small (same tensors)", large, small, "small model",
                         "<= 1.2x", large <= 1.2 * small))
-    ours = measure.best_of(lambda: list_ours(many["safetensors"])).seconds
-    ref = measure.best_of(lambda: list_safetensors(many["safetensors"])).seconds
+    ours, ref = (run.seconds for run in measure.in_turns([lambda: list_ours(many["safetensors"]),
+                                                          lambda: list_safetensors(many["safetensors"])]))
     with open_store(many["safetensors"]) as store:
         count = len(store)
     rows.append(Row(f"open+list {count:,} tensors .safetensors", ours, ref, "safetensors safe_open", "<= 1.0x",
@@ -211,7 +209,7 @@ def _convert_rows(rows: list[Row], paths: dict[str, Path], out: Path, largest: i
         if baseline:  # the library's way, in the same turns: it meets the same load and page cache as cp and ours
             commands.append((measure.python(TORCH_CONVERT, str(src), str(out / "torch.safetensors")),
                              out / "torch.safetensors"))
-        cp, ours, *reference = measure.side_by_side(commands, discard=True)
+        cp, ours, *reference = measure.side_by_side(commands, measure.REPEATS["convert"], discard=True)
         label = f"convert .{src_fmt} -> .{dst_fmt} ({src.stat().st_size / 1e9:.2g} GB)"
         rows.append(Row(f"{label} vs cp", ours.seconds, cp.seconds, "cp", "<= 1.1x", ours.seconds <= 1.1 * cp.seconds))
         library = f"{'load_file' if src_fmt == 'safetensors' else 'torch.load'} + save_file"  # what TORCH_CONVERT runs
@@ -252,7 +250,8 @@ def bench_burn_record(rows: list[Row], work: Path, quick: bool) -> str:
     with output_folder(work, 3 * src.stat().st_size) as out:
         dst = out / "burn_record.bpk"
         cp, ours = measure.side_by_side([(["cp", str(src), str(out / "copy.bin")], out / "copy.bin"),
-                                         ([*OURS_CONVERT, str(src), str(dst)], dst)], discard=True)
+                                         ([*OURS_CONVERT, str(src), str(dst)], dst)],
+                                        measure.REPEATS["convert"], discard=True)
     rows.append(Row(f"convert .mpk -> .bpk ({gb:.2g} GB) vs cp", ours.seconds, cp.seconds, "cp", "<= 1.1x",
                     ours.seconds <= 1.1 * cp.seconds))
     rows.append(Row(f"convert .mpk -> .bpk ({gb:.2g} GB) peak memory", ours.peak_mib, None, "", "< 100 MiB",
@@ -388,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     specs = models.QUICK if args.quick else models.FULL
     if args.quick:
-        measure.REPEATS.update(in_process=1, child=1)
+        measure.REPEATS.update(in_process=1, child=1, convert=1)
     compile_bytecode()
     try:
         if args.only == "burn-records":
