@@ -18,9 +18,11 @@ class Run:
     cpu_seconds: float | None = None  # a child's user + system time, its own waited-for children included
 
 
-# --quick sets each to 1: it checks the suite runs, not speed. A conversion takes 5 turns: with 3, one slow turn
-# of cp or ours decided a row (cp took 1.05 s in one run and 1.13-1.86 s in the next, writing 2 GB to a tmpfs).
-REPEATS = {"in_process": 5, "child": 3, "convert": 5}
+# --quick sets each to 1: it checks the suite runs, not speed. A conversion takes 7 turns: writing 2 GB to a
+# tmpfs here took cp anything from 0.85 s to 5.8 s (nine turns in a row on a quiet machine, CPU time the same as
+# wall; this virtual machine's balloon device reports freed memory to its host, which must then back it again),
+# and with 3 turns one unlucky run of cp or ours decided a row. The floor each reaches in 7 is what a row compares.
+REPEATS = {"in_process": 5, "child": 3, "convert": 7}
 
 
 QUICK_CALLS = 0.25, 200  # a call this quick is repeated for this many seconds, at most this many times
@@ -82,18 +84,21 @@ def side_by_side(commands: Sequence[tuple[Sequence[str], Path | None]], repeat: 
 
     Turns matter on a shared machine: a ratio of two commands timed minutes apart measures the load's
     change as much as the commands, while turns put each pair in the same seconds (and the same page
-    cache). ``discard`` removes each command's ``fresh`` file as soon as its run ends: on a tmpfs, three
-    2 GB outputs kept until their command's next turn, with torch's own 2.2 GB, pushed the sources out
-    of the page cache of a 24 GiB machine, so some turns read them from disk (cp 1.0 s warm, 2-9 s then).
+    cache). ``discard`` removes every command's ``fresh`` file before each run, not only its own, and all
+    of them at the end: on a tmpfs, three 2 GB outputs kept until their command's next turn, with torch's
+    own 2.2 GB, pushed the sources out of the page cache of a 24 GiB machine (cp 1.0 s warm, 2-9 s then).
     """
     best: list[Run | None] = [None] * len(commands)
+    outputs = [fresh for _, fresh in commands if fresh is not None]
     for _ in range(repeat or REPEATS["child"]):
         for i, (argv, fresh) in enumerate(commands):
+            for output in outputs if discard else []:
+                output.unlink(missing_ok=True)
             run = _run_child(argv, fresh)
-            if discard and fresh is not None:
-                fresh.unlink(missing_ok=True)
             if best[i] is None or run.seconds < best[i].seconds:
                 best[i] = run
+    for output in outputs if discard else []:
+        output.unlink(missing_ok=True)
     return [run for run in best if run is not None]
 
 
