@@ -6,6 +6,7 @@ import errno
 import importlib
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -109,6 +110,37 @@ def test_a_partial_owned_by_a_live_process_survives_another_export_to_the_same_f
         export(model().entries, tmp_path / "out.bpk")
         assert {who for who, path in files.items() if path.exists()} == {"child", "self", "init"}
         assert files["child"].read_bytes() == b"child"  # untouched, not only present
+    finally:
+        live.kill()
+        live.wait()
+
+
+SIGNAL_WITNESS = """
+import signal, sys, time
+def said(number, frame):
+    print(signal.Signals(number).name, flush=True)
+    if number == signal.SIGUSR1:
+        sys.exit(0)
+for number in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
+    signal.signal(number, said)
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_asking_whether_a_partial_s_owner_lives_sends_it_no_signal(tmp_path):
+    """Cleaning stale partials asks the kernel whether each owner lives (signal 0): the owner, another export
+    still writing, must receive nothing. The witness prints each signal it gets; SIGUSR1, sent last, ends it, and
+    pending signals are handled lowest number first, so one sent during the export would print before it."""
+    live = subprocess.Popen([sys.executable, "-c", SIGNAL_WITNESS], stdout=subprocess.PIPE, text=True)
+    try:
+        assert live.stdout.readline() == "ready\n"
+        partial = tmp_path / f".out.bpk.{live.pid}-0000abcd.partial"
+        partial.write_bytes(b"theirs")
+        export(model().entries, tmp_path / "out.bpk")
+        live.send_signal(signal.SIGUSR1)
+        assert live.stdout.read() == "SIGUSR1\n" and live.wait() == 0
+        assert partial.read_bytes() == b"theirs"
     finally:
         live.kill()
         live.wait()

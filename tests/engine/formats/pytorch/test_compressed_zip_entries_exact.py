@@ -11,6 +11,8 @@ Promises (README, "PyTorch files" and "Limits") -> tests:
   there) -> test_the_expansion_limit_is_exact_at_16_mib, test_the_expansion_limit_is_exact_at_64_times,
   test_an_entry_stating_no_compressed_bytes_is_a_bomb_by_its_whole_size,
   test_an_entry_that_inflates_past_its_stated_size_is_refused
+- LZMA's header sizes are unsigned (a 2 GiB dictionary, 64 KiB of properties)
+  -> test_an_lzma_dictionary_of_2_gib_or_more_reads, test_an_lzma_properties_size_of_32_kib_or_more_leaves_no_stream
 - encrypted entries, unknown methods and damaged streams are refused in one line naming the entry
   -> test_an_encrypted_entry_is_refused, test_a_method_torch_never_writes_is_refused,
   test_a_damaged_stream_is_refused, test_an_entry_whose_crc_differs_is_refused
@@ -227,6 +229,28 @@ def test_an_lzma_entry_of_only_its_properties_is_short(tmp_path: Path) -> None:
     """Nine bytes hold the header and properties: read as an empty stream, which is short of the stated size."""
     body = packed(PICKLE, LZMA)[:9]
     path = small_checkpoint(tmp_path / "props_only.pt", Entry("ckpt/data.pkl", PICKLE, LZMA, body))
+    assert refusal(path) == (f"zip entry 'ckpt/data.pkl' decompresses to other bytes than its header states "
+                             f"(0 bytes, {len(PICKLE)} stated)")
+
+
+def lzma_body(props_size: int = 5, dict_size: int = 1 << 16) -> bytes:
+    """PICKLE as an LZMA entry whose 4-byte header and properties state ``props_size`` and ``dict_size``."""
+    return struct.pack("<BBHBI", 9, 4, props_size, 93, dict_size) + packed(PICKLE, LZMA)[9:]
+
+
+@pytest.mark.parametrize("dict_size", [1 << 31, (1 << 32) - 1])
+def test_an_lzma_dictionary_of_2_gib_or_more_reads(tmp_path: Path, dict_size: int) -> None:
+    """The dictionary size is an unsigned 32-bit number: one of 2 GiB or more is a size, not a negative number.
+    A dictionary larger than the encoder's decodes the same stream."""
+    path = small_checkpoint(tmp_path / "big_dict.pt", Entry("ckpt/data.pkl", PICKLE, LZMA, lzma_body(dict_size=dict_size)))
+    with open_store(path) as store:
+        assert store.values == {"epoch": 7, "name": "run"}
+
+
+def test_an_lzma_properties_size_of_32_kib_or_more_leaves_no_stream(tmp_path: Path) -> None:
+    """The properties' size is an unsigned 16-bit number: 65,535 bytes of properties leave nothing of this short
+    entry to decode (read as a size, not as -1, which would decode from inside the header)."""
+    path = small_checkpoint(tmp_path / "big_props.pt", Entry("ckpt/data.pkl", PICKLE, LZMA, lzma_body(0xFFFF)))
     assert refusal(path) == (f"zip entry 'ckpt/data.pkl' decompresses to other bytes than its header states "
                              f"(0 bytes, {len(PICKLE)} stated)")
 
