@@ -7,6 +7,9 @@ Promises (README, "PyTorch files") -> tests:
 - a tensor that is not a plain byte range of the file (a transposed or sliced view) streams a block of rows at a
   time, never more than the piece asked for unless one row is larger
   -> test_a_strided_view_streams_a_row_block_at_a_time
+- a tensor that is a plain byte range of the file streams straight from the file in pieces of the size asked
+  for, whatever its rows (no copy of the whole tensor through numpy)
+  -> test_a_plain_range_streams_from_the_file_in_pieces_of_the_size_asked
 """
 
 from __future__ import annotations
@@ -55,3 +58,15 @@ def test_a_strided_view_streams_a_row_block_at_a_time(tmp_path: Path) -> None:
         for name, view in views.items():
             assert b"".join(pieces[name]) == raw_bytes(view), name
         assert [bytes(p) for p in store.iter_bytes("t", 12)] == [raw_bytes(base.t()[:3]), raw_bytes(base.t()[3:])]
+
+
+def test_a_plain_range_streams_from_the_file_in_pieces_of_the_size_asked(tmp_path: Path) -> None:
+    """Rows of 40 bytes, pieces of 64: read from the file's bytes, pieces cut across rows (a block of rows would
+    be 40 bytes, one row to a piece); the last piece is what is left."""
+    weight = torch.arange(80, dtype=torch.float32).reshape(8, 10)
+    torch.save({"w": weight}, tmp_path / "plain.pt")
+    with open_store(tmp_path / "plain.pt") as store:
+        assert store.byte_range("w") is not None
+        pieces = [bytes(piece) for piece in store.iter_bytes("w", 64)]
+    assert [len(piece) for piece in pieces] == [64] * 5
+    assert b"".join(pieces) == raw_bytes(weight)
