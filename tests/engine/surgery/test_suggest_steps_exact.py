@@ -186,6 +186,8 @@ def test_a_cast_is_offered_only_when_it_fixes_and_breaks_nothing(tmp_path):
     f32, f16 = np.zeros(3, np.float32), np.zeros(3, np.float16)
     assert lines({"w": f32}, {"w": f16}) == ["suggest: cast float tensors to F16: fixes 1 dtype difference(s): cast F16"]
     assert lines({"w": f32, "x": f32}, {"w": f16, "x": f32}) == []  # x would become F16 where the target has F32
+    # two fixed and one broken is one difference fewer, but still breaks x: not offered
+    assert lines({"w": f32, "v": f32, "x": f32}, {"w": f16, "v": f16, "x": f32}) == []
     assert lines({"steps": np.zeros(3, np.int32)}, {"steps": f16}) == []  # a cast touches floats only: nothing fixed
 
 
