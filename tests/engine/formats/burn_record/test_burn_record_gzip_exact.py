@@ -159,8 +159,8 @@ def test_a_gzip_bomb_is_stopped_holding_a_chunk_not_the_whole(tmp_path, scratch)
 
 
 def test_a_copy_that_cannot_be_written_is_refused_in_words_leaving_nothing(tmp_path, scratch):
-    """RLIMIT_FSIZE makes this process's writes past 64 KiB fail with EFBIG (Python ignores SIGXFSZ), as a full disk
-    would: the 80 KB copy cannot be written. The limit holds only while the record opens."""
+    """RLIMIT_FSIZE makes this process's writes past 64 KiB fail with EFBIG (Python ignores SIGXFSZ), as a full
+    disk would: the 80 KB copy cannot be written. The limit holds only while the record opens."""
     path, _ = gzipped(tmp_path, NOISE)
     assert len(NOISE) > 1 << 16
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)

@@ -91,7 +91,8 @@ def test_a_map_key_past_the_limit_is_refused_as_too_deep(tmp_path: Path) -> None
     could be refused as a key that is not text."""
     placeholder = "@" * 8
     raw = packed({"a": nested(126, placeholder)}).replace(msgpack.packb(placeholder), b"\x81\x90\x01")
-    assert refusal(write(tmp_path, raw)) == "r.mpk: the record is nested deeper than 128 levels at item.a.0.0.0.0.0.0..."
+    assert refusal(write(tmp_path, raw)) == \
+        "r.mpk: the record is nested deeper than 128 levels at item.a.0.0.0.0.0.0..."
 
 
 def test_values_longer_than_two_read_aheads_are_read_exactly(tmp_path: Path) -> None:
