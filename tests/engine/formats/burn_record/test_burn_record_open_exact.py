@@ -1,0 +1,56 @@
+"""The record reader's own entry (engine/formats/burn_record/__init__.py ``open``, the interface every format module
+has beside ``sniff``; the whole run's survivors of session 8): what it is handed that is no record is refused in
+words naming the file, and a record's kind is told by exactly its first 4096 bytes, as the sniff tells it.
+
+Promises (README "Migrating from Burn's recorders": records are recognised by content; bad input is one line naming
+the file) ->
+- a file that is no Burn record, handed to the reader itself, is refused naming it ->
+  ``test_what_is_no_record_is_refused_in_words_naming_the_file``
+- the kind is told by the first 4096 bytes, no more ->
+  ``test_the_kind_is_told_by_the_first_4096_bytes``
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine import FormatError
+from engine.formats import burn_record
+
+from burn_record_writers import Settings
+
+
+def test_what_is_no_record_is_refused_in_words_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "notes.mpk"
+    path.write_text("plain text, no record " * 10)
+    with pytest.raises(FormatError) as caught:
+        burn_record.open(path)
+    assert str(caught.value) == \
+        "notes.mpk: not a Burn record (neither msgpack, JSON nor bincode after decompression)"
+
+
+def json_record_with_float_at(end: int) -> bytes:
+    """A JSON record whose metadata's ``"float"`` key ends at byte ``end`` (a padding field before it)."""
+    meta = Settings(recorder="PrettyJson").metadata()
+    head = '{"metadata": {"pad": "'
+    tail = '", "float": ' + json.dumps(meta["float"]) + "".join(
+        f", {json.dumps(k)}: {json.dumps(v)}" for k, v in meta.items() if k != "float") + '}, "item": {"n": 1}}'
+    pad = end - len(head) - len('", "float"')
+    raw = (head + "x" * pad + tail).encode()
+    assert raw.index(b'"float"') + len(b'"float"') == end
+    return raw
+
+
+def test_the_kind_is_told_by_the_first_4096_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(json_record_with_float_at(4096))
+    with burn_record.open(path) as store:
+        assert store.values == {"n": 1} and store.metadata["burn.float"] == "f32"
+    path.write_bytes(json_record_with_float_at(4097))
+    assert burn_record.sniff(path.read_bytes()[:4096]) is False
+    with pytest.raises(FormatError) as caught:
+        burn_record.open(path)
+    assert str(caught.value) == "r.json: not a Burn record (neither msgpack, JSON nor bincode after decompression)"
