@@ -15,7 +15,6 @@ the file) ->
 from __future__ import annotations
 
 import gzip
-import json
 import tempfile
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import pytest
 from engine import FormatError, open_store
 from engine.formats import burn_record
 
-from burn_record_writers import Param, Settings, id_text, write_record
+from burn_record_writers import Param, Settings, id_text, json_record_with_float_at, write_record
 
 
 def test_what_is_no_record_is_refused_in_words_naming_the_file(tmp_path: Path) -> None:
@@ -35,18 +34,6 @@ def test_what_is_no_record_is_refused_in_words_naming_the_file(tmp_path: Path) -
         burn_record.open(path)
     assert str(caught.value) == \
         "notes.mpk: not a Burn record (neither msgpack, JSON nor bincode after decompression)"
-
-
-def json_record_with_float_at(end: int) -> bytes:
-    """A JSON record whose metadata's ``"float"`` key ends at byte ``end`` (a padding field before it)."""
-    meta = Settings(recorder="PrettyJson").metadata()
-    head = '{"metadata": {"pad": "'
-    tail = '", "float": ' + json.dumps(meta["float"]) + "".join(
-        f", {json.dumps(k)}: {json.dumps(v)}" for k, v in meta.items() if k != "float") + '}, "item": {"n": 1}}'
-    pad = end - len(head) - len('", "float"')
-    raw = (head + "x" * pad + tail).encode()
-    assert raw.index(b'"float"') + len(b'"float"') == end
-    return raw
 
 
 def test_the_kind_is_told_by_the_first_4096_bytes(tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ bad input is one line naming the file) ->
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 
 import msgpack
@@ -30,7 +29,7 @@ import pytest
 from engine import open_store
 from tests.refusals import refusal
 
-from burn_record_writers import DTYPES_0_16, Bincode, Settings, id_text
+from burn_record_writers import DTYPES_0_16, Bincode, Settings, id_text, json_record_with_float_at
 
 NOT_A_MODEL = "not a Burnpack, SafeTensors, PyTorch file or Burn record (its first bytes match none of them)"
 TWO = np.array([1.5, -2.0], "<f4").tobytes()
@@ -68,17 +67,6 @@ def test_a_msgpack_root_that_is_no_map_is_no_record(tmp_path: Path, first: bytes
 
 
 # --- gzip ---------------------------------------------------------------------------------------
-
-def json_record_with_float_at(end: int) -> bytes:
-    """A JSON record whose metadata's ``"float"`` key ends at byte ``end`` (a padding field before it)."""
-    meta = Settings(recorder="JsonGz").metadata()
-    head = '{"metadata": {"pad": "'
-    tail = '", "float": ' + json.dumps(meta["float"]) + "".join(
-        f", {json.dumps(k)}: {json.dumps(v)}" for k, v in meta.items() if k != "float") + '}, "item": {"n": 1}}'
-    raw = (head + "x" * (end - len(head) - len('", "float"')) + tail).encode()
-    assert raw.index(b'"float"') + len(b'"float"') == end
-    return raw
-
 
 def test_a_gzip_records_kind_is_told_by_the_first_4096_bytes_it_inflates_to(tmp_path: Path) -> None:
     """Compressed well, the first 4096 bytes of the file inflate to the whole record: only its first 4096 count."""
