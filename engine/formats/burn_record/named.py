@@ -118,7 +118,8 @@ class _Walker:
             children = [self.walk(v, parts + [str(i)], depth + 1) for i, v in enumerate(node)]
             if children and all(v is _TENSORS_ONLY for v in children):
                 return _TENSORS_ONLY
-            return [f"<tensor {name}.{i}>" if v is _TENSORS_ONLY else v for i, v in enumerate(children)]
+            return [f"<tensor {'.'.join(parts + [str(i)])}>" if v is _TENSORS_ONLY else v  # the tensor's own name
+                    for i, v in enumerate(children)]
         if isinstance(node, Blob):
             return f"<{node.length} bytes>"
         if isinstance(node, (bytes, bytearray)):

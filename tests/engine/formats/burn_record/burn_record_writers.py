@@ -218,6 +218,18 @@ def record_bytes(item: Any, s: Settings) -> bytes:
     return gzip.compress(raw) if s.recorder.endswith("Gz") else raw
 
 
+def json_record_with_float_at(end: int) -> bytes:
+    """A JSON record whose metadata's ``"float"`` key ends at byte ``end`` (a padding field before it), to put the
+    key just inside or just past the first bytes a record's kind is told by."""
+    meta = Settings(recorder="PrettyJson").metadata()
+    head = '{"metadata": {"pad": "'
+    tail = '", "float": ' + json.dumps(meta["float"]) + "".join(
+        f", {json.dumps(k)}: {json.dumps(v)}" for k, v in meta.items() if k != "float") + '}, "item": {"n": 1}}'
+    raw = (head + "x" * (end - len(head) - len('", "float"')) + tail).encode()
+    assert raw.index(b'"float"') + len(b'"float"') == end
+    return raw
+
+
 def write_record(folder: Path, stem: str, item: Any, s: Settings) -> Path:
     path = folder / f"{stem}.{RECORDER[s.recorder][1]}"
     path.write_bytes(record_bytes(item, s))

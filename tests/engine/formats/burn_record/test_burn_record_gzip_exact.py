@@ -12,11 +12,14 @@ size or 64 GiB"; the audit of issue 25):
 - a gzip bomb is stopped while it inflates (README "Limits") -> here::test_a_gzip_bomb_is_stopped_holding_a_chunk_not_the_whole
 - the temporary copy goes with the store, and with every refusal -> here::test_the_copy_goes_when_the_store_closes,
   here::test_a_stream_cut_short_or_corrupt_is_refused_in_words_leaving_nothing
+- a copy that cannot be written (a full disk, a file-size limit) is refused in the system's words, leaving nothing ->
+  here::test_a_copy_that_cannot_be_written_is_refused_in_words_leaving_nothing
 """
 
 from __future__ import annotations
 
 import gzip
+import resource
 import tempfile
 import tracemalloc
 import zlib
@@ -152,4 +155,19 @@ def test_a_gzip_bomb_is_stopped_holding_a_chunk_not_the_whole(tmp_path, scratch)
         tracemalloc.stop()
     assert words.endswith("refused as a possible gzip bomb") and words.startswith("bomb.mpk.gz: decompresses to more than")
     assert peak < 8 << 20
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_copy_that_cannot_be_written_is_refused_in_words_leaving_nothing(tmp_path, scratch):
+    """RLIMIT_FSIZE makes this process's writes past 64 KiB fail with EFBIG (Python ignores SIGXFSZ), as a full
+    disk would: the 80 KB copy cannot be written. The limit holds only while the record opens."""
+    path, _ = gzipped(tmp_path, NOISE)
+    assert len(NOISE) > 1 << 16
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, hard))
+    try:
+        words = refusal(path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert words == "z.mpk.gz: cannot decompress: File too large"
     assert list(scratch.iterdir()) == []
