@@ -87,6 +87,8 @@ DTYPE_F8 = call(op_global("numpy", "dtype"), plain("f8"))
     (call(op_global("torch", "Size"), plain(["a"])), "torch.Size takes a list of whole numbers"),
     (call(op_global("torch", "device"), plain("cpu"), plain(0), plain(1)), "torch.device takes 1 to 2 arguments, got 3"),
     (call(op_global("torch", "device"), plain(1)), "torch.device takes a name and an optional index"),
+    (call(op_global("builtins", "set"), plain([1]), plain([2])), "set takes 0 to 1 arguments, got 2"),
+    (call(op_global("builtins", "frozenset"), plain([1]), plain([2])), "frozenset takes 0 to 1 arguments, got 2"),
     (call(op_global("numpy", "dtype"), plain("f8"), plain(False), plain(True), plain(0)),
      "numpy.dtype takes 1 to 3 arguments, got 4"),
     (call(op_global("numpy", "dtype")), "numpy.dtype takes 1 to 3 arguments, got 0"),
