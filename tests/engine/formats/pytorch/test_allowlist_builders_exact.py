@@ -8,6 +8,7 @@ Promises (README, "PyTorch files") -> tests:
   test_numpy_dtype_state_of_any_plain_byte_order_reads
 - object arrays are refused (they hold more pickled code) -> test_an_object_array_is_refused_in_words
 - torch.Size, devices and parameters read as their values -> test_sizes_devices_and_parameters_read_as_values
+- protocol 2's ``bytes()`` and ``bytes(b"...")`` read as their bytes -> test_bytes_calls_read_as_their_bytes
 - an unknown class is kept as a placeholder with its state (protocol 0/1 copyreg reconstructors too)
   -> test_copyreg_reconstructors_keep_their_state
 - a forged pickle is refused in one line naming the file and what is wrong
@@ -89,6 +90,8 @@ DTYPE_F8 = call(op_global("numpy", "dtype"), plain("f8"))
     (call(op_global("torch", "device"), plain(1)), "torch.device takes a name and an optional index"),
     (call(op_global("builtins", "set"), plain([1]), plain([2])), "set takes 0 to 1 arguments, got 2"),
     (call(op_global("builtins", "frozenset"), plain([1]), plain([2])), "frozenset takes 0 to 1 arguments, got 2"),
+    (call(op_global("builtins", "bytes"), plain(5)), "bytes() is only allowed without arguments"),
+    (call(op_global("builtins", "bytes"), plain(b"a"), plain(b"b")), "bytes takes 0 to 1 arguments, got 2"),
     (call(op_global("numpy", "dtype"), plain("f8"), plain(False), plain(True), plain(0)),
      "numpy.dtype takes 1 to 3 arguments, got 4"),
     (call(op_global("numpy", "dtype")), "numpy.dtype takes 1 to 3 arguments, got 0"),
@@ -116,6 +119,14 @@ DTYPE_F8 = call(op_global("numpy", "dtype"), plain("f8"))
 ])
 def test_wrong_arguments_are_refused_in_words(tmp_path: Path, ops: bytes, words: str) -> None:
     assert refusal(pickle_file(tmp_path / "forged.pt", ops)) == words
+
+
+def test_bytes_calls_read_as_their_bytes(tmp_path: Path) -> None:
+    """``bytes()`` is how protocol 2 spells empty bytes; a call with bytes (as a forger might write) is them."""
+    ops = (b"}" + plain("empty") + call(op_global("builtins", "bytes")) + b"s"
+           + plain("ab") + call(op_global("__builtin__", "bytes"), plain(b"ab")) + b"s")
+    with open_store(pickle_file(tmp_path / "bytes.pt", ops)) as store:
+        assert store.values == {"empty": "", "ab": "6162"}
 
 
 def numpy_array(state: bytes) -> bytes:
