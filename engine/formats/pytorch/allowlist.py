@@ -200,11 +200,12 @@ def _bytes(path: str | os.PathLike, args: tuple) -> bytes:
 
 
 def _encode(path: str | os.PathLike, args: tuple) -> bytes:
-    """Protocol 2 spells bytes as ``_codecs.encode(text, 'latin1')``; no other codec is allowed."""
+    """Protocol 2 spells bytes as ``_codecs.encode(text, 'latin1')``; no other codec is allowed. A call without
+    a codec encodes as UTF-8, as Python (and so torch.load) does."""
     text, *encoding = _args(args, 1, 2, "_codecs.encode")
     if not isinstance(text, str) or (encoding and encoding[0] not in ("latin1", "latin-1")):
         raise ValueError(f"_codecs.encode is only allowed from text to latin1, got {encoding or 'utf-8'}")
-    return text.encode("latin-1")
+    return text.encode("latin-1" if encoding else "utf-8")
 
 
 # --- numpy ------------------------------------------------------------------------------------

@@ -8,6 +8,9 @@ Promises (README, "PyTorch files") -> tests:
   test_numpy_dtype_state_of_any_plain_byte_order_reads
 - object arrays are refused (they hold more pickled code) -> test_an_object_array_is_refused_in_words
 - torch.Size, devices and parameters read as their values -> test_sizes_devices_and_parameters_read_as_values
+- protocol 2's ``bytes()`` and ``bytes(b"...")`` read as their bytes -> test_bytes_calls_read_as_their_bytes
+- protocol 2's ``_codecs.encode(text, 'latin1')`` reads as Python reads it (and a call without a codec as UTF-8)
+  -> test_codecs_encode_reads_as_python_reads_it
 - an unknown class is kept as a placeholder with its state (protocol 0/1 copyreg reconstructors too)
   -> test_copyreg_reconstructors_keep_their_state
 - a forged pickle is refused in one line naming the file and what is wrong
@@ -87,6 +90,15 @@ DTYPE_F8 = call(op_global("numpy", "dtype"), plain("f8"))
     (call(op_global("torch", "Size"), plain(["a"])), "torch.Size takes a list of whole numbers"),
     (call(op_global("torch", "device"), plain("cpu"), plain(0), plain(1)), "torch.device takes 1 to 2 arguments, got 3"),
     (call(op_global("torch", "device"), plain(1)), "torch.device takes a name and an optional index"),
+    (call(op_global("builtins", "set"), plain([1]), plain([2])), "set takes 0 to 1 arguments, got 2"),
+    (call(op_global("builtins", "frozenset"), plain([1]), plain([2])), "frozenset takes 0 to 1 arguments, got 2"),
+    (call(op_global("builtins", "bytes"), plain(5)), "bytes() is only allowed without arguments"),
+    (call(op_global("_codecs", "encode"), plain("a"), plain("latin1"), plain("strict")),
+     "_codecs.encode takes 1 to 2 arguments, got 3"),
+    (call(op_global("_codecs", "encode"), plain("a"), plain("rot13")),
+     "_codecs.encode is only allowed from text to latin1, got ['rot13']"),
+    (call(op_global("_codecs", "encode"), plain(5)), "_codecs.encode is only allowed from text to latin1, got utf-8"),
+    (call(op_global("builtins", "bytes"), plain(b"a"), plain(b"b")), "bytes takes 0 to 1 arguments, got 2"),
     (call(op_global("numpy", "dtype"), plain("f8"), plain(False), plain(True), plain(0)),
      "numpy.dtype takes 1 to 3 arguments, got 4"),
     (call(op_global("numpy", "dtype")), "numpy.dtype takes 1 to 3 arguments, got 0"),
@@ -114,6 +126,28 @@ DTYPE_F8 = call(op_global("numpy", "dtype"), plain("f8"))
 ])
 def test_wrong_arguments_are_refused_in_words(tmp_path: Path, ops: bytes, words: str) -> None:
     assert refusal(pickle_file(tmp_path / "forged.pt", ops)) == words
+
+
+def test_bytes_calls_read_as_their_bytes(tmp_path: Path) -> None:
+    """``bytes()`` is how protocol 2 spells empty bytes; a call with bytes (as a forger might write) is them."""
+    ops = (b"}" + plain("empty") + call(op_global("builtins", "bytes")) + b"s"
+           + plain("ab") + call(op_global("__builtin__", "bytes"), plain(b"ab")) + b"s")
+    with open_store(pickle_file(tmp_path / "bytes.pt", ops)) as store:
+        assert store.values == {"empty": "", "ab": "6162"}
+
+
+def test_codecs_encode_reads_as_python_reads_it(tmp_path: Path) -> None:
+    """Both spellings of latin-1, and a call without a codec, which Python's _codecs.encode (torch.load's) encodes
+    as UTF-8: the same bytes as pickle.loads gives."""
+    encode = op_global("_codecs", "encode")
+    items = {"latin1": call(encode, plain("\xe9"), plain("latin1")), "latin-1": call(encode, plain("\xe9"), plain("latin-1")),
+             "default": call(encode, plain("\xe9\u20ac"))}
+    ops = b"}" + b"".join(plain(key) + value + b"s" for key, value in items.items())
+    path = pickle_file(tmp_path / "codecs.pt", ops)
+    loaded = pickle.loads(path.read_bytes())
+    assert loaded == {"latin1": b"\xe9", "latin-1": b"\xe9", "default": "\xe9\u20ac".encode()}
+    with open_store(path) as store:
+        assert store.values == {key: value.hex() for key, value in loaded.items()}
 
 
 def numpy_array(state: bytes) -> bytes:

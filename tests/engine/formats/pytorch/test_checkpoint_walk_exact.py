@@ -7,11 +7,13 @@ Promises (README, "PyTorch files") -> tests:
 - ``--key`` keeps one branch: a top-level key, an integer key, or a dotted path -> test_top_level_key_forms,
   test_a_missing_key_lists_the_top_level_keys
 - a whole pickled module lists its state_dict; a tensor attribute is a value, not listed
-  -> test_a_module_attribute_tensor_is_a_value_not_a_name, test_a_module_table_entry_that_is_not_a_tensor_is_refused
+  -> test_a_module_attribute_tensor_is_a_value_not_a_name, test_a_module_table_entry_that_is_not_a_tensor_is_refused,
+  test_a_child_module_entry_holding_only_tensors_shows_as_an_empty_branch
 - shared references cannot expand a small file into millions of objects -> test_the_expansion_budget_is_exact,
   test_the_budget_grows_with_the_file
 - non-persistent buffers are left out, as state_dict() does -> test_non_persistent_buffers_may_be_listed_as_a_list
-- an object of an unknown class shows its class path and its state -> test_a_placeholder_shows_its_class_then_its_state
+- an object of an unknown class shows its class path and its state -> test_a_placeholder_shows_its_class_then_its_state,
+  test_an_object_with_slots_and_a_dict_shows_both
 - a checkpoint that contains itself is refused, saying where -> test_a_checkpoint_that_contains_itself_names_where
 """
 
@@ -151,6 +153,15 @@ def test_non_persistent_buffers_may_be_listed_as_a_list(tmp_path: Path) -> None:
         assert store.names == ["rm", "tmp"]
 
 
+def test_a_child_module_entry_holding_only_tensors_shows_as_an_empty_branch(tmp_path: Path) -> None:
+    """A ``_modules`` entry that is a tensor, or a dict of tensors, not a module: its tensors are listed under its
+    key and the module's values keep the key, as an empty branch."""
+    model = Mod({"w": view()}, {}, {"t": view(2), "d": {"a": view(1)}})
+    with open_store(zip_checkpoint(tmp_path / "m.pt", {"m": model}, {"0": FOUR})) as store:
+        assert store.names == ["m.w", "m.t", "m.d.a"]
+        assert store.values == {"m": {"__class__": f"{__name__}.Mod", "t": {}, "d": {}}}
+
+
 def test_a_module_table_entry_that_is_not_a_tensor_is_refused(tmp_path: Path) -> None:
     cls = f"{__name__}.Mod"
     path = zip_checkpoint(tmp_path / "p.pt", {"m": Mod({"w": 5}, {}, {})}, {"0": FOUR})
@@ -171,6 +182,26 @@ def test_a_placeholder_shows_its_class_then_its_state(tmp_path: Path) -> None:
     with open_store(path) as store:
         assert store.names == ["t.w"]
         assert store.values == {"t": {"__class__": f"{__name__}.Thing", "a": 1}}
+
+
+class SlottedBase:
+    __slots__ = ("lr", "w")
+
+
+class SlotsAndDict(SlottedBase):
+    """A subclass without ``__slots__`` has a ``__dict__`` too: protocol 2 pickles its state as (dict, slots)."""
+
+
+def test_an_object_with_slots_and_a_dict_shows_both(tmp_path: Path) -> None:
+    import torch
+    obj = SlotsAndDict()
+    obj.lr, obj.w, obj.name, obj.b = 0.5, torch.ones(2), "run", torch.zeros(1)
+    path = tmp_path / "both.pt"
+    torch.save({"opt": obj}, path)
+    with open_store(path) as store:
+        assert store.names == ["opt.b", "opt.w"]  # the __dict__'s, then the slots'
+        assert store.read("opt.b").tolist() == [0.0] and store.read("opt.w").tolist() == [1.0, 1.0]
+        assert store.values == {"opt": {"__class__": f"{__name__}.SlotsAndDict", "name": "run", "lr": 0.5}}
 
 
 def test_a_checkpoint_that_contains_itself_names_where(tmp_path: Path) -> None:

@@ -10,12 +10,14 @@ Promises (README, "PyTorch files" and "Limits") -> tests:
 - compressed data.pkl: any ratio up to 16 MiB, 64 times past it, stated size never exceeded (a zip bomb stops
   there) -> test_the_expansion_limit_is_exact_at_16_mib, test_the_expansion_limit_is_exact_at_64_times,
   test_an_entry_stating_no_compressed_bytes_is_a_bomb_by_its_whole_size,
-  test_an_entry_that_inflates_past_its_stated_size_is_refused
+  test_an_entry_that_inflates_past_its_stated_size_is_refused,
+  test_inflating_stops_one_byte_past_the_stated_size_before_later_damage
 - LZMA's header sizes are unsigned (a 2 GiB dictionary, 64 KiB of properties)
   -> test_an_lzma_dictionary_of_2_gib_or_more_reads, test_an_lzma_properties_size_of_32_kib_or_more_leaves_no_stream
 - encrypted entries, unknown methods and damaged streams are refused in one line naming the entry
   -> test_an_encrypted_entry_is_refused, test_a_method_torch_never_writes_is_refused,
-  test_a_damaged_stream_is_refused, test_an_entry_whose_crc_differs_is_refused
+  test_a_damaged_stream_is_refused, test_an_entry_whose_crc_differs_is_refused,
+  test_a_compressed_entry_past_the_end_of_the_file_is_refused_naming_it
 """
 
 from __future__ import annotations
@@ -274,6 +276,35 @@ def test_an_entry_that_inflates_past_its_stated_size_is_refused(tmp_path: Path, 
     path = small_checkpoint(tmp_path / "long.pt", Entry("ckpt/data.pkl", PICKLE, method, stated_size=stated))
     assert refusal(path) == (f"zip entry 'ckpt/data.pkl' decompresses to other bytes than its header states "
                              f"(more than {stated} bytes, {stated} stated)")
+
+
+def stored_block_then_damage(plain: bytes) -> bytes:
+    """A deflate stream of one non-final stored block holding ``plain``, then a block of the reserved type 3."""
+    return b"\x00" + struct.pack("<HH", len(plain), 0xFFFF ^ len(plain)) + plain + b"\xff"
+
+
+@pytest.mark.parametrize("short_by", [2, 50])
+def test_inflating_stops_one_byte_past_the_stated_size_before_later_damage(tmp_path: Path, short_by: int) -> None:
+    """Stating two bytes (or more) less than a stored block holds: inflating stops one byte past the stated size,
+    inside the block, so the damage after it is never reached and the entry is refused for its size."""
+    plain = pickle.dumps(list(range(100)), protocol=2)
+    stated = len(plain) - short_by
+    path = small_checkpoint(tmp_path / "then_damage.pt", Entry("ckpt/data.pkl", plain, DEFLATED,
+                                                               stored_block_then_damage(plain), stated_size=stated))
+    assert refusal(path) == (f"zip entry 'ckpt/data.pkl' decompresses to other bytes than its header states "
+                             f"(more than {stated} bytes, {stated} stated)")
+
+
+def test_a_compressed_entry_past_the_end_of_the_file_is_refused_naming_it(tmp_path: Path) -> None:
+    """A local header whose extra field runs past the end puts the compressed bytes beyond the file."""
+    entry = pickle_entry()
+    path = small_checkpoint(tmp_path / "past_end.pt", entry)
+    data = bytearray(path.read_bytes())
+    data[28:30] = struct.pack("<H", 0xFFFF)  # data.pkl's local header is first: its extra field's length
+    path.write_bytes(bytes(data))
+    start = 30 + len(entry.name) + 0xFFFF
+    assert refusal(path) == (f"file is truncated: the zip entry 'ckpt/data.pkl' needs bytes {start}.."
+                             f"{start + len(entry.body)} but the file has {len(data)}")
 
 
 @pytest.mark.parametrize("method", [DEFLATED, BZIP2, LZMA])
