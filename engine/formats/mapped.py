@@ -381,7 +381,7 @@ def _explain_ranges(path: str | os.PathLike, ranges: list[tuple[str, int, int]],
             raise FormatError(path, f"tensor {name!r} {problem} the previous tensor (starts at {start}, expected {expected})")
         if not contiguous and start < expected and start != end:
             raise FormatError(path, f"tensors {previous!r} and {name!r} overlap (at byte {start})")
-        if start != end or not contiguous:
+        if start != end:  # the tensor a later one may overlap (an empty one overlaps none)
             previous = name
         expected = max(expected, end)
     if contiguous and expected != buffer_size:

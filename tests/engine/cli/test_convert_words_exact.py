@@ -9,6 +9,8 @@ Promises (README "Command line", "Model surgery") -> tests:
 - ``--strict`` refuses while a decision rests on a name alone, listing each -> ``test_strict_lists_each_guess_once``
 - the guesses of a written conversion follow its ``wrote`` line -> ``test_a_written_conversion_lists_its_guesses``
 - filters that leave nothing are exit 1 naming the filter -> ``test_nothing_to_write_is_exit_1``
+- ``--top-level-key`` converts only that branch of a PyTorch checkpoint, copied as it is or through a recipe
+  -> ``test_the_top_level_key_converts_only_that_branch``
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from safetensors.numpy import load_file, save_file
 
 from engine import open_store
@@ -207,3 +210,13 @@ def test_a_dry_run_of_a_file_without_tensors_prints_an_empty_plan(tmp_path, caps
     save_file({}, str(tmp_path / "e.safetensors"))
     assert convert(tmp_path / "e.safetensors", tmp_path / "o.bpk", "--dry-run", "--allow-partial") == 0
     assert capsys.readouterr().out == "0 tensors out, 0 dropped, 0 conflicts, 0 guessed\n"
+
+
+@pytest.mark.parametrize("flags", [[], ["--remap", "^w$", "weight"]])
+def test_the_top_level_key_converts_only_that_branch(tmp_path, capsys, flags):
+    """A checkpoint holding a model and its moving average (torch.save); ``ema`` is the branch asked for."""
+    torch.save({"model": {"w": torch.zeros(2)}, "ema": {"w": torch.tensor([1.5, -2.0])}}, tmp_path / "ck.pt")
+    out = tmp_path / "o.safetensors"
+    assert convert(tmp_path / "ck.pt", out, "--top-level-key", "ema", *flags) == 0
+    name = "weight" if flags else "w"
+    assert {k: v.tolist() for k, v in load_file(str(out)).items()} == {name: [1.5, -2.0]}

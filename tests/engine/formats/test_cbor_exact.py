@@ -9,17 +9,21 @@ Promises (README "Formats", Burnpack; the audit of issue 25):
   here::test_integer_heads_are_the_shortest_at_every_boundary, here::test_floats_take_the_shortest_width_that_keeps_them,
   here::test_containers_and_text_are_definite_length_in_order
 - metadata nested deeper than Burn's 128 levels, tagged values, bignums and value sharing are refused ->
-  here::test_nesting_is_refused_past_128_levels, here::test_what_burn_never_writes_is_refused_in_words
+  here::test_nesting_is_refused_past_128_levels, here::test_what_burn_never_writes_is_refused_in_words,
+  here::test_a_bignum_listed_before_plain_values_still_refuses_the_file
 """
 
 from __future__ import annotations
 
 import math
+import struct
+from pathlib import Path
 
 import cbor2
 import pytest
 
 from engine.formats import cbor
+from tests.refusals import refusal
 
 HEADS = [(0, "00"), (23, "17"), (24, "1818"), (255, "18ff"), (256, "190100"), (65535, "19ffff"),
          (65536, "1a00010000"), (2**32 - 1, "1affffffff"), (2**32, "1b0000000100000000"),
@@ -128,3 +132,12 @@ def test_cut_short_says_so_in_cbor2s_words():
 
 def test_the_widest_integers_burn_writes_are_kept():
     assert cbor.decode(cbor2.dumps([2**64 - 1, -2**64])) == [2**64 - 1, -2**64]
+
+
+def test_a_bignum_listed_before_plain_values_still_refuses_the_file(tmp_path: Path) -> None:
+    """A bignum is refused wherever it sits among plain values: every value is checked, not only up to a plain one."""
+    meta = cbor2.dumps({"tensors": {}, "big": 2**64, "plain": 1})
+    head = b"NRUB" + struct.pack("<HI", 1, len(meta)) + meta
+    path = tmp_path / "m.bpk"
+    path.write_bytes(head + bytes(-len(head) % 256))
+    assert refusal(path) == "m.bpk: metadata is not valid: CBOR integer wider than 64 bits (Burn writes none)"

@@ -9,7 +9,9 @@ whole printed text. Promises (README "### Surgery", "The Rust chain" and "Fused 
   renumber; it always skips enum variants; its `PyTorchToBurnAdapter` is fixed (a `// differs:` line when the recipe
   has none) -> ``test_the_chain_for_each_store_is_printed_exactly`` (pytorch cases)
 - replacements are printed braced (`${1}_x`) so the chain renames as the CLI does; quotes in a path get a raw
-  string with enough `#`s -> ``test_the_chain_for_each_store_is_printed_exactly`` (filters, quoted path)
+  string with enough `#`s -> ``test_the_chain_for_each_store_is_printed_exactly`` (filters, quoted path, a path
+  holding a quote and a hash); burn-store ORs filter rules, so exclusions make one predicate holding the whole filter
+  (a `PathFilter` on a `BurnpackStore`) -> the same (burnpack, two of each filter rule)
 - `BurnpackStore` has no renumbering and no enum-variant skipping: with the files at hand they are that file's
   own renames, one exact `with_remap_pattern` each, after the recipe's remaps, ordered so replaying them gives
   the plan's names; without the files a `// left to do:` comment says what remains ->
@@ -18,13 +20,14 @@ whole printed text. Promises (README "### Surgery", "The Rust chain" and "Fused 
   ``test_each_source_gets_its_own_chain``, ``test_the_chain_for_each_store_is_printed_exactly`` (burnpack cases)
 - adapters go into one `with_from_adapter`, a cast chained after the layout adapter; Burn 0.21's
   `HalfPrecisionAdapter` with `with_module`/`without_module` for the recipe's module types and a `// differs:`
-  line; a BF16 cast before 0.22 and any cast in 0.20 are `// left to do:` ->
-  ``test_the_chain_for_each_store_is_printed_exactly`` (cast cases)
+  line; a BF16 cast before 0.22 and any cast in 0.20 are `// left to do:` (the casts after it still chained);
+  a store taking no adapter leaves the whole chain to do ->
+  ``test_the_chain_for_each_store_is_printed_exactly`` (cast and adapter cases)
 - predicates, per-source filters, weight-norm fusion and module types stay `// Store Studio only:` comments ->
   ``test_the_chain_for_each_store_is_printed_exactly`` (notes cases)
 - a split (or fuse) of fused modules is a `// left to do:` line naming the fused tensors ->
-  ``test_a_fuse_back_to_pytorch_is_left_to_do_naming_the_fused_tensors`` (the split:
-  engine/surgery/test_fused_modules.py)
+  ``test_a_fuse_back_to_pytorch_is_left_to_do_naming_the_fused_tensors``,
+  ``test_three_fused_tensors_are_all_named_with_no_more_after_them`` (the split: engine/surgery/test_fused_modules.py)
 - the `convert` line names every include and points at `--recipe FILE` after the flags when no flag can say a step
   -> ``test_the_command_line_keeps_every_include_and_the_whole_line_before_the_note``
 - `recipe` opens the sources only when a step needs their names ->
@@ -37,6 +40,8 @@ import re
 
 import numpy as np
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from engine import ArrayStore, export, open_store
 from engine.burn_versions import BurnVersion
@@ -181,6 +186,37 @@ CASES = {
         "// Store Studio only: keep where ndim == 2\n"
         '// Store Studio only: we"ird.safetensors contributes only its own names matching {"include": ["^enc"]}\n'
         "// Store Studio only: weight_g/weight_v fused into weight (Burn has no weight norm)"),
+    "a path holding a quote and a hash": (
+        Recipe(sources=(SourceSpec('we"#ird.safetensors'),)),
+        HEAD22 + "use burn_store::{ModuleSnapshot, SafetensorsStore};\n"
+        'let mut store = SafetensorsStore::from_file(r##"we"#ird.safetensors"##);\n' + LOAD),
+    "burnpack, two of each filter rule": (
+        Recipe(sources=(SourceSpec("m.bpk"),),
+               filter=Filter(include=("^enc", "^dec"), full_paths=("head.w",), exclude=("bias$", "norm"))),
+        HEAD22 + "use burn_store::{BurnpackStore, ModuleSnapshot, PathFilter};\n"
+        'let mut store = BurnpackStore::from_file(r"m.bpk")\n'
+        '    .with_filter(PathFilter::new().with_predicate(|path, _| (regex::Regex::new(r"^enc").unwrap().is_match(path)'
+        ' || regex::Regex::new(r"^dec").unwrap().is_match(path) || path == r"head.w")'
+        ' && !(regex::Regex::new(r"bias$").unwrap().is_match(path) || regex::Regex::new(r"norm").unwrap().is_match(path))));\n'
+        + LOAD),
+    "0.22 a cast it cannot do, then one it can": (
+        Recipe(sources=(SourceSpec("a.safetensors"),), casts=(CastRule("BF16", ("Linear",)), CastRule("F16"))),
+        HEAD22 + "use burn_store::{FloatCastAdapter, ModuleSnapshot, SafetensorsStore};\nuse burn::tensor::DType;\n"
+        "// left to do: cast Linear tensors to BF16 (Burn 0.22: FloatCastAdapter casts every module, "
+        "HalfPrecisionAdapter only between F32 and F16; cast after loading, or convert with Store Studio first)\n"
+        'let mut store = SafetensorsStore::from_file(r"a.safetensors")\n'
+        "    .with_from_adapter(FloatCastAdapter::to(DType::F16));\n" + LOAD),
+    "pytorch, a layout adapter and a cast it cannot take": (
+        Recipe(sources=(SourceSpec("m.pt"),), adapters=("burn-to-pytorch",), casts=(CastRule("F16"),)),
+        HEAD22 + "use burn_store::{ModuleSnapshot, PytorchStore};\n" + PYTORCH_DIFFERS
+        + "// left to do: BurnToPyTorchAdapter then FloatCastAdapter::to(DType::F16) (PytorchStore takes no adapter: "
+        "its PyTorchToBurnAdapter is fixed; convert with Store Studio first, or load through a SafetensorsStore)\n"
+        'let mut store = PytorchStore::from_file(r"m.pt")\n    .map_indices_contiguous(false);\n' + LOAD),
+    "0.20 one adapter, nothing to chain": (
+        Recipe(sources=(SourceSpec("a.safetensors"),), adapters=("burn-to-pytorch",), burn_version=V20),
+        "// burn-store 0.20.0 (Burn 0.20)\nuse burn_store::{BurnToPyTorchAdapter, ModuleSnapshot, SafetensorsStore};\n"
+        'let mut store = SafetensorsStore::from_file(r"a.safetensors")\n'
+        "    .with_from_adapter(BurnToPyTorchAdapter);\n" + LOAD),
 }
 
 
@@ -315,6 +351,22 @@ def test_a_fuse_back_to_pytorch_is_left_to_do_naming_the_fused_tensors(tmp_path,
         + CANNOT_FUSE + "\n"
         "// left to do: fuse attention q/k/v (attn.in_proj_weight, attn.in_proj_bias): " + CANNOT_FUSE + "\n"
         'let mut store = BurnpackStore::from_file(r"burn.bpk")\n    .with_from_adapter(BurnToPyTorchAdapter);\n' + LOAD)
+
+
+def test_three_fused_tensors_are_all_named_with_no_more_after_them(tmp_path, monkeypatch):
+    """Two attentions, one without biases: three fused q/k/v tensors in a file saved by the safetensors library."""
+    monkeypatch.chdir(tmp_path)
+    torch.manual_seed(0)
+    layers = torch.nn.ModuleDict({"a": torch.nn.MultiheadAttention(4, 2), "b": torch.nn.MultiheadAttention(4, 2, bias=False)})
+    save_file({k: v.detach().contiguous() for k, v in layers.state_dict().items()}, "attn.safetensors")
+    recipe = Recipe(sources=(SourceSpec("attn.safetensors"),), adapters=("pytorch-to-burn",))
+    with open_store("attn.safetensors") as store:
+        text = as_rust(recipe, [store], plan([store], recipe))
+    assert text == (
+        HEAD22 + "use burn_store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};\n"
+        "// left to do: split attention q/k/v (a.in_proj_bias, a.in_proj_weight, b.in_proj_weight): " + CANNOT_FUSE + "\n"
+        'let mut store = SafetensorsStore::from_file(r"attn.safetensors")\n    .with_from_adapter(PyTorchToBurnAdapter);\n'
+        + LOAD)
 
 
 def test_the_fuse_is_left_to_do_in_the_chain_of_the_source_holding_the_gates(tmp_path, monkeypatch):
