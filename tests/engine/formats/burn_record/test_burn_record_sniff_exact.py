@@ -7,7 +7,8 @@ bad input is one line naming the file) ->
 - a msgpack record's root map may have 1 to 15 fields (fixmap) or more (map 16); what starts with no map is no
   record -> ``test_a_msgpack_roots_map_header_of_any_size_is_a_record``,
   ``test_a_msgpack_root_that_is_no_map_is_no_record``; ten bytes are enough to be taken for one ->
-  ``test_a_one_field_msgpack_root_of_ten_bytes_is_a_record_cut_short``
+  ``test_a_one_field_msgpack_root_of_ten_bytes_is_a_record_cut_short``; "metadata" must be among the first 12 bytes
+  (its key first, as Burn writes it) -> ``test_a_msgpack_root_whose_metadata_key_is_not_first_is_no_record``
 - a gzip record's kind is told by the first 4096 bytes it inflates to ->
   ``test_a_gzip_records_kind_is_told_by_the_first_4096_bytes_it_inflates_to``
 - a Bin record's first text is a Rust float type name and its third names a Bin recorder; anything else is no Bin
@@ -63,6 +64,14 @@ def test_a_one_field_msgpack_root_of_ten_bytes_is_a_record_cut_short(tmp_path: P
 def test_a_msgpack_root_that_is_no_map_is_no_record(tmp_path: Path, first: bytes) -> None:
     """"metadata" among the first 12 bytes, but after no map of fields: left to the other readers."""
     raw = first + msgpack.packb("metadata") + msgpack.packb({"item": 1})
+    assert refusal(write(tmp_path, raw, "r.mpk")) == f"r.mpk: {NOT_A_MODEL}"
+
+
+def test_a_msgpack_root_whose_metadata_key_is_not_first_is_no_record(tmp_path: Path) -> None:
+    """A field "x" before it puts the key "metadata" at bytes 4-12, one past the 12 the sniff looks at."""
+    root = {"x": 1, "metadata": Settings().metadata(), "item": {"n": 1}}
+    raw = msgpack.packb(root, use_bin_type=True)
+    assert raw.index(b"\xa8metadata") == 4
     assert refusal(write(tmp_path, raw, "r.mpk")) == f"r.mpk: {NOT_A_MODEL}"
 
 
