@@ -5,6 +5,9 @@ Promise (README "Model surgery": a template settles what a name alone only guess
 - a template norm (``gamma``) is a norm, BatchNorm where it keeps running stats; a PReLU (``alpha``) is a PRelu; a
   2-D weight the template wants as it is is no Linear; a decision the template agrees with is settled, one it
   cannot judge is kept -> test_the_template_proves_or_settles_each_kind
+- the user's kind stands: a template cannot re-prove it -> test_a_kind_the_user_set_stands_under_alpha
+- only a module's weight is judged: another 2-D tensor the template wants transposed proves nothing ->
+  test_only_the_weight_is_judged_not_another_tensor_of_the_module
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ CASES = {
         ("LayerNorm", "1-D weight with a bias and no running stats", False), ["norm.gamma", "norm.beta"]),
     "a guessed 1-D weight under alpha is a PRelu": (
         {"scale.weight": (4,)}, {"scale.alpha": (4,)}, ("PRelu", ALPHA, False), ["scale.alpha"]),
+    "a LayerNorm proven by its bias, under alpha, is a PRelu": (
+        {"norm.weight": (4,), "norm.bias": (4,)}, {"norm.alpha": (4,), "norm.beta": (4,)}, ("PRelu", ALPHA, False),
+        ["norm.alpha", "norm.bias"]),
     "a guessed PRelu under alpha is settled": (
         {"act.weight": (1,)}, {"act.alpha": (1,)}, ("PRelu", ALPHA, False), ["act.alpha"]),
     "a Linear proven by its bias, wanted as it is, is Unknown": (
@@ -53,7 +59,27 @@ def test_the_template_proves_or_settles_each_kind(case: str) -> None:
     arrays = {name: np.arange(np.prod(shape), dtype=np.float32).reshape(shape) for name, shape in source.items()}
     result = plan([ArrayStore(arrays)], Recipe(adapters=("pytorch-to-burn",)),
                   template=ArrayStore({name: np.zeros(shape, np.float32) for name, shape in template.items()}))
-    (module,) = result.modules.values()
-    assert (module.kind, module.reason, module.guessed) == (kind, reason, guessed)
+    ((path, module),) = result.modules.items()
+    assert module.path == path and (module.kind, module.reason, module.guessed) == (kind, reason, guessed)
     assert result.names == names and result.guesses == []
-    assert [t.shape for t in result.tensors] == [template[n] for n in names]
+    assert [t.shape for t in result.tensors] == [template.get(n, source.get(n)) for n in names]
+
+
+def test_a_kind_the_user_set_stands_under_alpha() -> None:
+    result = plan([ArrayStore({"act.weight": np.ones(4, np.float32)})],
+                  Recipe(adapters=("pytorch-to-burn",), module_overrides={"act": "PRelu"}),
+                  template=ArrayStore({"act.alpha": np.zeros(4, np.float32)}))
+    module = result.modules["act"]
+    assert (module.kind, module.reason, module.overridden, module.guessed) == ("PRelu", "set by user", True, False)
+    assert result.names == ["act.alpha"]
+
+
+def test_only_the_weight_is_judged_not_another_tensor_of_the_module() -> None:
+    table = np.arange(6, dtype=np.float32).reshape(3, 2)
+    result = plan([ArrayStore({"x.weight": np.ones(4, np.float32), "x.table": table})],
+                  Recipe(adapters=("pytorch-to-burn",)),
+                  template=ArrayStore({"x.weight": np.zeros(4, np.float32), "x.table": np.zeros((2, 3), np.float32)}))
+    module = result.modules["x"]
+    assert (module.kind, module.guessed) == ("Unknown", True)
+    assert [(g.name, g.decision) for g in result.guesses] == [("x.weight", "Unknown: left as it is")]
+    assert [t.shape for t in result.tensors] == [(4,), (3, 2)]
