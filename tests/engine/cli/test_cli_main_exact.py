@@ -9,6 +9,7 @@ Promises (README "Command line") -> tests:
 - a mistyped command gets its likely spelling -> ``test_a_mistyped_command_suggests_the_closest_one``
 - output piped into ``head`` is not an error -> ``test_a_closed_pipe_is_exit_0_and_says_nothing``
 - a warning is one line without its source -> ``test_a_warning_is_one_line``
+- ``store-studio COMMAND ARGS`` reads its words from the command line -> ``test_without_words_main_reads_the_command_line``
 """
 
 from __future__ import annotations
@@ -198,3 +199,10 @@ def test_a_mistyped_command_suggests_the_closest_one():
     assert suggest_command("migrat") == "migrate"
     assert suggest_command("model") is None
     assert suggest_command("xyz") is None
+
+
+def test_without_words_main_reads_the_command_line(monkeypatch, capsys):
+    """The entry point calls ``main()`` with no words: they come from ``sys.argv`` after the program's name."""
+    monkeypatch.setattr("sys.argv", ["store-studio", "inspect", SAMPLE, "--json"])
+    assert main() == 0
+    assert '"format": "burnpack"' in capsys.readouterr().out

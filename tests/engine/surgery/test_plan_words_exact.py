@@ -14,6 +14,8 @@ Promise -> test:
   fields under the names the format keeps them by -> test_export_metadata_is_what_convert_writes
 - a new plan cache and source-filter cache start empty and work (the module-level ones are made at import) ->
   test_a_fresh_reaper_frees_what_it_is_handed, test_a_fresh_selection_cache_keeps_a_sources_filtered_entries
+- a plan as data (``convert --dry-run --json``, the GUI's document) holds every part under its own key ->
+  test_a_plan_as_data_holds_every_part_under_its_key, test_a_later_source_overriding_a_name_is_listed_in_the_plans_data
 """
 
 from __future__ import annotations
@@ -180,3 +182,25 @@ def test_the_dry_run_document_names_every_field_of_each_tensor():
     tensors = plan([store], Recipe(adapters=("pytorch-to-burn",))).to_json()["tensors"]
     assert tensors[0] == {"name": "fc.weight", "source": "a.pt", "source_name": "fc.weight", "dtype": "F32",
                           "shape": [2, 3], "module": "Linear", "operations": ["transpose [3, 2] -> [2, 3]"]}
+
+
+def test_a_plan_as_data_holds_every_part_under_its_key() -> None:
+    result = plan([ArrayStore({"fc.weight": np.ones((3, 2), np.float32)})], Recipe(adapters=("pytorch-to-burn",)))
+    reason = "2-D weight without bias, and the name 'fc' says nothing"
+    assert result.to_json() == {
+        "tensors": [{"name": "fc.weight", "source": "<memory>", "source_name": "fc.weight", "dtype": "F32",
+                     "shape": [2, 3], "module": "Linear", "operations": ["transpose [3, 2] -> [2, 3]"]}],
+        "dropped": [], "conflicts": [], "overrides": [],
+        "modules": {"fc": {"kind": "Linear", "reason": reason, "overridden": False, "guessed": True}},
+        "rule_hits": [],
+        "guesses": [{"name": "fc.weight", "source_name": "fc.weight", "module": "fc", "kind": "Linear",
+                     "decision": "Linear: transposed", "reason": reason,
+                     "settle": "--module fc=Linear or --module fc=Embedding", "alternatives": ["Linear", "Embedding"]}]}
+
+
+def test_a_later_source_overriding_a_name_is_listed_in_the_plans_data() -> None:
+    first = ArrayStore({"w": np.ones(2, np.float32)}, name="a.safetensors")
+    later = ArrayStore({"w": np.zeros(2, np.float32)}, name="b.safetensors")
+    assert plan([first, later], Recipe()).to_json()["overrides"] == [
+        {"name": "w", "kept": "b.safetensors:w", "replaced": "a.safetensors:w", "replaced_source": "a.safetensors",
+         "replaced_name": "w"}]
