@@ -6,7 +6,8 @@ equal-hash item each are no flood).
 Promise -> test (README, "Limits": nesting past 100 levels and hash floods are refused):
 - a set's depth counts in what holds it -> test_a_set_counts_its_items_depth_in_what_holds_it
 - a set or frozenset of many distinct items is no flood -> test_many_distinct_items_in_one_set_are_no_flood
-- equal hashes are counted per set -> test_equal_hashes_in_different_sets_are_no_flood
+- equal hashes are counted per set -> test_equal_hashes_in_different_sets_are_no_flood,
+  test_equal_hashes_in_dropped_dicts_are_no_flood
 - placeholders nested through their state stop at the limit -> test_placeholders_nested_through_their_state_stop_at_the_limit
 """
 
@@ -51,6 +52,14 @@ def test_many_distinct_items_in_one_set_are_no_flood(kind):
 def test_equal_hashes_in_different_sets_are_no_flood():
     value = [{i * SAME_HASH} for i in range(100)]  # 100 sets, each with one item hashing to 0
     assert unpickle(pickle.dumps(value, protocol=4)) == value
+
+
+def test_equal_hashes_in_dropped_dicts_are_no_flood():
+    """200 dicts, each {1: None} and dropped (POP) before the next is made: each one counted stays alive, so no
+    later dict takes its id (Python reuses a freed dict's memory at once) and inherits its count."""
+    raw = b"\x80\x02" + b"}K\x01Ns0" * 200 + b"N."
+    assert pickle.loads(raw) is None
+    assert unpickle(raw) is None
 
 
 def placeholders(levels: int) -> bytes:
