@@ -5,6 +5,7 @@ equal-hash item each are no flood).
 
 Promise -> test (README, "Limits": nesting past 100 levels and hash floods are refused):
 - a set's depth counts in what holds it -> test_a_set_counts_its_items_depth_in_what_holds_it
+- a list filled by APPENDS counts in what holds it -> test_a_list_filled_by_appends_counts_in_what_holds_it
 - a set or frozenset of many distinct items is no flood -> test_many_distinct_items_in_one_set_are_no_flood
 - equal hashes are counted per set -> test_equal_hashes_in_different_sets_are_no_flood,
   test_equal_hashes_in_dropped_dicts_are_no_flood
@@ -39,6 +40,15 @@ def test_a_set_counts_its_items_depth_in_what_holds_it():
     assert unpickle(pickle.dumps(inside, protocol=4)) == inside
     with pytest.raises(FormatError) as info:
         unpickle(pickle.dumps([[{tuples(98)}]], protocol=4))
+    assert str(info.value) == ("x.pt: the pickle is nested deeper than 100 levels (a container 101 levels deep): "
+                               "no weights file nests so deep")
+
+
+def test_a_list_filled_by_appends_counts_in_what_holds_it():
+    inside = [[[tuples(97), 0]]]  # the innermost list has two items (APPENDS): 97 tuples, three lists, 100 levels
+    assert unpickle(pickle.dumps(inside, protocol=2)) == inside
+    with pytest.raises(FormatError) as info:
+        unpickle(pickle.dumps([[[tuples(98), 0]]], protocol=2))
     assert str(info.value) == ("x.pt: the pickle is nested deeper than 100 levels (a container 101 levels deep): "
                                "no weights file nests so deep")
 
