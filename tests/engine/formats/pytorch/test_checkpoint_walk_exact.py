@@ -3,7 +3,8 @@ checkpoint.py's values tree, ``--key`` selection, the expansion budget at its ed
 
 Promises (README, "PyTorch files") -> tests:
 - a checkpoint's other values are kept as JSON-able values (bytes as hex, complex as [re, im], ...)
-  -> test_plain_values_are_shown_as_json, test_a_tensor_among_values_shows_where_it_went
+  -> test_plain_values_are_shown_as_json, test_a_tensor_among_values_shows_where_it_went,
+  test_a_slice_shows_its_start_stop_and_step
 - ``--key`` keeps one branch: a top-level key, an integer key, or a dotted path -> test_top_level_key_forms,
   test_a_missing_key_lists_the_top_level_keys
 - a whole pickled module lists its state_dict; a tensor attribute is a value, not listed
@@ -46,6 +47,11 @@ def test_plain_values_are_shown_as_json(tmp_path: Path) -> None:
         assert store.values == {"c": [1.5, -2.0], "b": "00ff",
                                 "ba": {"__class__": "__builtin__.bytearray", "__args__": ["10"]}, "s": [1, None, 2], "n": None,
                                 "t": [1, "x"], "f": [3], "big": 1 << 70, "nested": {"k": [True, 2.5]}}
+
+
+def test_a_slice_shows_its_start_stop_and_step(tmp_path: Path) -> None:
+    with open_store(plain(tmp_path / "s.pt", {"s": slice(0, 5, 2), "t": slice(None, 3, None)})) as store:
+        assert store.values == {"s": [0, 5, 2], "t": [None, 3, None]}
 
 
 def test_a_global_and_a_numpy_dtype_are_shown_by_name(tmp_path: Path) -> None:

@@ -5,8 +5,10 @@ equal-hash item each are no flood).
 
 Promise -> test (README, "Limits": nesting past 100 levels and hash floods are refused):
 - a set's depth counts in what holds it -> test_a_set_counts_its_items_depth_in_what_holds_it
+- a list filled by APPENDS counts in what holds it -> test_a_list_filled_by_appends_counts_in_what_holds_it
 - a set or frozenset of many distinct items is no flood -> test_many_distinct_items_in_one_set_are_no_flood
-- equal hashes are counted per set -> test_equal_hashes_in_different_sets_are_no_flood
+- equal hashes are counted per set -> test_equal_hashes_in_different_sets_are_no_flood,
+  test_equal_hashes_in_dropped_dicts_are_no_flood
 - placeholders nested through their state stop at the limit -> test_placeholders_nested_through_their_state_stop_at_the_limit
 """
 
@@ -42,6 +44,15 @@ def test_a_set_counts_its_items_depth_in_what_holds_it():
                                "no weights file nests so deep")
 
 
+def test_a_list_filled_by_appends_counts_in_what_holds_it():
+    inside = [[[tuples(97), 0]]]  # the innermost list has two items (APPENDS): 97 tuples, three lists, 100 levels
+    assert unpickle(pickle.dumps(inside, protocol=2)) == inside
+    with pytest.raises(FormatError) as info:
+        unpickle(pickle.dumps([[[tuples(98), 0]]], protocol=2))
+    assert str(info.value) == ("x.pt: the pickle is nested deeper than 100 levels (a container 101 levels deep): "
+                               "no weights file nests so deep")
+
+
 @pytest.mark.parametrize("kind", [set, frozenset])
 def test_many_distinct_items_in_one_set_are_no_flood(kind):
     value = kind(range(200))
@@ -51,6 +62,14 @@ def test_many_distinct_items_in_one_set_are_no_flood(kind):
 def test_equal_hashes_in_different_sets_are_no_flood():
     value = [{i * SAME_HASH} for i in range(100)]  # 100 sets, each with one item hashing to 0
     assert unpickle(pickle.dumps(value, protocol=4)) == value
+
+
+def test_equal_hashes_in_dropped_dicts_are_no_flood():
+    """200 dicts, each {1: None} and dropped (POP) before the next is made: each one counted stays alive, so no
+    later dict takes its id (Python reuses a freed dict's memory at once) and inherits its count."""
+    raw = b"\x80\x02" + b"}K\x01Ns0" * 200 + b"N."
+    assert pickle.loads(raw) is None
+    assert unpickle(raw) is None
 
 
 def placeholders(levels: int) -> bytes:
