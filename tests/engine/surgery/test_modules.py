@@ -91,6 +91,8 @@ def test_burn_names_gamma_and_beta_are_norms():
 
 def test_weight_norm_parametrizations_fold_onto_the_owning_module():
     assert logical_leaf("fc.parametrizations.weight.original1") == ("fc", "weight_v")
+    # only the dot before "parametrizations" goes: a module's own name keeps every letter
+    assert logical_leaf("convX.parametrizations.weight.original0") == ("convX", "weight_g")
     found = kinds(T("fc.parametrizations.weight.original0", 4, 1), T("fc.parametrizations.weight.original1", 4, 3),
                   T("fc.bias", 4), T("c.weight_g", 4, 1, 1), T("c.weight_v", 4, 2, 3))
     assert found == {"fc": "Linear", "c": "Conv1d"}
