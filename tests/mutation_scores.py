@@ -26,9 +26,13 @@ NO_TESTS = {5, 33}
 SURVIVED = 0
 
 
+def entries(path: Path = EQUIVALENTS) -> list[str]:
+    """The file's mutant lines (``NAME: reason``): every line but blank ones and ``#`` comments."""
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
+
+
 def equivalents(path: Path = EQUIVALENTS) -> set[str]:
-    return {line.split(": ", 1)[0] for line in path.read_text(encoding="utf-8").splitlines()
-            if line and not line.startswith("#")}
+    return {line.split(": ", 1)[0] for line in entries(path)}
 
 
 def verdicts(mutants: Path) -> dict[str, dict[str, int | None]]:

@@ -4,15 +4,11 @@ must name one mutant of a mutated module once, with a reason, or a score silentl
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-LISTED = Path(__file__).with_name("mutation_equivalents.txt")
+from mutation_scores import entries
+
 MUTATED = ("engine.surgery.", "engine.formats.", "engine.export.", "engine.cli.")
 LINE = re.compile(r"(?P<name>engine\.[\w.]+\.x[^\s:]*__mutmut_\d+): (?P<reason>\S.{9,})")
-
-
-def entries() -> list[str]:
-    return [line for line in LISTED.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
 
 
 def test_each_line_names_a_mutant_of_a_mutated_module_and_says_why() -> None:

@@ -89,17 +89,20 @@ def side_by_side(commands: Sequence[tuple[Sequence[str], Path | None]], repeat: 
     own 2.2 GB, pushed the sources out of the page cache of a 24 GiB machine (cp 1.0 s warm, 2-9 s then).
     """
     best: list[Run | None] = [None] * len(commands)
-    outputs = [fresh for _, fresh in commands if fresh is not None]
+    discarded = [fresh for _, fresh in commands if fresh is not None] if discard else []
     for _ in range(repeat or REPEATS["child"]):
         for i, (argv, fresh) in enumerate(commands):
-            for output in outputs if discard else []:
-                output.unlink(missing_ok=True)
+            _remove(discarded)
             run = _run_child(argv, fresh)
             if best[i] is None or run.seconds < best[i].seconds:
                 best[i] = run
-    for output in outputs if discard else []:
-        output.unlink(missing_ok=True)
+    _remove(discarded)
     return [run for run in best if run is not None]
+
+
+def _remove(paths: Sequence[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
 
 
 def _run_child(argv: Sequence[str], fresh: Path | None) -> Run:
