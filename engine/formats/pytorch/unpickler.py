@@ -40,13 +40,14 @@ class PickleStream:
     """A bounded byte stream over a file or a bytes object; nothing past ``end`` is ever read.
 
     Reading whole pickles up front is impossible in the legacy layout (their length is only
-    known once parsed), so reads are positioned and buffered here instead.
+    known once parsed), so reads are positioned and buffered here instead. A byte named in a refusal
+    counts from ``start`` (the member's first byte, read whole or streamed), as ``at`` gives it.
     """
 
     def __init__(self, path: str | os.PathLike, fetch: Callable[[int, int], bytes], start: int, end: int,
                  what: str = "the pickle"):
         self.path = path
-        self.pos = start
+        self.pos = self.origin = start
         self.end = end
         self.what = what
         self._fetch = fetch
@@ -60,13 +61,17 @@ class PickleStream:
         stream.data = stream._buf = data
         return stream
 
+    def at(self, pos: int) -> int:
+        """``pos`` as a refusal names it: counted from the stream's first byte."""
+        return pos - self.origin
+
     def read(self, n: int) -> bytes:
         rel = self.pos - self._buf_start
         if 0 <= n and rel + n <= len(self._buf) and self.pos + n <= self.end:  # the hot path: buffered
             self.pos += n
             return self._buf[rel:rel + n]
         if n < 0 or self.pos + n > self.end:
-            raise FormatError(self.path, f"{self.what} is truncated: it needs {n} bytes at byte {self.pos} "
+            raise FormatError(self.path, f"{self.what} is truncated: it needs {n} bytes at byte {self.at(self.pos)} "
                                          f"but only {self.end - self.pos} remain")
         rel = self.pos - self._buf_start
         if rel + n > len(self._buf):
@@ -101,7 +106,8 @@ class PickleStream:
 
     def skip(self, n: int) -> None:
         if n < 0 or self.pos + n > self.end:
-            raise FormatError(self.path, f"{self.what} is truncated: {n} bytes at byte {self.pos} run past its end")
+            raise FormatError(self.path, f"{self.what} is truncated: {n} bytes at byte {self.at(self.pos)} run past "
+                                         "its end")
         self.pos += n
         if self.pos > self._buf_start + len(self._buf):
             self._buf, self._buf_start = b"", self.pos
@@ -152,7 +158,8 @@ class _Machine:
             code = read(1)
             handler = handlers(code)
             if handler is None:
-                raise FormatError(self.path, f"{stream.what} has an unknown opcode {code!r} at byte {start}")
+                raise FormatError(self.path, f"{stream.what} has an unknown opcode {code!r} at byte "
+                                                 f"{stream.at(start)}")
             try:
                 if handler(self) is _STOP:
                     if len(self.stack) != 1 or self.marks:
@@ -163,7 +170,8 @@ class _Machine:
             except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
                     UnicodeDecodeError, RecursionError, MemoryError) as exc:
                 name = opcode_name(code)
-                raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
+                raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {stream.at(start)}): "
+                                             f"{exc}") from None
 
     def run_in_memory(self, data: bytes) -> Any:
         """``run`` over a pickle held whole (a zip's data.pkl): the opcodes a state dict is made of (memo,
@@ -249,7 +257,8 @@ class _Machine:
             except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
                     UnicodeDecodeError, RecursionError, MemoryError) as exc:
                 name = opcode_name(bytes((code,)))
-                raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {start}): {exc}") from None
+                raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {stream.at(start)}): "
+                                             f"{exc}") from None
 
     # --- stack helpers --------------------------------------------------------------------
     def pop(self) -> Any:

@@ -14,6 +14,8 @@ line naming the file and what is wrong) -> tests:
 - a pickled module names its class by a ('module', class, file, source) id -> test_a_module_pickled_by_its_class_reads
 - tensors of 0 up to 64 dimensions read -> test_tensors_of_0_and_64_dimensions_read
 - a member that is read whole is read whole up to the limit -> test_a_pickle_member_at_the_in_memory_limit_is_read_whole
+- a refusal's byte counts from the member's start, however it was read
+  -> test_a_byte_named_in_a_refusal_counts_from_its_members_start_read_whole_or_streamed
 - a tar whose last member ends the file reads -> test_a_tar_without_its_end_blocks_reads
 - broken members, records, views and counts are refused in words naming the file
   -> test_broken_records_are_refused_in_words, test_a_broken_pickle_without_a_tensors_member_is_refused_in_words,
@@ -155,6 +157,20 @@ def test_a_pickle_member_at_the_in_memory_limit_is_read_whole(tmp_path: Path,
     monkeypatch.setattr(tar_layout, "IN_MEMORY_MEMBER", len(member))
     path = checkpoint(tmp_path / "whole.pt", pickle=member)
     assert refusal(path) == "whole.pt: the tar 'pickle' member has an unknown opcode b'\\xff' at byte 2"
+
+
+@pytest.mark.parametrize("limit", [0, 16 << 20])
+def test_a_byte_named_in_a_refusal_counts_from_its_members_start_read_whole_or_streamed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    """The same words for the same member bytes, whether the member was read whole or streamed (the
+    ``storages`` member always is): not the byte's place in the file, which only a streamed read knows."""
+    monkeypatch.setattr(tar_layout, "IN_MEMORY_MEMBER", limit)
+    for member in ("pickle", "storages"):
+        path = checkpoint(tmp_path / f"{member}.pt", **{member: b"\x80\x02\xff"})
+        assert refusal(path) == f"{member}.pt: the tar '{member}' member has an unknown opcode b'\\xff' at byte 2"
+    truncated = checkpoint(tmp_path / "short.pt", pickle=b"\x80\x02X\x05\x00\x00\x00ab")
+    assert refusal(truncated) == ("short.pt: the tar 'pickle' member is truncated: it needs 5 bytes at byte 7 "
+                                  "but only 2 remain")
 
 
 def test_a_tar_without_its_end_blocks_reads(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ with one line naming the file and what is wrong):
 
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -47,9 +46,7 @@ def test_a_storages_member_may_end_with_its_last_storage(tmp_path: Path) -> None
 def test_a_storage_running_past_its_member_is_refused_saying_where(tmp_path: Path) -> None:
     short = storages([("1", "cpu", torch.FloatStorage, 9, FLOATS.tobytes())])[:-len(dump([]))]
     path = checkpoint(tmp_path / "short.pt", storages=short)
-    with tarfile.open(path) as archive:
-        member = archive.getmember("storages")
-    start = member.offset_data + len(dump(1)) + len(dump(("1", "cpu", torch.FloatStorage))) + 8
+    start = len(dump(1)) + len(dump(("1", "cpu", torch.FloatStorage))) + 8  # counted in the member, as each is
     with pytest.raises(FormatError) as info:
         open_store(path)
     assert str(info.value) == (f"short.pt: the tar 'storages' member is truncated: 36 bytes at byte {start} "
