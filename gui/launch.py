@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
-from engine.cli import COMMANDS, suggest_command
+from engine.cli import COMMANDS, exit_with, suggest_command
 from engine.cli import main as cli_main
 from engine.cli import parser as cli_parser
 from engine.cli.exits import USAGE
@@ -71,5 +71,10 @@ def desktop_files(install: bool) -> int:
     return 0
 
 
+def run() -> NoReturn:
+    """The ``store-studio`` console script (and ``python -m gui.launch``)."""
+    exit_with(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

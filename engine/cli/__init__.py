@@ -8,12 +8,13 @@ traceback, not even for a bug (set STORE_STUDIO_TRACEBACK=1 to see it when repor
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
 import warnings
 from types import ModuleType
-from typing import Iterable, Sequence
+from typing import Iterable, NoReturn, Sequence
 
 from .. import __version__
 from ..errors import StoreStudioError
@@ -92,5 +93,13 @@ def fail(message: str, code: int) -> int:
     return code
 
 
+def exit_with(code: int) -> NoReturn:
+    """End the process with ``code``, as ``sys.exit`` does (atexit handlers, flushed output, threads joined),
+    but with every object alive now frozen out of the garbage collector: the interpreter's teardown collects
+    nothing it would have to walk them for, which was 8-10 ms of a small conversion's 75 ms of CPU."""
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())
