@@ -7,6 +7,7 @@ claims is checked here before anything is mapped or allocated.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any
@@ -62,19 +63,15 @@ STORAGE_CLASSES: dict[str, DType] = {
 }
 
 
-class cached_property:  # noqa: N801 - functools' name, for what does its job
+class cached_property(functools.cached_property):  # noqa: N801 - functools' name, for what does its job
     """``functools.cached_property`` less the lock Python 3.11 takes at each first access (3.12 dropped it): a
     view's five sizes are first read as a ``.pt`` opens, and that lock was a tenth of listing one (730 first
     reads for the benchmark's 146 tensors). A view is made and read on one thread."""
 
-    def __init__(self, compute: Any) -> None:
-        self.compute, self.name = compute, compute.__name__
-        self.__doc__ = compute.__doc__
-
     def __get__(self, view: Any, owner: type | None = None) -> Any:
         if view is None:
             return self
-        value = view.__dict__[self.name] = self.compute(view)
+        value = view.__dict__[self.attrname] = self.func(view)
         return value
 
 
