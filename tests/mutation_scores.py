@@ -5,7 +5,10 @@
 Reads mutmut's verdicts from ``mutants/**/*.meta`` and subtracts the mutants
 ``tests/mutation_equivalents.txt`` lists. A score is killed / (checked - no test selected - equivalent);
 a timeout, a crash or a type-check catch counts as killed (some test did not pass), a mutant not checked
-yet counts in no score. ``--survivors`` lists the survivors not listed as equivalent, one name a line.
+yet counts in no score; a mutant some test killed counts as killed even where the file lists it. ``--survivors``
+lists the survivors not listed as equivalent, one name a line; ``--stale`` lists the file's names that no
+surviving mutant has (a killed one, or none of that number): a change to a function renumbers its mutants, and
+an entry left pointing at another mutant would hide the one it was written for.
 """
 
 from __future__ import annotations
@@ -52,10 +55,10 @@ def counts(codes: dict[str, int | None], equivalent: set[str]) -> Counter:
         if code is None:
             continue
         row["checked"] += 1
-        if name in equivalent:
-            row["equivalent"] += 1
-        elif code in KILLED:
+        if code in KILLED:
             row["killed"] += 1
+        elif name in equivalent:
+            row["equivalent"] += 1
         elif code in NO_TESTS:
             row["no test selected"] += 1
         elif code == SURVIVED:
@@ -93,16 +96,28 @@ def survivors(found: dict[str, dict[str, int | None]], equivalent: set[str]) -> 
             if code == SURVIVED and name not in equivalent]
 
 
+def stale(found: dict[str, dict[str, int | None]], equivalent: set[str]) -> list[str]:
+    """The listed names whose mutant was killed or does not exist in the modules mutmut judged."""
+    codes = {name: code for module in found.values() for name, code in module.items()}
+    modules = {name.split(".x", 1)[0] for name in codes}
+    return sorted(name for name in equivalent if codes.get(name) in KILLED
+                  or (name not in codes and name.split(".x", 1)[0] in modules))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mutants", nargs="?", type=Path, default=ROOT / "mutants", help="mutmut's folder")
     parser.add_argument("--survivors", action="store_true", help="list the survivors not listed as equivalent")
+    parser.add_argument("--stale", action="store_true", help="list the equivalents no surviving mutant has")
     args = parser.parse_args(argv)
     found, equivalent = verdicts(args.mutants), equivalents()
     if not found:
         print(f"{args.mutants}: no mutmut verdicts here (run `mutmut run` first)", file=sys.stderr)
         return 1
-    print("\n".join(survivors(found, equivalent)) if args.survivors else table(found, equivalent))
+    if args.survivors or args.stale:
+        print("\n".join((survivors if args.survivors else stale)(found, equivalent)))
+    else:
+        print(table(found, equivalent))
     return 0
 
 

@@ -44,3 +44,15 @@ def test_the_listed_equivalents_are_read_by_name(tmp_path) -> None:
 def test_no_verdicts_is_one_line_and_exit_1(tmp_path, capsys) -> None:
     assert mutation_scores.main([str(tmp_path)]) == 1
     assert capsys.readouterr().err == f"{tmp_path}: no mutmut verdicts here (run `mutmut run` first)\n"
+
+
+def test_a_kill_outranks_a_listing_and_stale_listings_are_named(tmp_path, capsys) -> None:
+    """A change to a function renumbers its mutants: a listed name whose mutant is now killed, or which no
+    longer exists in a judged module, is stale; a name of a module not judged yet is not."""
+    name = "engine.formats.cbor.x_decode__mutmut_{}".format
+    write_meta(tmp_path, "engine/formats/cbor.py", {name(1): 1, name(2): 0, name(3): None})
+    listed = {name(1), name(2), name(3), name(9), "engine.formats.json.x_load__mutmut_1"}
+    found = mutation_scores.verdicts(tmp_path)
+    row = mutation_scores.table(found, listed).splitlines()[2]
+    assert row == "| `engine/formats/cbor.py` | 3 | 2 | 1 | 0 | 1 | 0 | 100.0% |"  # 1 killed, 2 listed and alive
+    assert mutation_scores.stale(found, listed) == [name(1), name(9)]
