@@ -54,5 +54,5 @@ def test_a_kill_outranks_a_listing_and_stale_listings_are_named(tmp_path, capsys
     listed = {name(1), name(2), name(3), name(9), "engine.formats.json.x_load__mutmut_1"}
     found = mutation_scores.verdicts(tmp_path)
     row = mutation_scores.table(found, listed).splitlines()[2]
-    assert row == "| `engine/formats/cbor.py` | 3 | 2 | 1 | 0 | 1 | 0 | 100.0% |"  # 1 killed, 2 listed and alive
+    assert row == "| `engine/formats/cbor.py` | 3 | 2 | 1 | 0 | 1 | 0 | 100.0% |"  # listed, yet killed: a kill
     assert mutation_scores.stale(found, listed) == [name(1), name(9)]
