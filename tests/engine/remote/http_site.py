@@ -111,7 +111,8 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         sent = body if cut is None else body[:cut]
         pause = self.server.site.pauses.get(self.path.split("?")[0])  # type: ignore[attr-defined]
-        if pause is not None:  # a slow server: part of the answer, then nothing until the test resumes it
+        if pause is not None and len(sent) > pause[0]:  # a slow server: part of a long answer, then nothing until
+            # the test resumes it; shorter answers (a header's) go whole, or the connection they keep would stall
             self.wfile.write(sent[:pause[0]])
             self.wfile.flush()
             while not pause[1].wait(0.05) and not self.server.site.stop.is_set():  # type: ignore[attr-defined]
