@@ -11,6 +11,12 @@ Promise -> test:
   Linear where the name alone said Embedding -> test_a_templates_variant_name_lends_its_shape_to_settle_a_kind
 - a fused-back tensor in a module whose kind is only guessed plans (its guess listed), never a crash ->
   test_fusing_attention_back_beside_a_guessed_weight_plans_and_lists_only_that_guess
+- a first plan of more sources than a stage's cache keeps (its SIZE, four) merges them all, in order ->
+  test_a_first_plan_of_five_sources_merges_all_five_in_order
+- a guess is listed when the module kinds it chose between would cast a tensor in another order, so to another
+  dtype -> test_casts_restricted_to_module_kinds_make_a_kind_guess_that_matters
+- a weight norm fused into a module whose kind is guessed lists that guess with every step it took (the fusing,
+  then the adapter's transpose) -> test_a_weight_norm_fused_in_a_guessed_linear_lists_both_steps_in_its_guess
 """
 
 from __future__ import annotations
@@ -45,6 +51,33 @@ def test_a_fused_weight_norm_names_both_inputs_and_a_top_level_pair_becomes_weig
     assert nested.operations == ["fuse weight norm c.weight_g * c.weight_v / ||c.weight_v|| -> [2, 3]"]
     assert top.source_name == "weight_g, weight_v"
     np.testing.assert_allclose(top.read(), np.full((2, 3), 2 / np.sqrt(3), np.float32), rtol=1e-6)
+
+
+def test_a_first_plan_of_five_sources_merges_all_five_in_order():
+    """A new cache (a new window) lets the first source's results go within its first plan."""
+    from engine.surgery.plan import StageCache
+    stores = [ArrayStore({f"s{i}.w": np.full(2, i, np.float32)}) for i in range(StageCache.SIZE + 1)]
+    result = plan(stores, Recipe(), cache=StageCache())
+    assert [(t.name, t.read().tolist()) for t in result.tensors] == [(f"s{i}.w", [i, i]) for i in range(5)]
+
+
+def test_casts_restricted_to_module_kinds_make_a_kind_guess_that_matters():
+    """``c`` is a Linear by guess (an Embedding otherwise): as a Linear it is cast to F16 then BF16, as an
+    Embedding to BF16 then F16. Its dtype rests on the guess, so the guess is listed."""
+    from engine.surgery.recipe import CastRule
+    casts = (CastRule("F16", ("Linear",)), CastRule("BF16", ("Linear", "Embedding")), CastRule("F16", ("Embedding",)))
+    result = plan([ArrayStore({"c.weight": np.ones((3, 4), np.float32)})], Recipe(casts=casts))
+    assert [t.dtype.name for t in result.tensors] == ["BF16"]
+    assert [(g.name, g.decision, g.alternatives) for g in result.guesses] == [
+        ("c.weight", "Linear: cast F32 -> F16, cast F16 -> BF16", ("Linear", "Embedding"))]
+
+
+def test_a_weight_norm_fused_in_a_guessed_linear_lists_both_steps_in_its_guess():
+    """``c`` holds a 2-D weight and no bias: a Linear only by guess, whose outcome (transposed) rests on it."""
+    store = ArrayStore({"c.weight_g": np.full((2, 1), 2, np.float32), "c.weight_v": np.ones((2, 3), np.float32)})
+    result = plan([store], Recipe(adapters=("fuse-weight-norm", "pytorch-to-burn")))
+    assert [(g.name, g.decision) for g in result.guesses] == [
+        ("c.weight", "Linear: fuse weight norm c.weight_g * c.weight_v / ||c.weight_v|| -> [2, 3], transposed")]
 
 
 def test_fusing_a_quantized_weight_norm_names_the_v_tensor():
