@@ -49,6 +49,21 @@ def test_enum_variants_drop_told_segments_and_keep_unproven_ones_as_guesses():
     assert out.variants == [(), ("enc.Other",)]
 
 
+def test_told_variants_without_skip_drop_only_what_was_told_and_guess_nothing():
+    """Without --skip-enum-variants a CamelCase segment nobody named is no candidate: kept, and no guess."""
+    store = ArrayStore({"enc.Base.Other.weight": np.ones((2, 2), np.float32)})
+    out = stages.enum_variants(batch(store), {"enc.Base": "EnumVariant"}, None, skip=False)
+    assert out.names == ["enc.Other.weight"] and out.variants == [()]
+
+
+def test_a_template_settles_every_name_after_one_it_has_as_written():
+    """The first name's module is in the template as written (kept); the second's only without its variant."""
+    store = ArrayStore({"a.Block.x.weight": np.ones(2, np.float32), "b.Block.y.weight": np.ones(2, np.float32)})
+    template = stages.TemplateIndex([("a.Block.x.weight", (2,)), ("b.y.weight", (2,))])
+    out = stages.enum_variants(batch(store), {}, template, skip=True)
+    assert out.names == ["a.Block.x.weight", "b.y.weight"]
+
+
 def test_fuse_weight_norms_makes_one_tensor_from_two_inputs():
     store = ArrayStore({"c.weight_g": np.ones((2, 1), np.float32), "c.weight_v": np.ones((2, 3), np.float32),
                         "c.bias": np.ones(2, np.float32)})

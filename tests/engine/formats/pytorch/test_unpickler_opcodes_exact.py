@@ -182,6 +182,8 @@ def test_text_and_float_opcodes(loop):
     assert unpickle(b"\x80\x02G\xc0\x02\x00\x00\x00\x00\x00\x00.", loop) == -2.25  # BINFLOAT, big-endian
     assert unpickle(b"I00\n.", loop) is False and unpickle(b"I01\n.", loop) is True and unpickle(b"I-3\n.", loop) == -3
     assert unpickle(b"L-12L\n.", loop) == -12 and unpickle(b"L7\n.", loop) == 7
+    assert unpickle(b"\x80\x02\x8a\x00.", loop) == 0  # LONG1 of no bytes: Python 2's 0L
+    assert unpickle(b"\x80\x02\x8b\x00\x00\x00\x00.", loop) == 0  # LONG4 of no bytes
     assert refusal(b"L12XL\n.", loop) == ("m.pt: the pickle is malformed (LONG at byte 0): invalid literal for int() "
                                           "with base 10: b'12X'")
     assert unpickle(b"S'a\\x00'\n.", loop) == "a\x00"
