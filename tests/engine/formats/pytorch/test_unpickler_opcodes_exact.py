@@ -228,6 +228,8 @@ def test_containers_refuse_the_wrong_target(loop):
                                                      "list, not a set")
     assert unpickle(b"\x80\x04\x8f(K\x01K\x02\x90.", loop) == {1, 2}
     assert refusal(b"\x80\x02N(K\x01e.", loop) == "m.pt: the pickle is malformed (APPENDS at byte 6): APPEND to NoneType, not a list"
+    assert refusal(b"\x80\x02}K\x01a.", loop) == ("m.pt: the pickle is malformed (APPEND at byte 5): APPEND to dict, "
+                                                 "not a list")
     assert refusal(b"\x80\x02NN}b.", loop) == "m.pt: the pickle is malformed (BUILD at byte 5): BUILD on NoneType, which takes no state"
     assert refusal(b"\x80\x02}K\x01b.", loop) == ("m.pt: the pickle is malformed (BUILD at byte 5): BUILD on a dict "
                                                  "with a state that is not attributes")
