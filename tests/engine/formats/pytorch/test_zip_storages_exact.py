@@ -8,7 +8,9 @@ Promises (README, "PyTorch files": bad input is refused with one line naming the
 - a storage whose bytes would run past the end of the file, even by a few, is refused, never read from what
   follows -> test_a_storage_running_past_the_file_is_refused_saying_where,
   test_a_storage_starting_in_the_files_last_bytes_is_refused
-- a storage whose entry header is damaged -> test_a_damaged_storage_entry_header_is_refused_naming_the_storage
+- a storage whose entry header is damaged, or lies past the file's end
+  -> test_a_damaged_storage_entry_header_is_refused_naming_the_storage,
+  test_a_storage_header_past_the_files_end_is_refused_naming_the_storage
 """
 
 from __future__ import annotations
@@ -70,3 +72,14 @@ def test_a_storage_starting_in_the_files_last_bytes_is_refused(tmp_path: Path) -
     path.write_bytes(bytes(data))
     assert refusal(path) == (f"edge.pt: storage 0 ends at byte {len(data) + 8}, past the end of the file "
                              f"({len(data)} bytes)")
+
+
+def test_a_storage_header_past_the_files_end_is_refused_naming_the_storage(tmp_path: Path) -> None:
+    """The central directory (which zipfile trusts) sends the storage's local header to 10 bytes before the end."""
+    path = zip_checkpoint(tmp_path / "lost.pt", W, {"0": FOUR})
+    data = bytearray(path.read_bytes())
+    entry = data.rindex(b"ckpt/data/0") - 46  # the storage's central directory record (its name is at 46)
+    data[entry + 42:entry + 46] = struct.pack("<I", len(data) - 10)
+    path.write_bytes(bytes(data))
+    assert refusal(path) == (f"lost.pt: file is truncated: the zip header of storage 0 needs bytes {len(data) - 10}.."
+                             f"{len(data) + 20} but the file has {len(data)}")
