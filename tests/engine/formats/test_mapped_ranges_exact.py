@@ -20,6 +20,11 @@ every bad file ends in one line naming the file and the problem; "Formats": tens
   -> test_a_gap_before_the_first_safetensors_tensor_is_refused
 - from 2,048 tensors (the bulk check) a range past 2**63 is refused as past the end, like any other
   -> test_a_range_past_2_63_among_two_thousand_tensors_is_past_the_end
+- from 2,048 tensors on the ranges are checked in bulk, with the verdicts and order of a few (each case at 3 and
+  at 2,048 tensors): -> test_many_burnpack_tensors_listed_backwards_open_in_data_order,
+  test_many_burnpack_tensors_are_refused_as_a_few_are (an overlap past the first tensor, a range past the end),
+  test_many_safetensors_ranges_are_refused_as_a_few_are (a gap before the first, a gap between every two, every
+  range after the first starting where it ends, a range past the end after empty ones)
 """
 
 from __future__ import annotations
@@ -117,3 +122,75 @@ def test_a_range_past_2_63_among_two_thousand_tensors_is_past_the_end(tmp_path) 
     tensors["far"] = {"dtype": "U8", "shape": [4], "data_offsets": [2**63, 2**63 + 4]}
     path = write(tmp_path, burn_file(tensors, bytes(2048)))
     assert refusal(path) == f"m.bpk: tensor 'far' ends at byte {2**63 + 4}, past the end of the data (2048 bytes)"
+
+
+COUNTS = [3, 2048]  # the Python check, and the bulk one (mapped.BULK)
+
+
+def one_byte_each(count: int, *, empty: int = 0) -> dict:
+    """``count`` U8 tensors of one byte each at 0, 2, 4, ... (a gap after each), and ``empty`` empty ones."""
+    tensors = {f"t{i:04d}": {"dtype": "U8", "shape": [1], "data_offsets": [2 * i, 2 * i + 1]} for i in range(count)}
+    tensors.update({f"e{i:04d}": {"dtype": "U8", "shape": [0], "data_offsets": [2 * i, 2 * i]} for i in range(empty)})
+    return tensors
+
+
+@pytest.mark.parametrize("count", COUNTS)
+def test_many_burnpack_tensors_listed_backwards_open_in_data_order(tmp_path, count) -> None:
+    """One-byte tensors with gaps (Burn aligns), empty ones at the same starts, all listed last first."""
+    tensors = dict(reversed(one_byte_each(count, empty=count).items()))
+    path = write(tmp_path, burn_file(tensors, bytes(range(256)) * (2 * count // 256 + 1)))
+    with open_store(path) as store:
+        names = [e.name for e in store.entries]
+        assert names == [n for i in range(count) for n in (f"e{i:04d}", f"t{i:04d}")]
+        assert [store.read(f"t{i:04d}").tolist() for i in (0, 1, count - 1)] == [[0], [2], [(2 * count - 2) % 256]]
+
+
+
+def u8(start: int, end: int) -> dict:
+    return {"dtype": "U8", "shape": [end - start], "data_offsets": [start, end]}
+
+
+def back_to_back(count: int) -> dict:
+    return {f"t{i:04d}": u8(i, i + 1) for i in range(count)}
+
+
+@pytest.mark.parametrize("count", COUNTS)
+@pytest.mark.parametrize("case", ["overlap past the first", "past the end"])
+def test_many_burnpack_tensors_are_refused_as_a_few_are(tmp_path, case, count) -> None:
+    """Back to back one-byte tensors; the last one spoiled: two bytes from the one before it, or one byte short."""
+    tensors, last, before = back_to_back(count), f"t{count - 1:04d}", f"t{count - 2:04d}"
+    if case == "overlap past the first":
+        tensors[last] = u8(count - 2, count)
+        words = f"tensors {before!r} and {last!r} overlap (at byte {count - 2})"
+    else:
+        words = f"tensor {last!r} ends at byte {count}, past the end of the data ({count - 1} bytes)"
+    size = count if case == "overlap past the first" else count - 1
+    assert refusal(write(tmp_path, burn_file(tensors, bytes(size)))) == f"m.bpk: {words}"
+
+
+def spoiled_safetensors(case: str, count: int) -> tuple[dict, int, str]:
+    """``count`` tensors, their buffer's size and the refusal, for each way a tiling can go wrong."""
+    if case.startswith("gap of"):
+        gap = int(case.split()[-1])
+        header = {f"t{i:04d}": u8(gap + i, gap + i + 1) for i in range(count)}
+        return header, gap + count, f"tensor 't0000' leaves a gap before the previous tensor (starts at {gap}, expected 0)"
+    if case == "gap after each":
+        header = {f"t{i:04d}": u8(2 * i, 2 * i + 1) for i in range(count)}
+        return header, 2 * count - 1, "tensor 't0001' leaves a gap before the previous tensor (starts at 2, expected 1)"
+    if case == "all start where the first ends":
+        header = {"t0000": u8(0, 1), **{f"t{i:04d}": u8(1, 2) for i in range(1, count)}}
+        return header, 2, "tensor 't0002' overlaps the previous tensor (starts at 1, expected 2)"
+    last = f"t{count - 1:04d}"  # past the end, after empty tensors at the end of the buffer
+    header = {"t0000": u8(0, 1), "t0001": u8(1, 2), **{f"t{i:04d}": u8(2, 2) for i in range(2, count - 1)},
+              last: u8(2, 4)}
+    return header, 2, f"tensor {last!r} ends at byte 4, past the end of the data (2 bytes)"
+
+
+@pytest.mark.parametrize("count", COUNTS)
+@pytest.mark.parametrize("case", ["gap of 1", "gap of 4", "gap after each", "all start where the first ends",
+                                  "past the end after empty ones"])
+def test_many_safetensors_ranges_are_refused_as_a_few_are(tmp_path, case, count) -> None:
+    """Each spoils the tiling in one way only (the rest would pass the quick check): the precise pass names it."""
+    header, size, words = spoiled_safetensors(case, count)
+    path = safetensors_file(tmp_path / "m.safetensors", header, bytes(size))
+    assert refusal(path) == f"m.safetensors: {words}"
