@@ -4,8 +4,8 @@ one fails, so a quick pass that accepts too much, or hands the slow one the wron
 built to slip through it. Each test opens a real file laid out by hand (CBOR by cbor2, JSON by json).
 
 Promises (README, "Limits": Burnpack has Burn's own limits, 10 GiB per tensor; "Hostile and changing files":
-every bad file ends in one line naming the file and the problem; "Formats": tensors are listed in data order)
--> tests:
+every bad file ends in one line naming the file and the problem; "Remote files and the Hugging Face Hub": a
+conversion streams the tensors in file order, which is the entries' order) -> tests:
 - a dense tensor whose bytes do not fit its dtype x shape is refused even beside a quantized one (whose size is
   taken as stated) -> test_a_dense_tensor_of_the_wrong_size_is_refused_beside_a_quantized_one
 - a quantized tensor over the 10 GiB limit is refused by the limit, in those words
