@@ -7,7 +7,8 @@ Promises (README, "Limits": Burnpack has Burn's own limits, 10 GiB per tensor; "
 every bad file ends in one line naming the file and the problem; "Remote files and the Hugging Face Hub": a
 conversion streams the tensors in file order, which is the entries' order) -> tests:
 - a dense tensor whose bytes do not fit its dtype x shape is refused even beside a quantized one (whose size is
-  taken as stated) -> test_a_dense_tensor_of_the_wrong_size_is_refused_beside_a_quantized_one
+  taken as stated) -> test_a_dense_tensor_of_the_wrong_size_is_refused_beside_a_quantized_one,
+  test_a_quantized_tensor_of_the_right_size_beside_a_dense_one_opens
 - a quantized tensor over the 10 GiB limit is refused by the limit, in those words
   -> test_a_quantized_tensor_over_the_limit_is_refused_by_the_limit
 - exactly 10 GiB is within the limit: the refusal names the tensor over it, not one at it listed first
@@ -109,11 +110,13 @@ def test_an_overlap_past_the_second_burnpack_tensor_is_refused_naming_both(tmp_p
 
 @pytest.mark.parametrize("gap", [1, 4])
 def test_a_gap_before_the_first_safetensors_tensor_is_refused(tmp_path, gap) -> None:
-    """The rest tiles (each starts where the one before it ends, the last at the buffer's end): only the start is wrong."""
+    """The rest tiles (each starts where the one before it ends, the last at the buffer's end): only the start
+    is wrong."""
     header = {"a": {"dtype": "U8", "shape": [4], "data_offsets": [gap, gap + 4]},
               "b": {"dtype": "U8", "shape": [2], "data_offsets": [gap + 4, gap + 6]}}
     path = safetensors_file(tmp_path / "m.safetensors", header, bytes(gap + 6))
-    assert refusal(path) == f"m.safetensors: tensor 'a' leaves a gap before the previous tensor (starts at {gap}, expected 0)"
+    words = f"tensor 'a' leaves a gap before the previous tensor (starts at {gap}, expected 0)"
+    assert refusal(path) == f"m.safetensors: {words}"
 
 
 def test_a_range_past_2_63_among_two_thousand_tensors_is_past_the_end(tmp_path) -> None:
@@ -173,7 +176,8 @@ def spoiled_safetensors(case: str, count: int) -> tuple[dict, int, str]:
     if case.startswith("gap of"):
         gap = int(case.split()[-1])
         header = {f"t{i:04d}": u8(gap + i, gap + i + 1) for i in range(count)}
-        return header, gap + count, f"tensor 't0000' leaves a gap before the previous tensor (starts at {gap}, expected 0)"
+        words = f"tensor 't0000' leaves a gap before the previous tensor (starts at {gap}, expected 0)"
+        return header, gap + count, words
     if case == "gap after each":
         header = {f"t{i:04d}": u8(2 * i, 2 * i + 1) for i in range(count)}
         return header, 2 * count - 1, "tensor 't0001' leaves a gap before the previous tensor (starts at 2, expected 1)"
