@@ -4,7 +4,9 @@ test checked, each asserted through ``plan`` or the stage on real names and shap
 Promises (README, section) -> tests:
 - "### Surgery", Order of operations (remaps, then module types): a remap edit that moves a weight-norm
   parametrization away from its module plans as a fresh plan of the edited recipe does ->
-  test_a_remap_moving_a_parametrization_off_its_module_plans_as_a_fresh_plan
+  test_a_remap_moving_a_parametrization_off_its_module_plans_as_a_fresh_plan; and one that grows a module's last
+  segment (``emb`` -> ``aXX.XXemb``) guesses it again under its new name ->
+  test_a_remap_that_moves_a_modules_name_into_a_longer_segment_guesses_it_again
 - "### Surgery", Module types, evidence first (a guess says what the name said): a module whose path is only
   indices has no name to go by, and its reason says so with an empty name ->
   test_a_module_path_of_only_indices_is_guessed_under_an_empty_name
@@ -145,3 +147,18 @@ def test_a_cast_of_both_kinds_a_guess_chose_between_lists_no_guess():
     result = plan([ArrayStore({"c.weight": np.ones((3, 4), np.float32)})], Recipe(casts=casts))
     assert [t.dtype.name for t in result.tensors] == ["F16"]
     assert result.modules["c"].guessed and result.guesses == []
+
+
+def test_a_remap_that_moves_a_modules_name_into_a_longer_segment_guesses_it_again():
+    """``emb`` (an Embedding by its name) becomes ``aXX.XXemb``: its last segment is now ``XXemb``, which says
+    nothing, so after the edit it is a Linear, as a fresh plan finds."""
+    store = ArrayStore({"emb.weight": np.ones((3, 2), np.float32)})
+    recipe = Recipe(adapters=("pytorch-to-burn",))
+    edited = recipe.with_changes(remaps=(RemapRule("^emb", "aXX.XXemb"),))
+    cache = StageCache()
+    assert plan([store], recipe, cache=cache).modules["emb"].kind == "Embedding"
+    after_edit = plan([store], edited, cache=cache)
+    assert after_edit.to_json() == plan([store], edited, cache=StageCache()).to_json()
+    guess = after_edit.modules["aXX.XXemb"]
+    assert (guess.kind, guess.reason) == ("Linear", "2-D weight without bias, and the name 'XXemb' says nothing")
+    assert after_edit.tensors[0].shape == (2, 3)
