@@ -13,7 +13,8 @@ Promises (README, section) -> tests:
 - "### Surgery", Order of operations (a fused weight norm has two source names): a guess and a dropped tensor name
   both -> test_a_fused_weight_norms_guess_and_drop_name_both_source_tensors
 - "### Surgery", replacements take ``${name}``: a plain-text pattern with a group reference (``${0}``, the whole
-  match) replaces as the regex does -> test_a_plain_pattern_with_a_whole_match_reference_keeps_the_match
+  match) replaces as the regex does -> test_a_plain_pattern_with_a_whole_match_reference_keeps_the_match; a
+  backslash that starts no reference is literal text -> test_a_backslash_in_a_replacement_is_literal_text_under_a_regex_pattern
 - "Fused modules": the fuse/split stage gives the Linears it proves under their own paths, and empty mappings
   when nothing is fused -> test_fuse_split_gives_empty_linears_and_conventions_when_nothing_is_fused,
   test_the_linears_a_split_proves_carry_their_own_paths
@@ -162,3 +163,11 @@ def test_a_remap_that_moves_a_modules_name_into_a_longer_segment_guesses_it_agai
     guess = after_edit.modules["aXX.XXemb"]
     assert (guess.kind, guess.reason) == ("Linear", "2-D weight without bias, and the name 'XXemb' says nothing")
     assert after_edit.tensors[0].shape == (2, 3)
+
+
+def test_a_backslash_in_a_replacement_is_literal_text_under_a_regex_pattern():
+    """A pattern that is no plain text goes through the regex: the replacement's lone backslash stays one."""
+    (rule,) = compile_rules([RemapRule(r"^f.\.", "g\\h.")])
+    assert stages.remap_rule(["fc.weight", "head.bias"], rule) == (["g\\h.weight", "head.bias"], 1)
+    result = plan([ArrayStore({"fc.weight": np.ones(2, np.float32)})], Recipe(remaps=(RemapRule(r"^f.\.", "g\\h."),)))
+    assert result.names == ["g\\h.weight"]
