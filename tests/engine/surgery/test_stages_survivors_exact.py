@@ -1,0 +1,183 @@
+"""Outcomes of the plan's stages that session 9's mutation run of engine/surgery (modules.py, stages.py) showed no
+test checked, each asserted through ``plan`` or the stage on real names and shapes.
+
+Promises (README, section) -> tests:
+- "### Surgery", Order of operations (remaps, then module types): a remap edit that moves a weight-norm
+  parametrization away from its module plans as a fresh plan of the edited recipe does ->
+  test_a_remap_moving_a_parametrization_off_its_module_plans_as_a_fresh_plan; and one that grows a module's last
+  segment (``emb`` -> ``aXX.XXemb``) guesses it again under its new name ->
+  test_a_remap_that_moves_a_modules_name_into_a_longer_segment_guesses_it_again
+- "### Surgery", Module types, evidence first (a guess says what the name said): a module whose path is only
+  indices has no name to go by, and its reason says so with an empty name ->
+  test_a_module_path_of_only_indices_is_guessed_under_an_empty_name
+- "### Surgery", Order of operations (a fused weight norm has two source names): a guess and a dropped tensor name
+  both -> test_a_fused_weight_norms_guess_and_drop_name_both_source_tensors
+- "### Surgery", replacements take ``${name}``: a plain-text pattern with a group reference (``${0}``, the whole
+  match) replaces as the regex does -> test_a_plain_pattern_with_a_whole_match_reference_keeps_the_match; a
+  backslash that starts no reference is literal text -> test_a_backslash_in_a_replacement_is_literal_text_under_a_regex_pattern
+- "Fused modules": the fuse/split stage gives the Linears it proves under their own paths, and empty mappings
+  when nothing is fused -> test_fuse_split_gives_empty_linears_and_conventions_when_nothing_is_fused,
+  test_the_linears_a_split_proves_carry_their_own_paths
+- "Burn versions, bools and quantized tensors" (quantized tensors may be renamed, never decoded): the refusal
+  names the transpose with the tensor's own shape -> test_transposing_a_quantized_linear_names_its_shape
+- "### Surgery", Order of operations (norm ``weight/bias`` -> ``gamma/beta``): a top-level norm becomes ``gamma``,
+  ``beta``, and a renamed norm keeps the remap's step before the adapter's ->
+  test_a_top_level_norm_is_renamed_to_gamma_and_beta_without_a_leading_dot,
+  test_a_remapped_norm_keeps_its_remap_step_before_the_adapters_rename
+- "### Surgery", Module types, evidence first (CamelCase segments kept under ``--skip-enum-variants`` are guesses):
+  a parametrization under such a segment lists its variant guesses and plans ->
+  test_a_parametrization_under_a_kept_variant_lists_the_variant_guesses
+- "### Surgery", Module types, evidence first (running stats make a BatchNorm): one of them is enough, and a weight
+  of more than 5 dimensions fits no layer -> test_a_six_dimensional_weight_fits_no_layer_and_running_var_alone_makes_a_batch_norm
+- "### Surgery", Module types (a guess is listed when its bytes rest on it): casts that treat both kinds alike
+  make no guess -> test_a_cast_of_both_kinds_a_guess_chose_between_lists_no_guess
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import ArrayStore, RecipeError
+from engine.dtypes import quantized
+from engine.store import TensorEntry
+from engine.surgery import CastRule, Filter, Recipe, RemapRule, plan, stages
+from engine.surgery.modules import ModuleGuess
+from engine.surgery.plan import StageCache
+from engine.surgery.remap import compile_rules
+
+Q8 = quantized({"value": "Q8S", "param": "F32", "store": "Native", "level": "Tensor", "mode": "Symmetric"})
+
+
+@pytest.mark.parametrize("leaf", ["original0", "original1"])
+def test_a_remap_moving_a_parametrization_off_its_module_plans_as_a_fresh_plan(leaf):
+    """``m`` holds the parametrization's tensor (folded onto it) and ``m.bias``; the remap moves the
+    parametrization to ``k`` and leaves ``m.bias``: module ``k`` appears and ``m`` keeps only its bias."""
+    store = ArrayStore({f"m.parametrizations.weight.{leaf}": np.ones((4, 3), np.float32),
+                        "m.parametrizations.weight.extra": np.ones(4, np.float32), "m.bias": np.zeros(4, np.float32)})
+    recipe = Recipe(adapters=("pytorch-to-burn",))
+    edited = recipe.with_changes(remaps=(RemapRule(r"^m\.parametrizations", "k.parametrizations"),))
+    cache = StageCache()
+    assert list(plan([store], recipe, cache=cache).modules) == ["m", "m.parametrizations.weight"]
+    after_edit = plan([store], edited, cache=cache)
+    fresh = plan([store], edited, cache=StageCache())
+    assert after_edit.to_json() == fresh.to_json()
+    assert list(after_edit.modules) == ["k", "k.parametrizations.weight", "m"]
+    assert after_edit.modules["m"].reason == "no weight tensor"
+
+
+def test_a_module_path_of_only_indices_is_guessed_under_an_empty_name():
+    result = plan([ArrayStore({"7.3.weight": np.ones((3, 2), np.float32)})], Recipe(adapters=("pytorch-to-burn",)))
+    guess = result.modules["7.3"]
+    assert (guess.kind, guess.reason, guess.guessed) == ("Linear", "2-D weight without bias, and the name '' says nothing",
+                                                         True)
+
+
+def test_a_fused_weight_norms_guess_and_drop_name_both_source_tensors():
+    store = ArrayStore({"c.weight_g": np.full((2, 1), 2, np.float32), "c.weight_v": np.ones((2, 3), np.float32),
+                        "d.weight_g": np.full((2, 1), 2, np.float32), "d.weight_v": np.ones((2, 3), np.float32)})
+    recipe = Recipe(adapters=("fuse-weight-norm", "pytorch-to-burn"), filter=Filter(exclude=("^d",)))
+    result = plan([store], recipe)
+    assert [(g.name, g.source_name) for g in result.guesses] == [("c.weight", "c.weight_g, c.weight_v")]
+    assert [(d.name, d.matched) for d in result.dropped] == [("d.weight_g, d.weight_v", "d.weight")]
+
+
+def test_a_plain_pattern_with_a_whole_match_reference_keeps_the_match():
+    (rule,) = compile_rules([RemapRule("fc", "${0}_x")])
+    assert stages.remap_rule(["fc.weight", "head.bias"], rule) == (["fc_x.weight", "head.bias"], 1)
+    (at_start,) = compile_rules([RemapRule("^fc", "${0}_x")])
+    assert stages.remap_rule(["fc.weight", "a.fc"], at_start) == (["fc_x.weight", "a.fc"], 1)
+
+
+def test_fuse_split_gives_empty_linears_and_conventions_when_nothing_is_fused():
+    batch = stages.Batch.of(ArrayStore({"fc.weight": np.ones((3, 2), np.float32)}).entries)
+    for direction in (None, "pytorch-to-burn"):
+        split = stages.fuse_split(batch, False, direction)
+        assert split.batch.names == ["fc.weight"]
+        assert split.linears == {} and split.conventions == {}
+
+
+def test_the_linears_a_split_proves_carry_their_own_paths():
+    store = ArrayStore({"attn.in_proj_weight": np.ones((6, 2), np.float32),
+                        "attn.out_proj.weight": np.ones((2, 2), np.float32)})
+    split = stages.fuse_split(stages.Batch.of(store.entries), False, "pytorch-to-burn")
+    why = "a projection of nn.MultiheadAttention's in_proj_weight"
+    assert split.linears == {"attn.query": ModuleGuess("attn.query", "Linear", why),
+                             "attn.key": ModuleGuess("attn.key", "Linear", why),
+                             "attn.value": ModuleGuess("attn.value", "Linear", why),
+                             "attn.output": ModuleGuess("attn.output", "Linear", "nn.MultiheadAttention's out_proj")}
+    result = plan([store], Recipe(adapters=("pytorch-to-burn",)))
+    assert result.modules["attn.query"].path == "attn.query"
+
+
+def test_transposing_a_quantized_linear_names_its_shape():
+    entries = [TensorEntry("fc.weight", Q8, (3, 2), 8), TensorEntry("fc.bias", Q8, (3,), 4)]
+    batch = stages.Batch.of(entries)
+    with pytest.raises(RecipeError, match=r"^tensor 'fc\.weight' is quantized .*'transpose \[3, 2\] -> \[2, 3\]' would"):
+        stages.adapt(batch, stages.infer(batch, None, {}), "pytorch-to-burn", None)
+
+
+def test_a_top_level_norm_is_renamed_to_gamma_and_beta_without_a_leading_dot():
+    store = ArrayStore({"weight": np.ones(3, np.float32), "bias": np.zeros(3, np.float32)})
+    result = plan([store], Recipe(adapters=("pytorch-to-burn",)))
+    assert result.names == ["gamma", "beta"]
+    assert result.tensors[0].operations == ["rename weight -> gamma (pytorch-to-burn, LayerNorm)"]
+
+
+def test_a_remapped_norm_keeps_its_remap_step_before_the_adapters_rename():
+    store = ArrayStore({"n.weight": np.ones(3, np.float32), "n.bias": np.zeros(3, np.float32)})
+    result = plan([store], Recipe(adapters=("pytorch-to-burn",), remaps=(RemapRule(r"^n\.", "norm."),)))
+    assert result.names == ["norm.gamma", "norm.beta"]
+    assert result.tensors[0].operations == ["rename n.weight -> norm.weight (remap)",
+                                            "rename norm.weight -> norm.gamma (pytorch-to-burn, LayerNorm)"]
+
+
+def test_a_parametrization_under_a_kept_variant_lists_the_variant_guesses():
+    """The parametrization's tensors belong to module ``Enc`` (folded), not to their own path: they have no
+    module guess of their own, only the kept CamelCase segment."""
+    store = ArrayStore({"Enc.parametrizations.weight.original0": np.full((2, 1), 2, np.float32),
+                        "Enc.parametrizations.weight.original1": np.ones((2, 3), np.float32)})
+    result = plan([store], Recipe(adapters=("skip-enum-variants",)))
+    assert [(g.name, g.module, g.kind, g.decision) for g in result.guesses] == [
+        ("Enc.parametrizations.weight.original0", "Enc", "module", "kept segment 'Enc'"),
+        ("Enc.parametrizations.weight.original1", "Enc", "module", "kept segment 'Enc'")]
+
+
+def test_a_cast_of_both_kinds_a_guess_chose_between_lists_no_guess():
+    """``c`` is a Linear by guess (an Embedding otherwise); the cast names both kinds, so either way it is cast
+    alike and nothing rests on the guess."""
+    casts = (CastRule("F16", ("Linear", "Embedding")),)
+    result = plan([ArrayStore({"c.weight": np.ones((3, 4), np.float32)})], Recipe(casts=casts))
+    assert [t.dtype.name for t in result.tensors] == ["F16"]
+    assert result.modules["c"].guessed and result.guesses == []
+
+
+def test_a_remap_that_moves_a_modules_name_into_a_longer_segment_guesses_it_again():
+    """``emb`` (an Embedding by its name) becomes ``aXX.XXemb``: its last segment is now ``XXemb``, which says
+    nothing, so after the edit it is a Linear, as a fresh plan finds."""
+    store = ArrayStore({"emb.weight": np.ones((3, 2), np.float32)})
+    recipe = Recipe(adapters=("pytorch-to-burn",))
+    edited = recipe.with_changes(remaps=(RemapRule("^emb", "aXX.XXemb"),))
+    cache = StageCache()
+    assert plan([store], recipe, cache=cache).modules["emb"].kind == "Embedding"
+    after_edit = plan([store], edited, cache=cache)
+    assert after_edit.to_json() == plan([store], edited, cache=StageCache()).to_json()
+    guess = after_edit.modules["aXX.XXemb"]
+    assert (guess.kind, guess.reason) == ("Linear", "2-D weight without bias, and the name 'XXemb' says nothing")
+    assert after_edit.tensors[0].shape == (2, 3)
+
+
+def test_a_backslash_in_a_replacement_is_literal_text_under_a_regex_pattern():
+    """A pattern that is no plain text goes through the regex: the replacement's lone backslash stays one."""
+    (rule,) = compile_rules([RemapRule(r"^f.\.", "g\\h.")])
+    assert stages.remap_rule(["fc.weight", "head.bias"], rule) == (["g\\h.weight", "head.bias"], 1)
+    result = plan([ArrayStore({"fc.weight": np.ones(2, np.float32)})], Recipe(remaps=(RemapRule(r"^f.\.", "g\\h."),)))
+    assert result.names == ["g\\h.weight"]
+
+
+def test_a_six_dimensional_weight_fits_no_layer_and_running_var_alone_makes_a_batch_norm():
+    store = ArrayStore({"odd.weight": np.ones((1, 1, 1, 1, 1, 2), np.float32), "bn.weight": np.ones(3, np.float32),
+                        "bn.running_var": np.ones(3, np.float32)})
+    modules = plan([store], Recipe(adapters=("pytorch-to-burn",))).modules
+    assert (modules["odd"].kind, modules["odd"].reason) == ("Unknown", "6-D weight fits no known layer")
+    assert (modules["bn"].kind, modules["bn"].reason) == ("BatchNorm", "has running_mean/running_var")
