@@ -176,14 +176,19 @@ def test_persistent_ids_go_to_the_layout_or_are_refused(loop):
 
 
 @pytest.mark.parametrize("loop", LOOPS)
+def test_a_long_of_no_bytes_is_zero(loop):
+    """Python 2 pickled ``0L`` as LONG1 with no bytes; LONG4 may say the same. A length of 0 is no refusal."""
+    assert unpickle(b"\x80\x02\x8a\x00.", loop) == 0
+    assert unpickle(b"\x80\x02\x8b\x00\x00\x00\x00.", loop) == 0
+
+
+@pytest.mark.parametrize("loop", LOOPS)
 def test_text_and_float_opcodes(loop):
     assert unpickle(b"V\\u20ac a\n.", loop) == "\u20ac a"  # UNICODE: raw-unicode-escape
     assert unpickle(b"F-2.25\n.", loop) == -2.25
     assert unpickle(b"\x80\x02G\xc0\x02\x00\x00\x00\x00\x00\x00.", loop) == -2.25  # BINFLOAT, big-endian
     assert unpickle(b"I00\n.", loop) is False and unpickle(b"I01\n.", loop) is True and unpickle(b"I-3\n.", loop) == -3
     assert unpickle(b"L-12L\n.", loop) == -12 and unpickle(b"L7\n.", loop) == 7
-    assert unpickle(b"\x80\x02\x8a\x00.", loop) == 0  # LONG1 of no bytes: Python 2's 0L
-    assert unpickle(b"\x80\x02\x8b\x00\x00\x00\x00.", loop) == 0  # LONG4 of no bytes
     assert refusal(b"L12XL\n.", loop) == ("m.pt: the pickle is malformed (LONG at byte 0): invalid literal for int() "
                                           "with base 10: b'12X'")
     assert unpickle(b"S'a\\x00'\n.", loop) == "a\x00"
