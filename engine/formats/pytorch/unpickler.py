@@ -245,7 +245,7 @@ class _Machine:
                     handler = _by_code()[code]
                     if handler is None:
                         raise FormatError(self.path, f"{stream.what} has an unknown opcode {bytes((code,))!r} at "
-                                                     f"byte {start}")
+                                                     f"byte {stream.at(start)}")
                     stream.pos = pos
                     if handler(self) is _STOP:
                         if len(stack) != 1 or marks:

@@ -30,8 +30,6 @@ conversion streams the tensors in file order, which is the entries' order) -> te
 
 from __future__ import annotations
 
-import json
-import struct
 import sys
 from pathlib import Path
 
@@ -39,18 +37,13 @@ import pytest
 
 from engine import open_store
 from test_burnpack import burn_file, write
+from test_safetensors import write as safetensors_file
 from tests.refusals import refusal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quantized_files import f32, gen1, i8  # noqa: E402
 
 LIMIT = 10 << 30  # Burnpack's bytes per tensor (burnpack.MAX_TENSOR_BYTES), spelled here as the README gives it
-
-
-def safetensors_file(path: Path, header: dict, data: bytes) -> Path:
-    raw = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
-    return path
 
 
 def quantized(start: int, end: int) -> dict:
@@ -114,7 +107,7 @@ def test_a_gap_before_the_first_safetensors_tensor_is_refused(tmp_path, gap) -> 
     is wrong."""
     header = {"a": {"dtype": "U8", "shape": [4], "data_offsets": [gap, gap + 4]},
               "b": {"dtype": "U8", "shape": [2], "data_offsets": [gap + 4, gap + 6]}}
-    path = safetensors_file(tmp_path / "m.safetensors", header, bytes(gap + 6))
+    path = safetensors_file(tmp_path, header, bytes(gap + 6))
     words = f"tensor 'a' leaves a gap before the previous tensor (starts at {gap}, expected 0)"
     assert refusal(path) == f"m.safetensors: {words}"
 
@@ -196,5 +189,5 @@ def spoiled_safetensors(case: str, count: int) -> tuple[dict, int, str]:
 def test_many_safetensors_ranges_are_refused_as_a_few_are(tmp_path, case, count) -> None:
     """Each spoils the tiling in one way only (the rest would pass the quick check): the precise pass names it."""
     header, size, words = spoiled_safetensors(case, count)
-    path = safetensors_file(tmp_path / "m.safetensors", header, bytes(size))
+    path = safetensors_file(tmp_path, header, bytes(size))
     assert refusal(path) == f"m.safetensors: {words}"

@@ -27,8 +27,8 @@ Promises (README, section) -> tests:
 - "### Surgery", Module types, evidence first (CamelCase segments kept under ``--skip-enum-variants`` are guesses):
   a parametrization under such a segment lists its variant guesses and plans ->
   test_a_parametrization_under_a_kept_variant_lists_the_variant_guesses
-- "### Surgery", Module types, evidence first (running stats make a BatchNorm): one of them is enough, and a weight
-  of more than 5 dimensions fits no layer -> test_a_six_dimensional_weight_fits_no_layer_and_running_var_alone_makes_a_batch_norm
+- "### Surgery", Module types, evidence first: each rule of the module-kind guess alone ->
+  tests/engine/surgery/test_module_guess_rules_exact.py
 - "### Surgery", Module types (a guess is listed when its bytes rest on it): casts that treat both kinds alike
   make no guess -> test_a_cast_of_both_kinds_a_guess_chose_between_lists_no_guess
 """
@@ -173,11 +173,3 @@ def test_a_backslash_in_a_replacement_is_literal_text_under_a_regex_pattern():
     assert stages.remap_rule(["fc.weight", "head.bias"], rule) == (["g\\h.weight", "head.bias"], 1)
     result = plan([ArrayStore({"fc.weight": np.ones(2, np.float32)})], Recipe(remaps=(RemapRule(r"^f.\.", "g\\h."),)))
     assert result.names == ["g\\h.weight"]
-
-
-def test_a_six_dimensional_weight_fits_no_layer_and_running_var_alone_makes_a_batch_norm():
-    store = ArrayStore({"odd.weight": np.ones((1, 1, 1, 1, 1, 2), np.float32), "bn.weight": np.ones(3, np.float32),
-                        "bn.running_var": np.ones(3, np.float32)})
-    modules = plan([store], Recipe(adapters=("pytorch-to-burn",))).modules
-    assert (modules["odd"].kind, modules["odd"].reason) == ("Unknown", "6-D weight fits no known layer")
-    assert (modules["bn"].kind, modules["bn"].reason) == ("BatchNorm", "has running_mean/running_var")
