@@ -9,6 +9,9 @@ installs coverage's thread hook in each task). After a run of the whole suite (`
 nothing deselected) each package's share of lines covered is printed and checked against
 ``COVERAGE_FLOOR``; runs of a few files are not held to it. ``pytest --no-cov`` skips measuring.
 Coverage pauses during ``COST_TESTS``, whose lines smaller tests cover too.
+
+In mutmut's runs the hooks hand over to ``mutant_runs`` (which tests a mutant's run collects, in which order,
+with how many examples, in which temporary folder); elsewhere it changes nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+import mutant_runs
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -46,6 +51,21 @@ def coverage_controller(config: pytest.Config):
     return getattr(config.pluginmanager.get_plugin("_cov"), "cov_controller", None)
 
 
+@pytest.hookimpl(tryfirst=True)  # before tmpdir's own pytest_configure reads the basetemp option
+def pytest_configure(config: pytest.Config) -> None:
+    mutant_runs.narrow_arguments(config)
+    mutant_runs.own_basetemp(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    mutant_runs.remove_own_basetemp(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list | None:
+    return mutant_runs.skip_unrequested(collector, name, obj)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks the cost tests ``slow`` (the mutation run deselects them) and, while measuring, ``no_cover``."""
     measuring = coverage_controller(config) is not None  # pytest-cov fails on its own mark under --no-cov
@@ -54,10 +74,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
             if measuring:
                 item.add_marker(pytest.mark.no_cover)
-    if "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", ""):
-        quickest_first(items, config.rootpath / "mutmut-stats.json")
+    if mutant_runs.in_mutant_run():
+        mutant_runs.keep_requested(config, items)
+        mutant_runs.quickest_first(items, config.rootpath / "mutmut-stats.json")
         if not os.environ.get("MUTMUT_FULL_EXAMPLES"):
-            fewer_examples(items)
+            mutant_runs.fewer_examples(items)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -71,46 +92,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                     value.cache_clear()
 
 
-def quickest_first(items: list[pytest.Item], stats: Path) -> None:
-    """In a mutant's run (mutmut runs its tests with ``-x``), the tests in order of their time in mutmut's
-    first pass: mutmut hands them over in no order, so a killed mutant often waited for a slow test
-    before a quick one failed. Survivors still run every test; only the order changes."""
-    seconds = FIRST_PASS_SECONDS or first_pass_seconds(stats)
-    items.sort(key=lambda item: seconds.get(item.nodeid, 0.0))
-
-
-FIRST_PASS_SECONDS: dict[str, float] = {}  # read once in mutmut's fork server, which every mutant's run forks
-
-
-def first_pass_seconds(stats: Path) -> dict[str, float]:
-    """Each test's seconds in mutmut's first pass, from its stats file (15 MB: reading it took 70 ms of CPU,
-    a third of a one-test mutant's cost, while each mutant's run read it again); empty when there is none."""
-    import json
-    try:
-        return json.loads(stats.read_bytes())["duration_by_test"]
-    except (OSError, ValueError, KeyError):
-        return {}
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """In mutmut's fork server (a collect-only run with mutmut loaded), read the first pass's times once."""
-    if session.config.option.collectonly and "mutmut" in sys.modules:
-        FIRST_PASS_SECONDS.update(first_pass_seconds(session.config.rootpath / "mutmut-stats.json"))
-
-
-MUTANT_EXAMPLES_SHARE = 4  # a mutant's run draws a quarter of each property test's examples (at least 10)
-
-
-def fewer_examples(items: list[pytest.Item]) -> None:
-    """In a mutant's run, each property test draws a quarter of its examples: they were about nine tenths of a
-    surviving mutant's time in engine/surgery (every test of the functions it calls runs). mutmut's first pass
-    (which maps tests to functions) draws them all, and so does ``MUTMUT_FULL_EXAMPLES=1``, to re-check a survivor."""
-    tests = {id(test): test for test in (getattr(item, "obj", None) for item in items)}  # parametrized: one function
-    for test in tests.values():
-        drawn = getattr(test, "_hypothesis_internal_use_settings", None)  # read by hypothesis at each call
-        if drawn is not None and drawn.max_examples > 10:
-            test._hypothesis_internal_use_settings = settings(
-                drawn, max_examples=max(10, drawn.max_examples // MUTANT_EXAMPLES_SHARE))
+    if mutant_runs.in_fork_server(session.config):
+        mutant_runs.prepare_fork_server(session.config)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+import mutant_runs
 from pytorch_helpers import LAYOUTS, checkpoints, save
 
 
@@ -23,7 +23,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     checkpoints once: torch's first backward pass and optimizer step cost 1.8 s of CPU, which each forked run
     that asks for ``torch_files`` paid again (0.01 s once the server has paid it). One intra-op thread first:
     a child forked after torch has started its thread pool hangs at its next parallel operation."""
-    if session.config.option.collectonly and "mutmut" in sys.modules:
+    if mutant_runs.in_fork_server(session.config):
         import torch
         torch.set_num_threads(1)
         checkpoints()

@@ -1,0 +1,147 @@
+"""What a mutant's run (README, "Testing: mutation runs") needs from mutmut's fork server and from pytest.
+
+mutmut forks every mutant's run from a server that has collected the tests once, then calls ``pytest.main``
+with the node ids of the tests that call the mutated function (300 to 1,500 of them for the readers' entry
+points). This module is not a conftest because pytest imports each conftest afresh in every session: what is
+kept here (the first pass's times) survives from the server into every forked run, where a conftest's globals
+were empty again and each run re-read mutmut's 15 MB stats file (40-60 ms of CPU).
+
+The conftests' hooks call these functions; outside mutmut they return at once and change nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+FIRST_PASS_SECONDS: dict[str, float] = {}  # each test's time in mutmut's first pass, read in the fork server
+
+
+def in_mutant_run() -> bool:
+    """True in the run of one mutant (mutmut names it in ``MUTANT_UNDER_TEST``); not in its first pass
+    (``stats``) nor in its unmutated runs."""
+    return "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", "")
+
+
+def in_fork_server(config: pytest.Config) -> bool:
+    """True in mutmut's fork server: the only collect-only session run with mutmut loaded."""
+    return bool(config.option.collectonly) and "mutmut" in sys.modules
+
+
+def prepare_fork_server(config: pytest.Config) -> None:
+    """Once, in the server: read the first pass's times, and let every forked run skip pytest's scan of the
+    installed packages for plugins (17 ms each; the run blocks every one of them but hypothesis', whose
+    ``@given`` runs without it)."""
+    FIRST_PASS_SECONDS.update(first_pass_seconds(config.rootpath / "mutmut-stats.json"))
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+
+
+def first_pass_seconds(stats: Path) -> dict[str, float]:
+    """Each test's seconds in mutmut's first pass, from its stats file; empty when there is none."""
+    try:
+        return json.loads(stats.read_bytes())["duration_by_test"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+@dataclass
+class Requested:
+    """The tests mutmut named for one mutant's run: their node ids, and each file's test function names."""
+    ids: frozenset[str]
+    names_by_file: dict[str, set[str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_args(cls, args: list[str]) -> Requested:
+        requested = cls(frozenset(args))
+        for node_id in args:
+            path, _, inner = node_id.split("[", 1)[0].partition("::")
+            requested.names_by_file.setdefault(path, set()).add(inner.rsplit("::", 1)[-1])
+        return requested
+
+    def functions(self) -> list[str]:
+        """One argument per test function (``file::test``) instead of one per parametrized case: pytest resolves
+        each argument from the root down, and half of a reader's 1,500 node ids are cases of another's function."""
+        return sorted({node_id.split("[", 1)[0] for node_id in self.ids})
+
+    def unwanted(self, path: str, name: str) -> bool:
+        """True for a test function of a named file that none of the named tests is."""
+        names = self.names_by_file.get(path)
+        return names is not None and name not in names
+
+
+REQUESTED = pytest.StashKey[Requested]()
+
+
+def narrow_arguments(config: pytest.Config) -> None:
+    """In a mutant's run, collect only the named tests' functions, each once (``keep_requested`` then drops the
+    cases not named): collecting every test of 80 files took 0.15-0.3 s of CPU per mutant, more than running
+    the test that kills it. The tests that run are exactly the ones named, as before."""
+    if not in_mutant_run() or not config.args:
+        return
+    requested = Requested.from_args(list(config.args))
+    config.stash[REQUESTED] = requested
+    config.args[:] = requested.functions()
+
+
+def skip_unrequested(collector: pytest.Collector, name: str, obj: object) -> list | None:
+    """An empty collection for a test function no named test is (no item, no fixture lookup), else None."""
+    requested = collector.config.stash.get(REQUESTED, None)
+    if requested is None or not requested.unwanted(collector.nodeid.split("::", 1)[0], name):
+        return None
+    return [] if collector.istestfunction(obj, name) else None
+
+
+def keep_requested(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Drop the collected cases that were not named."""
+    requested = config.stash.get(REQUESTED, None)
+    if requested is None:
+        return
+    dropped = [item for item in items if item.nodeid not in requested.ids]
+    if dropped:
+        items[:] = [item for item in items if item.nodeid in requested.ids]
+        config.hook.pytest_deselected(items=dropped)
+
+
+def own_basetemp(config: pytest.Config) -> None:
+    """Give a mutant's run a temporary folder of its own. pytest's default numbers a new folder per session
+    and removes old ones at exit, which a forked run never reaches (mutmut ends it with ``os._exit``): one whole
+    run left 21,000 folders and 65 GB, and each run listed them all to find its number."""
+    if in_mutant_run() and config.option.basetemp is None:
+        root = os.environ.get("PYTEST_DEBUG_TEMPROOT") or tempfile.gettempdir()
+        config.option.basetemp = str(Path(root, f"store-studio-mutant-{os.getpid()}"))
+
+
+def remove_own_basetemp(config: pytest.Config) -> None:
+    if in_mutant_run() and config.option.basetemp is not None:
+        shutil.rmtree(config.option.basetemp, ignore_errors=True)
+
+
+def quickest_first(items: list[pytest.Item], stats: Path) -> None:
+    """In a mutant's run (mutmut runs its tests with ``-x``), the tests in order of their time in mutmut's
+    first pass: mutmut hands them over in no order, so a killed mutant often waited for a slow test
+    before a quick one failed. Survivors still run every test; only the order changes."""
+    seconds = FIRST_PASS_SECONDS or first_pass_seconds(stats)
+    items.sort(key=lambda item: seconds.get(item.nodeid, 0.0))
+
+
+MUTANT_EXAMPLES_SHARE = 4  # a mutant's run draws a quarter of each property test's examples (at least 10)
+
+
+def fewer_examples(items: list[pytest.Item]) -> None:
+    """In a mutant's run, each property test draws a quarter of its examples: they were about nine tenths of a
+    surviving mutant's time in engine/surgery (every test of the functions it calls runs). mutmut's first pass
+    (which maps tests to functions) draws them all, and so does ``MUTMUT_FULL_EXAMPLES=1``, to re-check a survivor."""
+    tests = {id(test): test for test in (getattr(item, "obj", None) for item in items)}  # parametrized: one function
+    for test in tests.values():
+        drawn = getattr(test, "_hypothesis_internal_use_settings", None)  # read by hypothesis at each call
+        if drawn is not None and drawn.max_examples > 10:
+            test._hypothesis_internal_use_settings = settings(
+                drawn, max_examples=max(10, drawn.max_examples // MUTANT_EXAMPLES_SHARE))
