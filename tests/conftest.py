@@ -53,8 +53,13 @@ def coverage_controller(config: pytest.Config):
 
 @pytest.hookimpl(tryfirst=True)  # before tmpdir's own pytest_configure reads the basetemp option
 def pytest_configure(config: pytest.Config) -> None:
+    mutant_runs.start_cost(config)
     mutant_runs.narrow_arguments(config)
     mutant_runs.own_basetemp(config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    mutant_runs.record_cost(session)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

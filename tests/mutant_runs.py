@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,6 +124,30 @@ def own_basetemp(config: pytest.Config) -> None:
 def remove_own_basetemp(config: pytest.Config) -> None:
     if in_mutant_run() and config.option.basetemp is not None:
         shutil.rmtree(config.option.basetemp, ignore_errors=True)
+
+
+STARTED = pytest.StashKey[float]()
+
+
+def start_cost(config: pytest.Config) -> None:
+    config.stash[STARTED] = time.monotonic()
+
+
+def record_cost(session: pytest.Session) -> None:
+    """With ``MUTANT_COSTS=FILE``, each mutant's run appends one JSON line to FILE: the mutant, whether a test
+    failed (killed), how many tests it named, its CPU seconds since it was forked and wall seconds since pytest
+    started. This is what says
+    where a whole run's time goes (survivors, sleeping tests, start-up), which mutmut does not record."""
+    path = os.environ.get("MUTANT_COSTS")
+    if not path or not in_mutant_run():
+        return
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    line = json.dumps({"mutant": os.environ["MUTANT_UNDER_TEST"], "killed": session.testsfailed > 0,
+                       "tests": len(session.items), "user": round(usage.ru_utime, 3),
+                       "system": round(usage.ru_stime, 3),
+                       "wall": round(time.monotonic() - session.config.stash[STARTED], 3)})
+    with open(path, "a") as costs:
+        costs.write(line + "\n")
 
 
 def quickest_first(items: list[pytest.Item], stats: Path) -> None:

@@ -5,6 +5,8 @@ Promises (README, "Testing: mutation runs") -> tests:
   -> test_a_mutant_run_runs_exactly_the_named_tests
 - a mutant's run removes its temporary folder; pytest's default leaves one per session
   -> test_a_mutant_run_leaves_no_temporary_folder
+- with MUTANT_COSTS, each mutant's run appends one line: the mutant, killed or not, its tests, its seconds
+  -> test_a_mutant_run_records_its_cost_when_asked
 - one argument per test function, and every other test function of a named file is never collected
   -> test_the_named_ids_become_one_argument_per_function_and_name_the_rest_unwanted
 """
@@ -12,6 +14,7 @@ Promises (README, "Testing: mutation runs") -> tests:
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import re
 import shutil
@@ -56,12 +59,13 @@ def sample_project(root: Path) -> Path:
     return root
 
 
-def run_pytest(project: Path, temp: Path, mutant: str | None) -> subprocess.CompletedProcess:
+def run_pytest(project: Path, temp: Path, mutant: str | None, named: list[str] = NAMED,
+               **more_env: str) -> subprocess.CompletedProcess:
     temp.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("MUTANT_UNDER_TEST", "PYTEST_ADDOPTS")}
-    env |= {"PYTEST_DEBUG_TEMPROOT": str(temp)} | ({"MUTANT_UNDER_TEST": mutant} if mutant else {})
+    env = {k: v for k, v in os.environ.items() if k not in ("MUTANT_UNDER_TEST", "PYTEST_ADDOPTS", "MUTANT_COSTS")}
+    env |= {"PYTEST_DEBUG_TEMPROOT": str(temp), **more_env} | ({"MUTANT_UNDER_TEST": mutant} if mutant else {})
     return subprocess.run([sys.executable, "-m", "pytest", "--rootdir=.", "-o", "addopts=", "-p", "no:xdist",
-                           "-p", "no:pytest_cov", "-p", "no:cacheprovider", "-v", *NAMED],
+                           "-p", "no:pytest_cov", "-p", "no:cacheprovider", "-v", *named],
                           cwd=project, env=env, capture_output=True, text=True)
 
 
@@ -83,6 +87,19 @@ def test_a_mutant_run_leaves_no_temporary_folder(tmp_path):
     assert run_pytest(project, tmp_path / "plain", None).returncode == 0
     assert list((tmp_path / "mutant").iterdir()) == []
     assert [p.name for p in (tmp_path / "plain").iterdir()] == [f"pytest-of-{getpass.getuser()}"]
+
+
+def test_a_mutant_run_records_its_cost_when_asked(tmp_path):
+    project = sample_project(tmp_path / "project")
+    costs = tmp_path / "costs.jsonl"
+    run_pytest(project, tmp_path / "temp", "engine.x_f__mutmut_1", MUTANT_COSTS=str(costs))
+    run_pytest(project, tmp_path / "temp", "engine.x_f__mutmut_2", ["tests/test_sample.py::test_never_named"],
+               MUTANT_COSTS=str(costs))
+    run_pytest(project, tmp_path / "temp", None, MUTANT_COSTS=str(costs))  # not a mutant's run: no line
+    lines = [json.loads(line) for line in costs.read_text().splitlines()]
+    assert [(line["mutant"], line["killed"], line["tests"]) for line in lines] == [
+        ("engine.x_f__mutmut_1", False, 4), ("engine.x_f__mutmut_2", True, 1)]
+    assert all(line["user"] > 0 and line["wall"] > 0 and line["system"] >= 0 for line in lines)
 
 
 def test_the_named_ids_become_one_argument_per_function_and_name_the_rest_unwanted():
