@@ -97,7 +97,8 @@ def _code(mapped: ByteSource, info: zipfile.ZipInfo | None) -> bytes | None:
 
 
 def _prefix(mapped: ByteSource, infos: dict[str, zipfile.ZipInfo]) -> str:
-    """The top folder (any name) holding data.pkl; torch also accepts none."""
+    """The top folder (any name) holding data.pkl, or none: torch.load refuses a data.pkl at the archive's top
+    ("file in archive is not in a subdirectory"), this reader reads it (nothing is lost by reading it)."""
     found = [name[:-len("data.pkl")] for name in infos if name == "data.pkl"
              or (name.endswith("/data.pkl") and name.count("/") == 1)]
     if not found:
