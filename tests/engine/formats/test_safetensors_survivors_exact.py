@@ -12,6 +12,8 @@ naming the file and what is wrong) -> tests:
 - a shape that is a number, not a list, is refused as an invalid shape (also when data_offsets holds a list)
   -> test_a_shape_that_is_a_number_is_refused_as_an_invalid_shape,
   test_a_number_shape_with_a_list_in_data_offsets_is_refused_as_an_invalid_shape
+- a name given twice is refused however many colons its text holds (the fast path's colon count is only a filter)
+  -> test_a_name_full_of_colons_given_twice_is_refused
 """
 
 from __future__ import annotations
@@ -51,3 +53,9 @@ def test_a_shape_that_is_a_number_is_refused_as_an_invalid_shape(tmp_path) -> No
 def test_a_number_shape_with_a_list_in_data_offsets_is_refused_as_an_invalid_shape(tmp_path) -> None:
     path = write(tmp_path, {"a": {**U8, "shape": 5, "data_offsets": [[0], 1]}}, b"x")
     assert refusal(path) == "m.safetensors: tensor 'a' has an invalid shape 5"
+
+
+def test_a_name_full_of_colons_given_twice_is_refused(tmp_path) -> None:
+    tensor = b'{"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}'
+    path = write(tmp_path, b'{"XX:XXXX:XX": ' + tensor + b', "XX:XXXX:XX": ' + tensor + b"}", b"x")
+    assert refusal(path) == "m.safetensors: header names 'XX:XXXX:XX' twice"
