@@ -14,11 +14,19 @@ naming the file and what is wrong) -> tests:
   test_a_number_shape_with_a_list_in_data_offsets_is_refused_as_an_invalid_shape
 - a name given twice is refused however many colons its text holds (the fast path's colon count is only a filter)
   -> test_a_name_full_of_colons_given_twice_is_refused
+- a file of one dtype as the official writer writes it is listed by the few-pass build (docstring of
+  ``_entries_as_written``), with the entries the column checks give, each at its own offset and shape
+  -> test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_the_column_checks_entries
 """
 
 from __future__ import annotations
 
 import struct
+
+import numpy as np
+import safetensors.numpy
+
+from engine.formats import safetensors as reader
 
 from test_safetensors import write
 from tests.refusals import refusal
@@ -59,3 +67,14 @@ def test_a_name_full_of_colons_given_twice_is_refused(tmp_path) -> None:
     tensor = b'{"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}'
     path = write(tmp_path, b'{"XX:XXXX:XX": ' + tensor + b', "XX:XXXX:XX": ' + tensor + b"}", b"x")
     assert refusal(path) == "m.safetensors: header names 'XX:XXXX:XX' twice"
+
+
+def test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_the_column_checks_entries() -> None:
+    raw = safetensors.numpy.save({"a": np.zeros((2, 3), np.float32), "b": np.ones(5, np.float32)})
+    (size,) = struct.unpack_from("<Q", raw)
+    header = reader._HEADER.decode(raw[8:8 + size])
+    names, descriptors = list(header), list(header.values())
+    quick = reader._entries_as_written(names, descriptors, 8 + size, len(raw) - 8 - size)
+    assert quick == reader._entries_in_columns("f", names, descriptors, 8 + size, len(raw) - 8 - size)
+    assert [(e.name, e.dtype.name, e.shape, e.nbytes, e.offset) for e in quick] == [
+        ("a", "F32", (2, 3), 24, 8 + size), ("b", "F32", (5,), 20, 8 + size + 24)]
