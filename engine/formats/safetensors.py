@@ -239,9 +239,10 @@ def _entries_in_columns(path: os.PathLike, names: list[str], descriptors: list[_
 def _refuse_repeats(path: os.PathLike, raw: bytes, header: dict[str, Any]) -> None:
     """A name, a descriptor's field or __metadata__ given twice (the official reader refuses each; a
     plain parse keeps the last): counting is the quick filter (names may contain the words), the
-    strict parse then names the repeat."""
+    strict parse then names the repeat. A backslash may spell a key the counts cannot see
+    (``"\\u0064type"`` is ``"dtype"``), so a header holding one is always parsed strictly."""
     descriptors = len(header) - (METADATA_KEY in header)
-    if max(map(raw.count, FIELDS)) > descriptors or raw.count(b'"__metadata__"') > 1:
+    if b"\\" in raw or max(map(raw.count, FIELDS)) > descriptors or raw.count(b'"__metadata__"') > 1:
         _json(path, raw, "header")
 
 

@@ -14,6 +14,10 @@ naming the file and what is wrong) -> tests:
   test_a_number_shape_with_a_list_in_data_offsets_is_refused_as_an_invalid_shape
 - a name given twice is refused however many colons its text holds (the fast path's colon count is only a filter)
   -> test_a_name_full_of_colons_given_twice_is_refused
+- a field, a name or ``__metadata__`` given twice is refused (a field as the official reader refuses it), also when the
+  second is spelled with an escape (``"\\u0064type"`` is ``"dtype"``), never read as the last one
+  -> test_a_repeat_spelled_with_an_escape_is_refused_as_the_official_reader_refuses_it,
+  test_the_official_reader_refuses_a_field_repeated_with_an_escape_too
 - a file of one dtype as the official writer writes it is listed by the few-pass build (docstring of
   ``_entries_as_written``), with the entries the column checks give, each at its own offset and shape
   -> test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_the_column_checks_entries
@@ -24,6 +28,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+import pytest
 import safetensors.numpy
 
 from engine.formats import safetensors as reader
@@ -78,3 +83,21 @@ def test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_t
     assert quick == reader._entries_in_columns("f", names, descriptors, 8 + size, len(raw) - 8 - size)
     assert [(e.name, e.dtype.name, e.shape, e.nbytes, e.offset) for e in quick] == [
         ("a", "F32", (2, 3), 24, 8 + size), ("b", "F32", (5,), 20, 8 + size + 24)]
+
+
+@pytest.mark.parametrize(("header", "repeated"), [
+    (rb'{"a": {"dtype": "U8", "\u0064type": "I8", "shape": [1], "data_offsets": [0, 1]}}', "dtype"),
+    (rb'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, "\u0061": {"dtype": "I8", "shape": [1], '
+     rb'"data_offsets": [0, 1]}}', "a"),
+    (rb'{"__metadata__": {"k": "1"}, "\u005f_metadata__": {"k": "2"}, "a": {"dtype": "U8", "shape": [1], '
+     rb'"data_offsets": [0, 1]}}', "__metadata__")])
+def test_a_repeat_spelled_with_an_escape_is_refused_as_the_official_reader_refuses_it(tmp_path, header: bytes,
+                                                                                       repeated: str) -> None:
+    path = write(tmp_path, header, b"x")
+    assert refusal(path) == f"m.safetensors: header names {repeated!r} twice"
+
+
+def test_the_official_reader_refuses_a_field_repeated_with_an_escape_too(tmp_path) -> None:
+    path = write(tmp_path, rb'{"a": {"dtype": "U8", "\u0064type": "I8", "shape": [1], "data_offsets": [0, 1]}}', b"x")
+    with pytest.raises(Exception, match="duplicate field `dtype`"):
+        safetensors.numpy.load_file(path)
