@@ -243,7 +243,7 @@ def _refuse_repeats(path: os.PathLike, raw: bytes, header: dict[str, Any]) -> No
     (``"\\u0064type"`` is ``"dtype"``), so a header holding one is always parsed strictly."""
     descriptors = len(header) - (METADATA_KEY in header)
     if b"\\" in raw or max(map(raw.count, FIELDS)) > descriptors or raw.count(b'"__metadata__"') > 1:
-        _json(path, raw, "header")
+        _json(path, raw, "header", text_maps_keep_last=True)
 
 
 def _refuse_deep(path: os.PathLike, value: Any, what: str) -> None:
@@ -265,11 +265,15 @@ def _describe_bad(name: str, desc: Any) -> str:
     return f"tensor {name!r} has invalid data_offsets {shown(desc['data_offsets'])}"
 
 
-def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True) -> Any:
+def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True, text_maps_keep_last: bool = False) -> Any:
     """Parse JSON; ``strict`` also refuses a key given twice (slower: a Python hook per object). Only a header
-    msgspec's fast path leaves (or a shard index) comes here, so ``json`` is imported here, not at start-up."""
+    msgspec's fast path leaves (or a shard index) comes here, so ``json`` is imported here, not at start-up.
+    ``text_maps_keep_last``: an object of text values only (a header's ``__metadata__``) keeps the last of a
+    repeated key, as the official reader's map of text to text does."""
     import json
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        if text_maps_keep_last and all(isinstance(value, str) for _, value in pairs):
+            return dict(pairs)
         result: dict[str, Any] = {}
         for key, value in pairs:
             if key in result:
