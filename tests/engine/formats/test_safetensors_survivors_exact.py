@@ -18,6 +18,8 @@ naming the file and what is wrong) -> tests:
   second is spelled with an escape (``"\\u0064type"`` is ``"dtype"``), never read as the last one
   -> test_a_repeat_spelled_with_an_escape_is_refused_as_the_official_reader_refuses_it,
   test_the_official_reader_refuses_a_field_repeated_with_an_escape_too
+- a shard index naming one tensor twice in its weight_map is refused (which shard holds it would be a guess)
+  -> test_a_shard_index_naming_a_tensor_twice_is_refused
 - a file of one dtype as the official writer writes it is listed by the few-pass build (docstring of
   ``_entries_as_written``), with the entries the column checks give, each at its own offset and shape
   -> test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_the_column_checks_entries
@@ -101,3 +103,9 @@ def test_the_official_reader_refuses_a_field_repeated_with_an_escape_too(tmp_pat
     path = write(tmp_path, rb'{"a": {"dtype": "U8", "\u0064type": "I8", "shape": [1], "data_offsets": [0, 1]}}', b"x")
     with pytest.raises(Exception, match="duplicate field `dtype`"):
         safetensors.numpy.load_file(path)
+
+
+def test_a_shard_index_naming_a_tensor_twice_is_refused(tmp_path) -> None:
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text('{"weight_map": {"a": "model-1.safetensors", "a": "model-2.safetensors"}}')
+    assert refusal(index) == "model.safetensors.index.json: index names 'a' twice"
