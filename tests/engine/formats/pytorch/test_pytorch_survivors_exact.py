@@ -41,20 +41,8 @@ from engine.formats import open_store
 from engine.formats.pytorch.checkpoint import flatten
 from engine.formats.pytorch.unpickler import MAX_DEPTH, PickleStream, load
 from pytorch_helpers import Storage, Tensor, checkpoint_pickle, zip_checkpoint
+from test_allowlist_builders_exact import call, op_global, plain
 from tests.refusals import refusal
-
-
-def op_global(module: str, name: str) -> bytes:
-    return f"c{module}\n{name}\n".encode()
-
-
-def plain(obj: object) -> bytes:
-    """The opcodes that push ``obj`` (memo puts only, no reads)."""
-    return pickle.dumps(obj, 2)[2:-1]
-
-
-def call(target: bytes, *args: bytes) -> bytes:
-    return target + b"(" + b"".join(args) + b"tR"
 
 
 def zip_with_pickle(path: Path, ops: bytes, data: bytes = np.arange(1, 5, dtype="<f4").tobytes()) -> Path:
