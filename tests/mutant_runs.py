@@ -130,14 +130,14 @@ STARTED = pytest.StashKey[float]()
 
 
 def start_cost(config: pytest.Config) -> None:
-    config.stash[STARTED] = time.monotonic()
+    if in_mutant_run():
+        config.stash[STARTED] = time.monotonic()
 
 
 def record_cost(session: pytest.Session) -> None:
     """With ``MUTANT_COSTS=FILE``, each mutant's run appends one JSON line to FILE: the mutant, whether a test
     failed (killed), how many tests it named, its CPU seconds since it was forked and wall seconds since pytest
-    started. This is what says
-    where a whole run's time goes (survivors, sleeping tests, start-up), which mutmut does not record."""
+    started: where a whole run's time goes (survivors, waiting tests, start-up), which mutmut does not record."""
     path = os.environ.get("MUTANT_COSTS")
     if not path or not in_mutant_run():
         return

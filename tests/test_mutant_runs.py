@@ -1,8 +1,8 @@
 """A mutant's run collects less and leaves nothing behind, yet runs exactly the tests mutmut named.
 
 Promises (README, "Testing: mutation runs") -> tests:
-- a mutant's run runs exactly the named tests, each parametrized case and class method as named
-  -> test_a_mutant_run_runs_exactly_the_named_tests
+- a mutant's run collects one argument per test function and runs exactly the named tests, each parametrized
+  case and class method as named -> test_a_mutant_run_runs_exactly_the_named_tests
 - a mutant's run removes its temporary folder; pytest's default leaves one per session
   -> test_a_mutant_run_leaves_no_temporary_folder
 - with MUTANT_COSTS, each mutant's run appends one line: the mutant, killed or not, its tests, its seconds
@@ -79,6 +79,9 @@ def test_a_mutant_run_runs_exactly_the_named_tests(tmp_path):
     plain = run_pytest(project, tmp_path / "temp", None)
     assert as_mutant.returncode == 0, as_mutant.stdout + as_mutant.stderr
     assert passed(as_mutant.stdout) == passed(plain.stdout) == sorted(NAMED)
+    # one argument per function: test_cases' three cases are collected and the unnamed one dropped
+    assert "collected 5 items / 1 deselected / 4 selected" in as_mutant.stdout
+    assert "collected 4 items" in plain.stdout
 
 
 def test_a_mutant_run_leaves_no_temporary_folder(tmp_path):

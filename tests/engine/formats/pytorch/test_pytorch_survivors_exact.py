@@ -29,7 +29,6 @@ Promises (README, "PyTorch files" and "Limits") -> tests:
 from __future__ import annotations
 
 import pickle
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -40,22 +39,10 @@ from engine.errors import FormatError
 from engine.formats import open_store
 from engine.formats.pytorch.checkpoint import flatten
 from engine.formats.pytorch.unpickler import MAX_DEPTH, PickleStream, load
-from pytorch_helpers import Storage, Tensor, checkpoint_pickle, zip_checkpoint
-from test_allowlist_builders_exact import call, op_global, plain
+from pytorch_helpers import Storage, Tensor, zip_checkpoint
+from test_allowlist_builders_exact import EMPTY_HOOKS, STORAGE, call, checkpoint, op_global, plain
 from tests.refusals import refusal
 
-
-def zip_with_pickle(path: Path, ops: bytes, data: bytes = np.arange(1, 5, dtype="<f4").tobytes()) -> Path:
-    """A zip checkpoint whose data.pkl is ``ops`` and whose storage 0 is ``data``."""
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("ckpt/data.pkl", b"\x80\x02" + ops + b".")
-        archive.writestr("ckpt/byteorder", b"little")
-        archive.writestr("ckpt/data/0", data)
-    return path
-
-
-STORAGE = b"(" + plain("storage") + op_global("torch", "FloatStorage") + plain("0") + plain("cpu") + plain(4) + b"tQ"
-EMPTY_HOOKS = op_global("collections", "OrderedDict") + b")R"
 V2 = op_global("torch._utils", "_rebuild_tensor_v2")
 
 
@@ -78,22 +65,22 @@ def test_a_torchscript_archive_says_so_word_for_word(tmp_path: Path) -> None:
 
 def test_rebuild_tensor_v2_takes_6_to_7_arguments(tmp_path: Path) -> None:
     base = (STORAGE, plain(0), plain((4,)), plain((1,)), plain(False), EMPTY_HOOKS)
-    seven = zip_with_pickle(tmp_path / "seven.pt", call(V2, *base, plain(None)))
+    seven = checkpoint(tmp_path / "seven.pt", call(V2, *base, plain(None)))
     with open_store(seven) as store:
         assert store.read("tensor").tolist() == [1.0, 2.0, 3.0, 4.0]
-    five = zip_with_pickle(tmp_path / "five.pt", call(V2, *base[:5]))
+    five = checkpoint(tmp_path / "five.pt", call(V2, *base[:5]))
     assert refusal(five).endswith(": _rebuild_tensor_v2 takes 6 to 7 arguments, got 5")
     assert refusal(five).startswith("five.pt: ")
-    eight = zip_with_pickle(tmp_path / "eight.pt", call(V2, *base, plain(None), plain(None)))
+    eight = checkpoint(tmp_path / "eight.pt", call(V2, *base, plain(None), plain(None)))
     assert refusal(eight).endswith(": _rebuild_tensor_v2 takes 6 to 7 arguments, got 8")
 
 
 def test_ordered_dict_takes_one_argument(tmp_path: Path) -> None:
     ordered = op_global("collections", "OrderedDict")
-    one = zip_with_pickle(tmp_path / "one.pt", call(ordered, plain([("a", 1)])))
+    one = checkpoint(tmp_path / "one.pt", call(ordered, plain([("a", 1)])))
     with open_store(one) as store:
         assert store.values == {"a": 1}
-    two = zip_with_pickle(tmp_path / "two.pt", call(ordered, plain([("a", 1)]), plain([("b", 2)])))
+    two = checkpoint(tmp_path / "two.pt", call(ordered, plain([("a", 1)]), plain([("b", 2)])))
     assert refusal(two).endswith(": OrderedDict takes 1 to 1 arguments, got 2")
 
 
@@ -110,7 +97,7 @@ def test_a_numpy_array_without_its_data_is_refused_naming_the_file(tmp_path: Pat
     """``numpy.core.multiarray._reconstruct`` without the BUILD that gives the array its state."""
     ops = call(op_global("numpy.core.multiarray", "_reconstruct"), op_global("numpy", "ndarray"), plain((0,)),
                plain(b"b"))
-    path = zip_with_pickle(tmp_path / "bare.pt", b"}" + plain("a") + ops + b"s")
+    path = checkpoint(tmp_path / "bare.pt", b"}" + plain("a") + ops + b"s")
     assert refusal(path) == "bare.pt: a numpy array in the checkpoint has no data"
 
 
@@ -170,7 +157,7 @@ def test_a_storage_named_by_a_torch_dtype_reads(tmp_path: Path) -> None:
 
 
 def pid_file(path: Path, pid_ops: bytes) -> Path:
-    return zip_with_pickle(path, b"}" + plain("w") + pid_ops + b"Qs")
+    return checkpoint(path, b"}" + plain("w") + pid_ops + b"Qs")
 
 
 def test_a_persistent_id_is_printed_up_to_120_characters(tmp_path: Path) -> None:

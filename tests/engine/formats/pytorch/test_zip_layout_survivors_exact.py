@@ -35,10 +35,8 @@ from __future__ import annotations
 import os
 import pickle
 import struct
-import zipfile
 from pathlib import Path
 
-import pytest
 import torch
 
 from engine.formats import open_store
