@@ -24,7 +24,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+import mutation_scores
+
 FIRST_PASS_SECONDS: dict[str, float] = {}  # each test's time in mutmut's first pass, read in the fork server
+SETTLED: set[str] | None = None  # the listed equivalents a run judged on their function as it is now
 
 
 def in_mutant_run() -> bool:
@@ -39,10 +42,13 @@ def in_fork_server(config: pytest.Config) -> bool:
 
 
 def prepare_fork_server(config: pytest.Config) -> None:
-    """Once, in the server: read the first pass's times, and let every forked run skip pytest's scan of the
-    installed packages for plugins (17 ms each; the run blocks every one of them but hypothesis', whose
-    ``@given`` runs without it)."""
+    """Once, in the server: read the first pass's times and the settled equivalents, and let every forked run
+    skip pytest's scan of the installed packages for plugins (17 ms each; the run blocks every one of them but
+    hypothesis', whose ``@given`` runs without it). (``gc.freeze()`` here, Python's advice before forking,
+    changed no forked run's system time: 0.303 s each either way over 20 functions' whole test lists.)"""
+    global SETTLED
     FIRST_PASS_SECONDS.update(first_pass_seconds(config.rootpath / "mutmut-stats.json"))
+    SETTLED = settled_equivalents(config.rootpath)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
 
@@ -52,6 +58,31 @@ def first_pass_seconds(stats: Path) -> dict[str, float]:
         return json.loads(stats.read_bytes())["duration_by_test"]
     except (OSError, ValueError, KeyError):
         return {}
+
+
+def settled_equivalents(root: Path) -> set[str]:
+    """The mutants tests/mutation_equivalents.txt lists whose function's source (mutmut's hash of it, in
+    ``root``'s metas) is the one tests/mutation_equivalents_judged.json recorded from a run they survived."""
+    tests = root / "tests"
+    recorded = mutation_scores.recorded_functions(tests / mutation_scores.JUDGED.name)
+    if not recorded:
+        return set()
+    listed = mutation_scores.equivalents(tests / mutation_scores.EQUIVALENTS.name)
+    return mutation_scores.settled(listed, recorded, mutation_scores.function_hashes(root))
+
+
+def skip_settled(config: pytest.Config) -> None:
+    """A mutant's run of a settled equivalent runs no test and ends "skipped" (mutmut's 34): it is the very mutant
+    a run judged and a person listed as unable to change any result, and each such run was every test of its
+    function, in every run. ``MUTMUT_RECHECK_EQUIVALENTS=1`` runs them all."""
+    global SETTLED
+    if not in_mutant_run() or os.environ.get("MUTMUT_RECHECK_EQUIVALENTS"):
+        return
+    if SETTLED is None:  # a run not forked from mutmut's server
+        SETTLED = settled_equivalents(config.rootpath)
+    if os.environ["MUTANT_UNDER_TEST"] in SETTLED:
+        append_cost({"mutant": os.environ["MUTANT_UNDER_TEST"], "skipped": True})
+        pytest.exit("a listed equivalent, its function unchanged since a run judged it", mutation_scores.SKIPPED)
 
 
 @dataclass
@@ -138,16 +169,21 @@ def record_cost(session: pytest.Session) -> None:
     """With ``MUTANT_COSTS=FILE``, each mutant's run appends one JSON line to FILE: the mutant, whether a test
     failed (killed), how many tests it named, its CPU seconds since it was forked and wall seconds since pytest
     started: where a whole run's time goes (survivors, waiting tests, start-up), which mutmut does not record."""
+    if in_mutant_run():
+        append_cost({"mutant": os.environ["MUTANT_UNDER_TEST"], "killed": session.testsfailed > 0,
+                     "tests": len(session.items),
+                     "wall": round(time.monotonic() - session.config.stash[STARTED], 3)})
+
+
+def append_cost(line: dict) -> None:
+    """With ``MUTANT_COSTS=FILE``, append ``line`` and this process's CPU seconds to FILE as one JSON line."""
     path = os.environ.get("MUTANT_COSTS")
-    if not path or not in_mutant_run():
+    if not path:
         return
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    line = json.dumps({"mutant": os.environ["MUTANT_UNDER_TEST"], "killed": session.testsfailed > 0,
-                       "tests": len(session.items), "user": round(usage.ru_utime, 3),
-                       "system": round(usage.ru_stime, 3),
-                       "wall": round(time.monotonic() - session.config.stash[STARTED], 3)})
+    line |= {"user": round(usage.ru_utime, 3), "system": round(usage.ru_stime, 3)}
     with open(path, "a") as costs:
-        costs.write(line + "\n")
+        costs.write(json.dumps(line) + "\n")
 
 
 def quickest_first(items: list[pytest.Item], stats: Path) -> None:

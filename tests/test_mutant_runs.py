@@ -9,6 +9,9 @@ Promises (README, "Testing: mutation runs") -> tests:
   -> test_a_mutant_run_records_its_cost_when_asked
 - one argument per test function, and every other test function of a named file is never collected
   -> test_the_named_ids_become_one_argument_per_function_and_name_the_rest_unwanted
+- a listed equivalent whose function is unchanged since a run judged it runs no test and ends "skipped" (34);
+  a changed function, an unlisted mutant or MUTMUT_RECHECK_EQUIVALENTS=1 runs the tests
+  -> test_a_settled_equivalent_runs_no_test, test_a_changed_function_or_a_recheck_runs_the_tests
 """
 
 from __future__ import annotations
@@ -53,16 +56,34 @@ def sample_project(root: Path) -> Path:
     """A project whose tests/ holds this suite's conftest and a sample test module."""
     tests = root / "tests"
     tests.mkdir(parents=True)
-    for name in ("conftest.py", "mutant_runs.py"):
+    for name in ("conftest.py", "mutant_runs.py", "mutation_scores.py"):
         shutil.copy(TESTS / name, tests / name)
     (tests / "test_sample.py").write_text(SAMPLE)
     return root
 
 
+def settle(project: Path, function_hash_now: str) -> dict[str, str]:
+    """List ``engine.m.x_f__mutmut_1`` as equivalent, record ``engine.m.x_f`` as judged with hash "aaa" by
+    mutmut 9.9, and give mutmut's meta of engine/m.py the hash ``function_hash_now``; returns the environment
+    that makes the run's mutmut 9.9 (an installed distribution's metadata, first on the path)."""
+    (project / "tests" / "mutation_equivalents.txt").write_text(
+        "# why\nengine.m.x_f__mutmut_1: the sample's mutant, listed for this test\n")
+    (project / "tests" / "mutation_equivalents_judged.json").write_text(
+        json.dumps({"mutmut": "9.9", "functions": {"engine.m.x_f": "aaa"}}))
+    (project / "engine").mkdir(exist_ok=True)
+    (project / "engine" / "m.py.meta").write_text(json.dumps(
+        {"exit_code_by_key": {"engine.m.x_f__mutmut_1": 0}, "hash_by_function_name": {"x_f": function_hash_now}}))
+    dist = project / "site" / "mutmut-9.9.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mutmut\nVersion: 9.9\n")
+    return {"PYTHONPATH": str(project / "site")}
+
+
 def run_pytest(project: Path, temp: Path, mutant: str | None, named: list[str] = NAMED,
                **more_env: str) -> subprocess.CompletedProcess:
     temp.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("MUTANT_UNDER_TEST", "PYTEST_ADDOPTS", "MUTANT_COSTS")}
+    unset = ("MUTANT_UNDER_TEST", "PYTEST_ADDOPTS", "MUTANT_COSTS", "MUTMUT_RECHECK_EQUIVALENTS")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env |= {"PYTEST_DEBUG_TEMPROOT": str(temp), **more_env} | ({"MUTANT_UNDER_TEST": mutant} if mutant else {})
     return subprocess.run([sys.executable, "-m", "pytest", "--rootdir=.", "-o", "addopts=", "-p", "no:xdist",
                            "-p", "no:pytest_cov", "-p", "no:cacheprovider", "-v", *named],
@@ -120,3 +141,27 @@ def test_no_stats_file_means_no_first_pass_times(tmp_path):
     assert first_pass_seconds(tmp_path / "mutmut-stats.json") == {}
     (tmp_path / "mutmut-stats.json").write_text('{"duration_by_test": {"tests/a.py::t": 0.5}}')
     assert first_pass_seconds(tmp_path / "mutmut-stats.json") == {"tests/a.py::t": 0.5}
+
+
+def test_a_settled_equivalent_runs_no_test(tmp_path):
+    project = sample_project(tmp_path / "project")
+    env = settle(project, function_hash_now="aaa")
+    costs = tmp_path / "costs.jsonl"
+    skipped = run_pytest(project, tmp_path / "temp", "engine.m.x_f__mutmut_1", MUTANT_COSTS=str(costs), **env)
+    assert skipped.returncode == 34, skipped.stdout + skipped.stderr  # mutmut's "skipped"
+    assert passed(skipped.stdout) == []
+    assert "a listed equivalent, its function unchanged since a run judged it" in skipped.stderr
+    assert [json.loads(line)["mutant"] for line in costs.read_text().splitlines()] == ["engine.m.x_f__mutmut_1"]
+    unlisted = run_pytest(project, tmp_path / "temp", "engine.m.x_f__mutmut_2", **env)
+    assert unlisted.returncode == 0 and passed(unlisted.stdout) == sorted(NAMED)
+
+
+def test_a_changed_function_or_a_recheck_runs_the_tests(tmp_path):
+    changed = sample_project(tmp_path / "changed")
+    env = settle(changed, function_hash_now="bbb")
+    run = run_pytest(changed, tmp_path / "temp", "engine.m.x_f__mutmut_1", **env)
+    assert run.returncode == 0 and passed(run.stdout) == sorted(NAMED)
+    same = sample_project(tmp_path / "same")
+    env = settle(same, function_hash_now="aaa")
+    run = run_pytest(same, tmp_path / "temp", "engine.m.x_f__mutmut_1", MUTMUT_RECHECK_EQUIVALENTS="1", **env)
+    assert run.returncode == 0 and passed(run.stdout) == sorted(NAMED)
