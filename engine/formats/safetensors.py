@@ -11,9 +11,10 @@ import operator
 import os
 import re
 import struct
+from collections import Counter
 from itertools import chain, repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Callable, Iterable, Literal, Sequence
 
 import msgspec
 
@@ -32,7 +33,8 @@ MAX_HEADER = 100_000_000
 HEADER_ALIGN = 8
 METADATA_KEY = "__metadata__"
 MAX_DEPTH = 64  # a header nests 3 levels (name, descriptor, shape); refused past this, with its depth
-FIELDS = (b'"dtype"', b'"shape"', b'"data_offsets"')
+FIELD_NAMES = ("dtype", "shape", "data_offsets")
+FIELDS = tuple(f'"{name}"'.encode() for name in FIELD_NAMES)
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
@@ -88,10 +90,10 @@ def _parse(mapped: ByteSource, size: int) -> tuple[list[TensorEntry], dict[str, 
         return _parse_fast(path, raw, data_start, mapped.size - data_start)
     except _NotFast:
         pass
-    header = _json(path, raw, "header", strict=False)
+    header = _json(path, raw, "header", object_pairs_hook=_Marked.of)
     if not isinstance(header, dict):
         raise FormatError(path, "header is not a JSON object")
-    _refuse_repeats(path, raw, header)
+    _refuse_marked(path, header)
     metadata = header.pop(METADATA_KEY, None) or {}
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         _refuse_deep(path, metadata, "__metadata__")
@@ -180,7 +182,7 @@ def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
     # colons (one in a name, Burn's param_id) leave it to _refuse_repeats' counts; fewer (a field missing)
     # too, and the missing field then sends the header to the reference path.
     if raw.count(b":") != len(header) + 3 * len(descriptors) + has_metadata * (1 + len(metadata)):
-        _refuse_repeats(path, raw, header)
+        _refuse_repeats(path, raw, len(descriptors))
     names = list(header)
     return _entries_as_written(names, descriptors, data_start, buffer_size) or \
         _entries_in_columns(path, names, descriptors, data_start, buffer_size), metadata
@@ -236,14 +238,52 @@ def _entries_in_columns(path: os.PathLike, names: list[str], descriptors: list[_
         raise _NotFast from None
 
 
-def _refuse_repeats(path: os.PathLike, raw: bytes, header: dict[str, Any]) -> None:
-    """A name, a descriptor's field or __metadata__ given twice (the official reader refuses each; a
-    plain parse keeps the last): counting is the quick filter (names may contain the words), the
-    strict parse then names the repeat. A backslash may spell a key the counts cannot see
-    (``"\\u0064type"`` is ``"dtype"``), so a header holding one is always parsed strictly."""
-    descriptors = len(header) - (METADATA_KEY in header)
-    if b"\\" in raw or max(map(raw.count, FIELDS)) > descriptors or raw.count(b'"__metadata__"') > 1:
-        _json(path, raw, "header", text_maps_keep_last=True)
+def _refuse_repeats(path: os.PathLike, raw: bytes, descriptors: int) -> None:
+    """A name, a descriptor's field or __metadata__ given twice in a header msgspec parsed (it keeps the last of
+    each). Counting is the quick filter: a repeat shows as a field's name more often than there are descriptors
+    (a name may hold the word too, which only parses more often); a field it misses is missing elsewhere, and
+    that sends the header to the reference path, which always marks repeats."""
+    if max(map(raw.count, FIELDS)) > descriptors or raw.count(b'"__metadata__"') > 1:
+        _refuse_marked(path, _json(path, raw, "header", object_pairs_hook=_Marked.of))
+
+
+def _refuse_marked(path: os.PathLike, header: _Marked) -> None:
+    """Refuse the first repeat of a header parsed into ``_Marked`` objects: a descriptor's field and
+    __metadata__, as the official reader refuses them, and a name, of which the official reader keeps the
+    last (which of the two tensors is meant would be a guess here). A key repeated in __metadata__ keeps its
+    last value, as the official reader's map does; repeats inside unknown fields are skipped, as it skips
+    those fields unread."""
+    repeated = [key for name, desc in header.items() if name != METADATA_KEY and isinstance(desc, _Marked)
+                for key in desc.repeated if key in FIELD_NAMES] + list(header.repeated)
+    if repeated:
+        raise FormatError(path, f"header names {repeated[0]!r} twice")
+
+
+class _Marked(dict):
+    """A JSON object with the keys its text gave more than once (each keeps its last value, as ``json`` does),
+    so that ``_refuse_marked`` can tell where a repeat is."""
+
+    repeated: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, Any]]) -> _Marked:
+        marked = cls(pairs)
+        if len(marked) < len(pairs):  # rare: only then count (one pass, however many keys a hostile header has)
+            marked.repeated = tuple(key for key, times in Counter(key for key, _ in pairs).items() if times > 1)
+        return marked
+
+
+def _refusing_repeats(path: os.PathLike, what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """An object hook that refuses any key given twice (a shard index: which shard holds a tensor named
+    twice would be a guess)."""
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                raise FormatError(path, f"{what} names {key!r} twice")
+            result[key] = value
+        return result
+    return unique
 
 
 def _refuse_deep(path: os.PathLike, value: Any, what: str) -> None:
@@ -265,22 +305,12 @@ def _describe_bad(name: str, desc: Any) -> str:
     return f"tensor {name!r} has invalid data_offsets {shown(desc['data_offsets'])}"
 
 
-def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True, text_maps_keep_last: bool = False) -> Any:
-    """Parse JSON; ``strict`` also refuses a key given twice (slower: a Python hook per object). Only a header
-    msgspec's fast path leaves (or a shard index) comes here, so ``json`` is imported here, not at start-up.
-    ``text_maps_keep_last``: an object of text values only (a header's ``__metadata__``) keeps the last of a
-    repeated key, as the official reader's map of text to text does."""
+def _json(path: os.PathLike, raw: bytes, what: str, *,
+          object_pairs_hook: Callable[[list[tuple[str, Any]]], dict[str, Any]] | None = None) -> Any:
+    """Parse JSON, each object made by ``object_pairs_hook`` when given (``json``'s own keeps the last of a
+    repeated key). Only a header msgspec's fast path leaves (or a shard index) comes here, so ``json`` is
+    imported here, not at start-up."""
     import json
-    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        if text_maps_keep_last and all(isinstance(value, str) for _, value in pairs):
-            return dict(pairs)
-        result: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in result:
-                raise FormatError(path, f"{what} names {key!r} twice")
-            result[key] = value
-        return result
-
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -288,14 +318,14 @@ def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True, text
     if not text.lstrip().startswith("{"):
         raise FormatError(path, f"{what} is not a JSON object")
     try:
-        value = json.loads(text, object_pairs_hook=unique) if strict else json.loads(text)
+        value = json.loads(text, object_pairs_hook=object_pairs_hook, parse_constant=_not_json(path, what))
     except RecursionError:
         raise FormatError(path, f"{what} is nested deeper than {MAX_DEPTH} levels ({_bracket_depth(raw)} levels)") \
             from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"{what} is not valid JSON: {exc.msg} at character {exc.pos}") from None
     except FormatError:
-        raise  # a name given twice, from the hook (a FormatError is a ValueError too)
+        raise  # from a hook (a FormatError is a ValueError too)
     except ValueError:  # Python's int-to-text limit: a number of more than 4300 digits
         raise FormatError(path, f"{what} holds a number too long to be real") from None
     if _SURROGATE.search(raw):  # rare: only then look for a lone one (a valid pair decodes to one character)
@@ -305,6 +335,14 @@ def _json(path: os.PathLike, raw: bytes, what: str, *, strict: bool = True, text
             raise FormatError(path, f"{what} holds a lone surrogate ({exc.object[exc.start]!a}), which is not "
                                     "text: the official reader refuses it") from None
     return value
+
+
+def _not_json(path: os.PathLike, what: str) -> Callable[[str], Any]:
+    """``json`` reads NaN, Infinity and -Infinity; JSON has no such values and the official reader refuses them
+    (even in a field it otherwise skips)."""
+    def refuse(constant: str) -> Any:
+        raise FormatError(path, f"{what} is not valid JSON: {constant} is not a JSON value")
+    return refuse
 
 
 def _bracket_depth(raw: bytes) -> int:
@@ -326,7 +364,8 @@ def _open_index(index_file: ByteSource) -> Store:
     try:
         if index_file.size > MAX_HEADER:
             raise FormatError(path, "index file is larger than 100 MB")
-        index = _json(path, index_file.pread(0, index_file.size, "the index"), "index")
+        index = _json(path, index_file.pread(0, index_file.size, "the index"), "index",
+                      object_pairs_hook=_refusing_repeats(path, "index"))
     finally:
         index_file.close()
     weight_map = index.get("weight_map") if isinstance(index, dict) else None

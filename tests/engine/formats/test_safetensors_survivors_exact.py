@@ -20,6 +20,16 @@ naming the file and what is wrong) -> tests:
   test_the_official_reader_refuses_a_field_repeated_with_an_escape_too
 - a shard index naming one tensor twice in its weight_map is refused (which shard holds it would be a guess)
   -> test_a_shard_index_naming_a_tensor_twice_is_refused
+- a repeat inside an unknown field (a repeated unknown field, or a key repeated in an object it holds) is read as
+  the official reader reads it, which skips unknown fields unread, with or without an escape or __metadata__
+  elsewhere in the header; a key repeated in __metadata__ keeps its last value there too
+  -> test_repeats_inside_unknown_fields_are_read_as_the_official_reader_reads_them,
+  test_a_field_repeated_beside_an_unknown_dtype_is_refused_for_the_repeat_as_the_official_reader_does
+- a repeat is named before any other fault of the header (a field missing elsewhere, an unknown dtype), as the
+  official reader names it first -> test_a_repeat_is_named_before_a_missing_field_as_the_official_reader_names_it,
+  test_a_field_repeated_beside_an_unknown_dtype_is_refused_for_the_repeat_as_the_official_reader_does
+- NaN, Infinity and -Infinity are not JSON: refused wherever they stand (a known field or one the official
+  reader skips), as the official reader refuses them -> test_nan_and_infinity_are_refused_as_not_json
 - a file of one dtype as the official writer writes it is listed by the few-pass build (docstring of
   ``_entries_as_written``), with the entries the column checks give, each at its own offset and shape
   -> test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_the_column_checks_entries
@@ -31,8 +41,10 @@ import struct
 
 import numpy as np
 import pytest
+import safetensors
 import safetensors.numpy
 
+from engine import open_store
 from engine.formats import safetensors as reader
 
 from test_safetensors import write
@@ -109,3 +121,57 @@ def test_a_shard_index_naming_a_tensor_twice_is_refused(tmp_path) -> None:
     index = tmp_path / "model.safetensors.index.json"
     index.write_text('{"weight_map": {"a": "model-1.safetensors", "a": "model-2.safetensors"}}')
     assert refusal(index) == "model.safetensors.index.json: index names 'a' twice"
+
+
+NESTED = b'"extra": {"n": 1, "n": 2}'
+B = b'"b": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}'
+
+
+@pytest.mark.parametrize("header", [
+    b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], ' + NESTED + b'}, ' + B + b'}',
+    b'{"__metadata__": {"k": "1"}, "a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], ' + NESTED + b'}, '
+    + B + b'}',
+    rb'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "x": [{"m": 1, "m": 1}]}, "\u0062": '
+    rb'{"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}}',
+    rb'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "x": 1, "x": 2}, "\u0062": '
+    rb'{"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}}',
+    rb'{"__metadata__": {"dtype": "1", "dtype": "2"}, "a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, '
+    rb'"\u0062": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}}'])
+def test_repeats_inside_unknown_fields_are_read_as_the_official_reader_reads_them(tmp_path, header: bytes) -> None:
+    path = write(tmp_path, header, b"xy")
+    with safetensors.safe_open(path, "np") as official:
+        expected = ({name: official.get_tensor(name).tobytes() for name in official.keys()},
+                    official.metadata() or {})
+    store = open_store(path)
+    assert ({entry.name: store.read(entry.name).tobytes() for entry in store.entries}, store.metadata) == expected
+
+
+def test_a_field_repeated_beside_an_unknown_dtype_is_refused_for_the_repeat_as_the_official_reader_does(
+        tmp_path) -> None:
+    """The unknown dtype sends the header past msgspec to the reference path, with __metadata__ in the count."""
+    path = write(tmp_path, b'{"__metadata__": {"k": "1"}, "a": {"dtype": "U8", "dtype": "U8", "shape": [1], '
+                           b'"data_offsets": [0, 1]}, "b": {"dtype": "BAD", "shape": [0], "data_offsets": [1, 1]}}',
+                 b"x")
+    with pytest.raises(Exception, match="duplicate field `dtype`"):
+        safetensors.numpy.load_file(path)
+    assert refusal(path) == "m.safetensors: header names 'dtype' twice"
+
+
+def test_a_repeat_is_named_before_a_missing_field_as_the_official_reader_names_it(tmp_path) -> None:
+    """``dtype`` shows twice among two descriptors, as often as when none repeats: the quick count cannot see it."""
+    path = write(tmp_path, b'{"a": {"dtype": "U8", "dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, '
+                           b'"b": {"shape": [1], "data_offsets": [1, 2]}}', b"xy")
+    with pytest.raises(Exception, match="duplicate field `dtype`"):
+        safetensors.numpy.load_file(path)
+    assert refusal(path) == "m.safetensors: header names 'dtype' twice"
+
+
+@pytest.mark.parametrize(("value", "header"), [
+    ("NaN", b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "extra": NaN}}'),
+    ("Infinity", b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "extra": [1, Infinity]}}'),
+    ("-Infinity", b'{"a": {"dtype": "U8", "shape": [-Infinity], "data_offsets": [0, 1]}}')])
+def test_nan_and_infinity_are_refused_as_not_json(tmp_path, value: str, header: bytes) -> None:
+    path = write(tmp_path, header, b"x")
+    with pytest.raises(Exception, match="invalid JSON in header"):
+        safetensors.numpy.load_file(path)
+    assert refusal(path) == f"m.safetensors: header is not valid JSON: {value} is not a JSON value"
