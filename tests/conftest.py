@@ -54,6 +54,7 @@ def coverage_controller(config: pytest.Config):
 @pytest.hookimpl(tryfirst=True)  # before tmpdir's own pytest_configure reads the basetemp option
 def pytest_configure(config: pytest.Config) -> None:
     mutant_runs.skip_settled(config)
+    mutant_runs.limit_memory()
     mutant_runs.start_cost(config)
     mutant_runs.narrow_arguments(config)
     mutant_runs.own_basetemp(config)

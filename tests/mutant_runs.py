@@ -17,6 +17,7 @@ import resource
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,6 +156,31 @@ def own_basetemp(config: pytest.Config) -> None:
 def remove_own_basetemp(config: pytest.Config) -> None:
     if in_mutant_run() and config.option.basetemp is not None:
         shutil.rmtree(config.option.basetemp, ignore_errors=True)
+
+
+MUTANT_RESIDENT_LIMIT = 4 << 30  # bytes of memory a mutant's run may hold resident (mutmut's server: 0.4 GB)
+OVER_LIMIT = 36  # mutmut's "timeout" (mutmut/stats.py): a run stopped for the resources it took, a kill
+
+
+def limit_memory() -> None:
+    """A mutant's run that holds more than 4 GiB resident (``MUTANT_RESIDENT_LIMIT`` bytes, when set) ends at
+    once as a timeout. A mutant that lifts one of the readers' limits makes a hostile-input test allocate without
+    end: in the eleventh session's whole run one held 13 GB of the machine's 23 after 90 s, two more grew beside
+    it, and each would have run on to its CPU limit (minutes), or taken the machine down, had they not been
+    stopped by hand. Resident memory, not an address-space limit: a test opens an LZMA entry whose 4 GiB
+    dictionary is reserved, never touched."""
+    if in_mutant_run():
+        limit = int(os.environ.get("MUTANT_RESIDENT_LIMIT", MUTANT_RESIDENT_LIMIT))
+        threading.Thread(target=_end_over, args=(limit,), name="resident-limit", daemon=True).start()
+
+
+def _end_over(limit: int) -> None:
+    page = os.sysconf("SC_PAGE_SIZE")
+    with open("/proc/self/statm", "rb") as statm:
+        while int(statm.read().split()[1]) * page <= limit:
+            time.sleep(0.1)
+            statm.seek(0)
+    os._exit(OVER_LIMIT)
 
 
 STARTED = pytest.StashKey[float]()

@@ -9,6 +9,8 @@ Promises (README, "Testing: mutation runs") -> tests:
   -> test_a_mutant_run_records_its_cost_when_asked
 - one argument per test function, and every other test function of a named file is never collected
   -> test_the_named_ids_become_one_argument_per_function_and_name_the_rest_unwanted
+- a mutant's run that holds more than its resident limit (4 GiB) ends at once as a timeout, a kill
+  -> test_a_mutant_run_over_its_resident_limit_ends_as_a_timeout
 - a listed equivalent whose function is unchanged since a run judged it runs no test and ends "skipped" (34);
   a changed function, an unlisted mutant or MUTMUT_RECHECK_EQUIVALENTS=1 runs the tests
   -> test_a_settled_equivalent_runs_no_test, test_a_changed_function_or_a_recheck_runs_the_tests
@@ -29,6 +31,8 @@ from mutant_runs import Requested, first_pass_seconds
 
 TESTS = Path(__file__).resolve().parent
 SAMPLE = '''
+import time
+
 import pytest
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -40,6 +44,11 @@ def test_other():
 
 def test_never_named():
     raise AssertionError("not named")
+
+def test_holds_300_mib():
+    held = bytearray(b"x") * (300 << 20)  # written, so resident
+    while held:
+        time.sleep(0.05)  # until the run is ended from outside
 
 class TestGroup:
     def test_method(self):
@@ -82,12 +91,13 @@ def settle(project: Path, function_hash_now: str) -> dict[str, str]:
 def run_pytest(project: Path, temp: Path, mutant: str | None, named: list[str] = NAMED,
                **more_env: str) -> subprocess.CompletedProcess:
     temp.mkdir(exist_ok=True)
-    unset = ("MUTANT_UNDER_TEST", "PYTEST_ADDOPTS", "MUTANT_COSTS", "MUTMUT_RECHECK_EQUIVALENTS")
+    unset = ("MUTANT_UNDER_TEST", "PYTEST_ADDOPTS", "MUTANT_COSTS", "MUTMUT_RECHECK_EQUIVALENTS",
+             "MUTANT_RESIDENT_LIMIT")
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env |= {"PYTEST_DEBUG_TEMPROOT": str(temp), **more_env} | ({"MUTANT_UNDER_TEST": mutant} if mutant else {})
     return subprocess.run([sys.executable, "-m", "pytest", "--rootdir=.", "-o", "addopts=", "-p", "no:xdist",
                            "-p", "no:pytest_cov", "-p", "no:cacheprovider", "-v", *named],
-                          cwd=project, env=env, capture_output=True, text=True)
+                          cwd=project, env=env, capture_output=True, text=True, timeout=600)
 
 
 def passed(out: str) -> list[str]:
@@ -165,3 +175,10 @@ def test_a_changed_function_or_a_recheck_runs_the_tests(tmp_path):
     env = settle(same, function_hash_now="aaa")
     run = run_pytest(same, tmp_path / "temp", "engine.m.x_f__mutmut_1", MUTMUT_RECHECK_EQUIVALENTS="1", **env)
     assert run.returncode == 0 and passed(run.stdout) == sorted(NAMED)
+
+
+def test_a_mutant_run_over_its_resident_limit_ends_as_a_timeout(tmp_path):
+    project = sample_project(tmp_path / "project")
+    run = run_pytest(project, tmp_path / "temp", "engine.x_f__mutmut_1", ["tests/test_sample.py::test_holds_300_mib"],
+                     MUTANT_RESIDENT_LIMIT=str(200 << 20))
+    assert run.returncode == 36, run.stdout + run.stderr  # mutmut's "timeout"
