@@ -33,6 +33,10 @@ naming the file and what is wrong) -> tests:
 - a file of one dtype as the official writer writes it is listed by the few-pass build (docstring of
   ``_entries_as_written``), with the entries the column checks give, each at its own offset and shape
   -> test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_the_column_checks_entries
+- a file is taken for SafeTensors by a header length from 1 up, then ``{``: a one-byte header ``{`` is read as one
+  and refused as not JSON, while a header length of 0 (no header at all: the ``{`` after it is data) matches no
+  format -> test_a_one_byte_header_is_read_as_safetensors_and_refused_as_not_json,
+  test_a_header_length_of_0_matches_no_format
 """
 
 from __future__ import annotations
@@ -175,3 +179,15 @@ def test_nan_and_infinity_are_refused_as_not_json(tmp_path, value: str, header: 
     with pytest.raises(Exception, match="invalid JSON in header"):
         safetensors.numpy.load_file(path)
     assert refusal(path) == f"m.safetensors: header is not valid JSON: {value} is not a JSON value"
+
+
+def test_a_one_byte_header_is_read_as_safetensors_and_refused_as_not_json(tmp_path) -> None:
+    path = write(tmp_path, b"{", b"")
+    assert refusal(path) == ("m.safetensors: header is not valid JSON: Expecting property name enclosed in double "
+                             "quotes at character 1")
+
+
+def test_a_header_length_of_0_matches_no_format(tmp_path) -> None:
+    path = write(tmp_path, b"", b"{}")
+    assert refusal(path) == ("m.safetensors: not a Burnpack, SafeTensors, PyTorch file or Burn record (its first bytes "
+                             "match none of them)")
