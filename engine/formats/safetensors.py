@@ -14,7 +14,7 @@ import struct
 from collections import Counter
 from itertools import chain, repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Callable, Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Callable, Iterable, Literal, NoReturn, Sequence
 
 import msgspec
 
@@ -36,6 +36,9 @@ MAX_DEPTH = 64  # a header nests 3 levels (name, descriptor, shape); refused pas
 FIELD_NAMES = ("dtype", "shape", "data_offsets")
 FIELDS = tuple(f'"{name}"'.encode() for name in FIELD_NAMES)
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+# A number that may be past float64's range (309 digits in a row, or an exponent of 100 or more): msgspec skips an
+# unknown field's numbers unchecked, so such a header goes to the reference path, which checks each number.
+_MAYBE_HUGE = re.compile(rb"\d{309}|[eE]\+?0*[1-9]\d{2}")
 
 
 def sniff(head: bytes) -> bool:
@@ -162,13 +165,14 @@ def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
 
     It only ever accepts what the reference path accepts. msgspec refuses NaN, a shape or offset that is
     not a non-negative integer, and nesting past Python's recursion limit (a ``RecursionError``, not a
-    crash); headers with escapes (where a lone surrogate could hide) or with text that is not UTF-8
-    (msgspec skips an unknown field's text without decoding it), and anything else unusual (a missing
+    crash); headers with escapes (where a lone surrogate could hide), with text that is not UTF-8 or with
+    a number that may be past float64's range (msgspec skips an unknown field's text and numbers without
+    checking them), and anything else unusual (a missing
     field, an unknown dtype, a range that does not fit) raise ``_NotFast``, so the reference path gives
     its own verdict and message. msgspec keeps the last of a key given twice: the colon count below
     finds repeats.
     """
-    if b"\\" in raw or not (raw.isascii() or _is_utf8(raw)):  # msgspec skips an unknown field's text unchecked
+    if b"\\" in raw or not (raw.isascii() or _is_utf8(raw)) or _MAYBE_HUGE.search(raw):
         raise _NotFast
     try:
         header = _HEADER.decode(raw)
@@ -318,7 +322,7 @@ def _json(path: os.PathLike, raw: bytes, what: str, *,
     if not text.lstrip().startswith("{"):
         raise FormatError(path, f"{what} is not a JSON object")
     try:
-        value = json.loads(text, object_pairs_hook=object_pairs_hook, parse_constant=_not_json(path, what))
+        value = json.loads(text, object_pairs_hook=object_pairs_hook, **_json_numbers(path, what))
     except RecursionError:
         raise FormatError(path, f"{what} is nested deeper than {MAX_DEPTH} levels ({_bracket_depth(raw)} levels)") \
             from None
@@ -337,12 +341,30 @@ def _json(path: os.PathLike, raw: bytes, what: str, *,
     return value
 
 
-def _not_json(path: os.PathLike, what: str) -> Callable[[str], Any]:
-    """``json`` reads NaN, Infinity and -Infinity; JSON has no such values and the official reader refuses them
-    (even in a field it otherwise skips)."""
-    def refuse(constant: str) -> Any:
-        raise FormatError(path, f"{what} is not valid JSON: {constant} is not a JSON value")
-    return refuse
+def _json_numbers(path: os.PathLike, what: str) -> dict[str, Callable[[str], Any]]:
+    """``json``'s number hooks, refusing what the official reader refuses as not JSON, also in a field it
+    otherwise skips: NaN, Infinity and -Infinity (``json`` reads them), and a number past float64's range
+    ("number out of range": ``json`` reads 1e400 as infinity and a 400-digit integer whole)."""
+    def refuse(why: str) -> NoReturn:
+        raise FormatError(path, f"{what} is not valid JSON: {why}")
+
+    def checked_int(text: str) -> int:
+        value = int(text)
+        if len(text) > 308:  # float64 holds every integer of fewer digits
+            try:
+                float(value)
+            except OverflowError:
+                refuse(f"a number is out of range ({text[:12]}..., {len(text.lstrip('-'))} digits)")
+        return value
+
+    def checked_float(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            refuse(f"a number is out of range ({text})")
+        return value
+
+    return {"parse_int": checked_int, "parse_float": checked_float,
+            "parse_constant": lambda text: refuse(f"{text} is not a JSON value")}
 
 
 def _bracket_depth(raw: bytes) -> int:

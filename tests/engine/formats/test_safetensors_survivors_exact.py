@@ -30,6 +30,10 @@ naming the file and what is wrong) -> tests:
   test_a_field_repeated_beside_an_unknown_dtype_is_refused_for_the_repeat_as_the_official_reader_does
 - NaN, Infinity and -Infinity are not JSON: refused wherever they stand (a known field or one the official
   reader skips), as the official reader refuses them -> test_nan_and_infinity_are_refused_as_not_json
+- a number past float64's range is not JSON to the official reader ("number out of range"): refused wherever it
+  stands, also in a field that reader skips; a number within range there is read as that reader reads it
+  -> test_a_number_out_of_float64_range_is_refused_as_the_official_reader_refuses_it,
+  test_a_number_just_within_float64_range_in_a_skipped_field_is_read
 - a file of one dtype as the official writer writes it is listed by the few-pass build (docstring of
   ``_entries_as_written``), with the entries the column checks give, each at its own offset and shape
   -> test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_the_column_checks_entries
@@ -191,3 +195,24 @@ def test_a_header_length_of_0_matches_no_format(tmp_path) -> None:
     path = write(tmp_path, b"", b"{}")
     assert refusal(path) == ("m.safetensors: not a Burnpack, SafeTensors, PyTorch file or Burn record (its first bytes "
                              "match none of them)")
+
+
+@pytest.mark.parametrize(("number", "why"), [
+    (b"1e400", "a number is out of range (1e400)"), (b"-1E+309", "a number is out of range (-1E+309)"),
+    (b"9" * 400, "a number is out of range (999999999999..., 400 digits)")])
+def test_a_number_out_of_float64_range_is_refused_as_the_official_reader_refuses_it(tmp_path, number: bytes,
+                                                                                    why: str) -> None:
+    path = write(tmp_path, b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "extra": ' + number + b'}}',
+                 b"x")
+    with pytest.raises(Exception, match="number out of range"):
+        safetensors.numpy.load_file(path)
+    assert refusal(path) == f"m.safetensors: header is not valid JSON: {why}"
+
+
+@pytest.mark.parametrize("number", [b"1e308", b"-1.7e308", b"9" * 308, b"0.5e-400", b"1" + b"0" * 308])
+def test_a_number_just_within_float64_range_in_a_skipped_field_is_read(tmp_path, number: bytes) -> None:
+    path = write(tmp_path, b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "extra": ' + number + b'}}',
+                 b"x")
+    assert list(safetensors.numpy.load_file(path)) == ["a"]
+    with open_store(path) as store:
+        assert [entry.name for entry in store.entries] == ["a"] and store.read("a").tobytes() == b"x"
