@@ -54,7 +54,7 @@ def coverage_controller(config: pytest.Config):
 @pytest.hookimpl(tryfirst=True)  # before tmpdir's own pytest_configure reads the basetemp option
 def pytest_configure(config: pytest.Config) -> None:
     mutant_runs.skip_settled(config)
-    mutant_runs.limit_memory()
+    mutant_runs.watch_limits()
     mutant_runs.start_cost(config)
     mutant_runs.narrow_arguments(config)
     mutant_runs.own_basetemp(config)
@@ -91,7 +91,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """In mutmut's first pass (which maps each test to the functions it calls), every test starts with the
     engine's caches empty: a cached function would otherwise be mapped only to the first test that asked it
-    (``adapters.layout``, ``modules._guess``, the pickle tables), and its mutants would run too few tests."""
+    (``adapters.layout``, ``modules._guess``, the pickle tables), and its mutants would run too few tests.
+    In a mutant's run each test starts a clock (``mutant_runs.start_test_clock``)."""
+    mutant_runs.start_test_clock(item)
     if os.environ.get("MUTANT_UNDER_TEST") == "stats":
         for module in [module for name, module in sys.modules.items() if name.split(".")[0] == "engine"]:
             for value in list(vars(module).values()):

@@ -12,6 +12,7 @@ The conftests' hooks call these functions; outside mutmut they return at once an
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import shutil
@@ -159,25 +160,49 @@ def remove_own_basetemp(config: pytest.Config) -> None:
 
 
 MUTANT_RESIDENT_LIMIT = 4 << 30  # bytes of memory a mutant's run may hold resident (mutmut's server: 0.4 GB)
+TEST_SECONDS = (5.0, 20.0)  # a test of a mutant's run may take 5 s + 20 times its first-pass time (wall)
 OVER_LIMIT = 36  # mutmut's "timeout" (mutmut/stats.py): a run stopped for the resources it took, a kill
 
 
-def limit_memory() -> None:
-    """A mutant's run that holds more than 4 GiB resident (``MUTANT_RESIDENT_LIMIT`` bytes, when set) ends at
-    once as a timeout. A mutant that lifts one of the readers' limits makes a hostile-input test allocate without
-    end: in the eleventh session's whole run one held 13 GB of the machine's 23 after 90 s, two more grew beside
-    it, and each would have run on to its CPU limit (minutes), or taken the machine down, had they not been
-    stopped by hand. Resident memory, not an address-space limit: a test opens an LZMA entry whose 4 GiB
-    dictionary is reserved, never touched."""
+@dataclass
+class Limits:
+    """What a mutant's run may take: resident bytes, and the moment its current test must have ended by."""
+    resident: int
+    deadline: float = math.inf
+
+
+LIMITS = Limits(MUTANT_RESIDENT_LIMIT)
+
+
+def watch_limits() -> None:
+    """A mutant's run that holds more than 4 GiB resident (``MUTANT_RESIDENT_LIMIT`` bytes, when set), or whose
+    test runs past its deadline (``start_test_clock``), ends at once as a timeout.
+
+    A mutant that lifts one of the readers' limits makes a hostile-input test allocate without end: in the
+    eleventh session's first whole run one held 13 GB of the machine's 23 after 90 s, two more grew beside it,
+    and each would have run on to its CPU limit, or taken the machine down, had they not been stopped by hand.
+    Resident memory, not an address-space limit: a test opens an LZMA entry whose 4 GiB dictionary is reserved,
+    never touched. A mutant that makes a test loop ran until mutmut's limit for the whole run, 8 times the first
+    pass of all its tests (80 s for the unpickler's loop, whose 478 tests take 9 s): in the second whole run such
+    timeouts took most of the last 20 minutes."""
     if in_mutant_run():
-        limit = int(os.environ.get("MUTANT_RESIDENT_LIMIT", MUTANT_RESIDENT_LIMIT))
-        threading.Thread(target=_end_over, args=(limit,), name="resident-limit", daemon=True).start()
+        LIMITS.resident = int(os.environ.get("MUTANT_RESIDENT_LIMIT", MUTANT_RESIDENT_LIMIT))
+        threading.Thread(target=_end_over, name="mutant-limits", daemon=True).start()
 
 
-def _end_over(limit: int) -> None:
+def start_test_clock(item: pytest.Item) -> None:
+    """In a mutant's run, the test about to run must end within 5 s plus 20 times its first-pass time: more
+    than any unmutated test takes on a loaded machine (``MUTANT_TEST_SECONDS=FLOOR,FACTOR`` changes both)."""
+    if in_mutant_run():
+        floor, factor = (map(float, os.environ["MUTANT_TEST_SECONDS"].split(","))
+                         if "MUTANT_TEST_SECONDS" in os.environ else TEST_SECONDS)
+        LIMITS.deadline = time.monotonic() + floor + factor * FIRST_PASS_SECONDS.get(item.nodeid, 1.0)
+
+
+def _end_over() -> None:
     page = os.sysconf("SC_PAGE_SIZE")
     with open("/proc/self/statm", "rb") as statm:
-        while int(statm.read().split()[1]) * page <= limit:
+        while int(statm.read().split()[1]) * page <= LIMITS.resident and time.monotonic() <= LIMITS.deadline:
             time.sleep(0.1)
             statm.seek(0)
     os._exit(OVER_LIMIT)

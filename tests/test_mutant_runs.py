@@ -9,8 +9,9 @@ Promises (README, "Testing: mutation runs") -> tests:
   -> test_a_mutant_run_records_its_cost_when_asked
 - one argument per test function, and every other test function of a named file is never collected
   -> test_the_named_ids_become_one_argument_per_function_and_name_the_rest_unwanted
-- a mutant's run that holds more than its resident limit (4 GiB) ends at once as a timeout, a kill
-  -> test_a_mutant_run_over_its_resident_limit_ends_as_a_timeout
+- a mutant's run that holds more than its resident limit (4 GiB), or whose test runs past its deadline, ends at
+  once as a timeout, a kill -> test_a_mutant_run_over_its_resident_limit_ends_as_a_timeout,
+  test_a_mutant_run_whose_test_runs_past_its_deadline_ends_as_a_timeout
 - a listed equivalent whose function is unchanged since a run judged it runs no test and ends "skipped" (34);
   a changed function, an unlisted mutant or MUTMUT_RECHECK_EQUIVALENTS=1 runs the tests
   -> test_a_settled_equivalent_runs_no_test, test_a_changed_function_or_a_recheck_runs_the_tests
@@ -44,6 +45,10 @@ def test_other():
 
 def test_never_named():
     raise AssertionError("not named")
+
+def test_waits_forever():
+    while True:
+        time.sleep(0.05)
 
 def test_holds_300_mib():
     held = bytearray(b"x") * (300 << 20)  # written, so resident
@@ -92,7 +97,7 @@ def run_pytest(project: Path, temp: Path, mutant: str | None, named: list[str] =
                **more_env: str) -> subprocess.CompletedProcess:
     temp.mkdir(exist_ok=True)
     unset = ("MUTANT_UNDER_TEST", "PYTEST_ADDOPTS", "MUTANT_COSTS", "MUTMUT_RECHECK_EQUIVALENTS",
-             "MUTANT_RESIDENT_LIMIT")
+             "MUTANT_RESIDENT_LIMIT", "MUTANT_TEST_SECONDS")
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env |= {"PYTEST_DEBUG_TEMPROOT": str(temp), **more_env} | ({"MUTANT_UNDER_TEST": mutant} if mutant else {})
     return subprocess.run([sys.executable, "-m", "pytest", "--rootdir=.", "-o", "addopts=", "-p", "no:xdist",
@@ -182,3 +187,12 @@ def test_a_mutant_run_over_its_resident_limit_ends_as_a_timeout(tmp_path):
     run = run_pytest(project, tmp_path / "temp", "engine.x_f__mutmut_1", ["tests/test_sample.py::test_holds_300_mib"],
                      MUTANT_RESIDENT_LIMIT=str(200 << 20))
     assert run.returncode == 36, run.stdout + run.stderr  # mutmut's "timeout"
+
+
+def test_a_mutant_run_whose_test_runs_past_its_deadline_ends_as_a_timeout(tmp_path):
+    project = sample_project(tmp_path / "project")
+    named = ["tests/test_sample.py::test_other", "tests/test_sample.py::test_waits_forever"]
+    run = run_pytest(project, tmp_path / "temp", "engine.x_f__mutmut_1", named, MUTANT_TEST_SECONDS="0.5,0")
+    assert run.returncode == 36, run.stdout + run.stderr  # mutmut's "timeout"
+    quick = run_pytest(project, tmp_path / "temp", "engine.x_f__mutmut_1", named[:1], MUTANT_TEST_SECONDS="0.5,0")
+    assert quick.returncode == 0 and passed(quick.stdout) == named[:1]
