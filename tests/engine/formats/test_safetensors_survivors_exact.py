@@ -33,7 +33,7 @@ naming the file and what is wrong) -> tests:
 - a number past float64's range is not JSON to the official reader ("number out of range"): refused wherever it
   stands, also in a field that reader skips; a number within range there is read as that reader reads it
   -> test_a_number_out_of_float64_range_is_refused_as_the_official_reader_refuses_it,
-  test_a_number_just_within_float64_range_in_a_skipped_field_is_read
+  test_a_309_digit_integer_past_float64_is_refused, test_a_number_just_within_float64_range_in_a_skipped_field_is_read
 - a file of one dtype as the official writer writes it is listed by the few-pass build (docstring of
   ``_entries_as_written``), with the entries the column checks give, each at its own offset and shape
   -> test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_the_column_checks_entries
@@ -216,3 +216,14 @@ def test_a_number_just_within_float64_range_in_a_skipped_field_is_read(tmp_path,
     assert list(safetensors.numpy.load_file(path)) == ["a"]
     with open_store(path) as store:
         assert [entry.name for entry in store.entries] == ["a"] and store.read("a").tobytes() == b"x"
+
+
+def test_a_309_digit_integer_past_float64_is_refused(tmp_path) -> None:
+    """2e308 written out: the fewest digits an integer past float64's largest value (1.8e308) can have."""
+    number = b"2" + b"0" * 308
+    path = write(tmp_path, b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "extra": ' + number + b'}}',
+                 b"x")
+    with pytest.raises(Exception, match="number out of range"):
+        safetensors.numpy.load_file(path)
+    assert refusal(path) == ("m.safetensors: header is not valid JSON: a number is out of range "
+                             "(200000000000..., 309 digits)")
