@@ -97,6 +97,9 @@ def _parse(mapped: ByteSource, size: int) -> tuple[list[TensorEntry], dict[str, 
     if not isinstance(header, dict):
         raise FormatError(path, "header is not a JSON object")
     _refuse_marked(path, header)
+    for name, desc in header.items():  # a field the official reader skips is held to the limit too
+        if name != METADATA_KEY:
+            _refuse_deep(path, desc, f"tensor {name!r}")
     metadata = header.pop(METADATA_KEY, None) or {}
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         _refuse_deep(path, metadata, "__metadata__")
@@ -187,6 +190,8 @@ def _parse_fast(path: os.PathLike, raw: bytes, data_start: int, buffer_size: int
     # too, and the missing field then sends the header to the reference path.
     if raw.count(b":") != len(header) + 3 * len(descriptors) + has_metadata * (1 + len(metadata)):
         _refuse_repeats(path, raw, len(descriptors))
+        if raw.count(b"[") + raw.count(b"{") > 1 + has_metadata + 3 * len(descriptors):
+            raise _NotFast  # a field msgspec skipped holds a container: the reference path bounds its depth
     names = list(header)
     return _entries_as_written(names, descriptors, data_start, buffer_size) or \
         _entries_in_columns(path, names, descriptors, data_start, buffer_size), metadata

@@ -34,6 +34,8 @@ naming the file and what is wrong) -> tests:
   stands, also in a field that reader skips; a number within range there is read as that reader reads it
   -> test_a_number_out_of_float64_range_is_refused_as_the_official_reader_refuses_it,
   test_a_309_digit_integer_past_float64_is_refused, test_a_number_just_within_float64_range_in_a_skipped_field_is_read
+- a field the reader does not know is held to the header's 64 levels too (the official reader refuses past 128),
+  and one nested within them is read -> test_a_deep_unknown_field_is_refused_at_the_headers_limit
 - a file of one dtype as the official writer writes it is listed by the few-pass build (docstring of
   ``_entries_as_written``), with the entries the column checks give, each at its own offset and shape
   -> test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_the_column_checks_entries
@@ -227,3 +229,19 @@ def test_a_309_digit_integer_past_float64_is_refused(tmp_path) -> None:
         safetensors.numpy.load_file(path)
     assert refusal(path) == ("m.safetensors: header is not valid JSON: a number is out of range "
                              "(200000000000..., 309 digits)")
+
+
+@pytest.mark.parametrize(("depth", "refused"), [(60, False), (200, True)])
+def test_a_deep_unknown_field_is_refused_at_the_headers_limit(tmp_path, depth: int, refused: bool) -> None:
+    nested = b"[" * depth + b"]" * depth
+    path = write(tmp_path, b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "extra": ' + nested + b'}}',
+                 b"x")
+    if refused:
+        with pytest.raises(Exception, match="recursion limit exceeded"):
+            safetensors.numpy.load_file(path)
+        assert refusal(path) == (f"m.safetensors: tensor 'a' is nested {depth + 3} levels deep in the header, over "
+                                 "the limit of 64 (a header has 3)")
+        return
+    assert list(safetensors.numpy.load_file(path)) == ["a"]
+    with open_store(path) as store:
+        assert [entry.name for entry in store.entries] == ["a"]
