@@ -98,8 +98,9 @@ def _parse(mapped: ByteSource, size: int) -> tuple[list[TensorEntry], dict[str, 
         raise FormatError(path, "header is not a JSON object")
     _refuse_marked(path, header)
     for name, desc in header.items():  # a field the official reader skips is held to the limit too
-        if name != METADATA_KEY:
-            _refuse_deep(path, desc, f"tensor {name!r}")
+        if name != METADATA_KEY and isinstance(desc, dict):
+            for value in (value for field, value in desc.items() if field not in FIELD_NAMES):
+                _refuse_deep(path, value, f"tensor {name!r}")
     metadata = header.pop(METADATA_KEY, None) or {}
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         _refuse_deep(path, metadata, "__metadata__")
