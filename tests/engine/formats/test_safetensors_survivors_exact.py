@@ -35,7 +35,9 @@ naming the file and what is wrong) -> tests:
   -> test_a_number_out_of_float64_range_is_refused_as_the_official_reader_refuses_it,
   test_a_309_digit_integer_past_float64_is_refused, test_a_number_just_within_float64_range_in_a_skipped_field_is_read
 - a field the reader does not know is held to the header's 64 levels too (the official reader refuses past 128),
-  and one nested within them is read -> test_a_deep_unknown_field_is_refused_at_the_headers_limit
+  and one nested within them is read, however many tensors the header lists
+  -> test_a_deep_unknown_field_is_refused_at_the_headers_limit,
+  test_an_unknown_field_of_nested_objects_among_a_hundred_tensors_is_held_to_the_limit
 - a file of one dtype as the official writer writes it is listed by the few-pass build (docstring of
   ``_entries_as_written``), with the entries the column checks give, each at its own offset and shape
   -> test_a_one_dtype_file_from_the_official_writer_is_built_in_few_passes_with_the_column_checks_entries
@@ -245,3 +247,13 @@ def test_a_deep_unknown_field_is_refused_at_the_headers_limit(tmp_path, depth: i
     assert list(safetensors.numpy.load_file(path)) == ["a"]
     with open_store(path) as store:
         assert [entry.name for entry in store.entries] == ["a"]
+
+
+def test_an_unknown_field_of_nested_objects_among_a_hundred_tensors_is_held_to_the_limit(tmp_path) -> None:
+    """70 objects deep in one descriptor of 100: fewer extra brackets than the descriptors' own 300."""
+    deep = b'{"x": ' * 70 + b"1" + b"}" * 70
+    tensors = [f'"t{i}": {{"dtype": "U8", "shape": [1], "data_offsets": [{i}, {i + 1}]}}'.encode() for i in range(99)]
+    path = write(tmp_path, b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [99, 100], "extra": ' + deep + b"}, "
+                 + b", ".join(tensors) + b"}", bytes(100))
+    assert refusal(path) == ("m.safetensors: tensor 'a' is nested 72 levels deep in the header, over the limit of 64 "
+                             "(a header has 3)")
