@@ -11,6 +11,7 @@ The conftests' hooks call these functions; outside mutmut they return at once an
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -29,7 +30,6 @@ from hypothesis import settings
 import mutation_scores
 
 FIRST_PASS_SECONDS: dict[str, float] = {}  # each test's time in mutmut's first pass, read in the fork server
-SETTLED: set[str] | None = None  # the listed equivalents a run judged on their function as it is now
 
 
 def in_mutant_run() -> bool:
@@ -48,9 +48,8 @@ def prepare_fork_server(config: pytest.Config) -> None:
     skip pytest's scan of the installed packages for plugins (17 ms each; the run blocks every one of them but
     hypothesis', whose ``@given`` runs without it). (``gc.freeze()`` here, Python's advice before forking,
     changed no forked run's system time: 0.303 s each either way over 20 functions' whole test lists.)"""
-    global SETTLED
     FIRST_PASS_SECONDS.update(first_pass_seconds(config.rootpath / "mutmut-stats.json"))
-    SETTLED = settled_equivalents(config.rootpath)
+    settled_equivalents(config.rootpath)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
 
@@ -62,27 +61,25 @@ def first_pass_seconds(stats: Path) -> dict[str, float]:
         return {}
 
 
-def settled_equivalents(root: Path) -> set[str]:
+@functools.cache  # read once, in the fork server: every forked run inherits the answer
+def settled_equivalents(root: Path) -> frozenset[str]:
     """The mutants tests/mutation_equivalents.txt lists whose function's source (mutmut's hash of it, in
     ``root``'s metas) is the one tests/mutation_equivalents_judged.json recorded from a run they survived."""
     tests = root / "tests"
     recorded = mutation_scores.recorded_functions(tests / mutation_scores.JUDGED.name)
     if not recorded:
-        return set()
+        return frozenset()
     listed = mutation_scores.equivalents(tests / mutation_scores.EQUIVALENTS.name)
-    return mutation_scores.settled(listed, recorded, mutation_scores.function_hashes(root))
+    return frozenset(mutation_scores.settled(listed, recorded, mutation_scores.function_hashes(root)))
 
 
 def skip_settled(config: pytest.Config) -> None:
     """A mutant's run of a settled equivalent runs no test and ends "skipped" (mutmut's 34): it is the very mutant
     a run judged and a person listed as unable to change any result, and each such run was every test of its
     function, in every run. ``MUTMUT_RECHECK_EQUIVALENTS=1`` runs them all."""
-    global SETTLED
     if not in_mutant_run() or os.environ.get("MUTMUT_RECHECK_EQUIVALENTS"):
         return
-    if SETTLED is None:  # a run not forked from mutmut's server
-        SETTLED = settled_equivalents(config.rootpath)
-    if os.environ["MUTANT_UNDER_TEST"] in SETTLED:
+    if os.environ["MUTANT_UNDER_TEST"] in settled_equivalents(config.rootpath):
         append_cost({"mutant": os.environ["MUTANT_UNDER_TEST"], "skipped": True})
         pytest.exit("a listed equivalent, its function unchanged since a run judged it", mutation_scores.SKIPPED)
 
@@ -161,13 +158,14 @@ def remove_own_basetemp(config: pytest.Config) -> None:
 
 MUTANT_RESIDENT_LIMIT = 4 << 30  # bytes of memory a mutant's run may hold resident (mutmut's server: 0.4 GB)
 TEST_SECONDS = (5.0, 20.0)  # a test of a mutant's run may take 5 s + 20 times its first-pass time (wall)
-OVER_LIMIT = 36  # mutmut's "timeout" (mutmut/stats.py): a run stopped for the resources it took, a kill
 
 
 @dataclass
 class Limits:
-    """What a mutant's run may take: resident bytes, and the moment its current test must have ended by."""
+    """What a mutant's run may take: resident bytes, each test's seconds (a floor plus a factor of its first-pass
+    time), and the moment its current test must have ended by."""
     resident: int
+    test_seconds: tuple[float, float] = TEST_SECONDS
     deadline: float = math.inf
 
 
@@ -187,6 +185,8 @@ def watch_limits() -> None:
     timeouts took most of the last 20 minutes."""
     if in_mutant_run():
         LIMITS.resident = int(os.environ.get("MUTANT_RESIDENT_LIMIT", MUTANT_RESIDENT_LIMIT))
+        if "MUTANT_TEST_SECONDS" in os.environ:
+            LIMITS.test_seconds = tuple(map(float, os.environ["MUTANT_TEST_SECONDS"].split(",")))
         threading.Thread(target=_end_over, name="mutant-limits", daemon=True).start()
 
 
@@ -194,8 +194,7 @@ def start_test_clock(item: pytest.Item) -> None:
     """In a mutant's run, the test about to run must end within 5 s plus 20 times its first-pass time: more
     than any unmutated test takes on a loaded machine (``MUTANT_TEST_SECONDS=FLOOR,FACTOR`` changes both)."""
     if in_mutant_run():
-        floor, factor = (map(float, os.environ["MUTANT_TEST_SECONDS"].split(","))
-                         if "MUTANT_TEST_SECONDS" in os.environ else TEST_SECONDS)
+        floor, factor = LIMITS.test_seconds
         LIMITS.deadline = time.monotonic() + floor + factor * FIRST_PASS_SECONDS.get(item.nodeid, 1.0)
 
 
@@ -205,7 +204,7 @@ def _end_over() -> None:
         while int(statm.read().split()[1]) * page <= LIMITS.resident and time.monotonic() <= LIMITS.deadline:
             time.sleep(0.1)
             statm.seek(0)
-    os._exit(OVER_LIMIT)
+    os._exit(mutation_scores.TIMEOUT)  # stopped for the resources it took: a kill
 
 
 STARTED = pytest.StashKey[float]()

@@ -30,7 +30,8 @@ JUDGED = Path(__file__).with_name("mutation_equivalents_judged.json")
 PACKAGES = ("engine/surgery/", "engine/formats/", "engine/export.py", "engine/cli/")
 COLUMNS = ("mutants", "checked", "killed", "no test selected", "equivalent", "survived")
 # mutmut 3.8's exit codes (mutmut/stats.py): what each says of the mutant.
-KILLED = {1, 3, 36, -24, 24, 152, 255, -11, -9, 37}
+TIMEOUT = 36  # mutmut's "timeout"; tests/mutant_runs.py ends a run over its limits with it too
+KILLED = {1, 3, TIMEOUT, -24, 24, 152, 255, -11, -9, 37}
 NO_TESTS = {5, 33}
 SURVIVED = 0
 SKIPPED = 34  # "skipped": here, a listed equivalent whose function is unchanged since a run judged it
