@@ -33,7 +33,8 @@ naming the file and what is wrong) -> tests:
 - a number past float64's range is not JSON to the official reader ("number out of range"): refused wherever it
   stands, also in a field that reader skips; a number within range there is read as that reader reads it
   -> test_a_number_out_of_float64_range_is_refused_as_the_official_reader_refuses_it,
-  test_a_309_digit_integer_past_float64_is_refused, test_a_number_just_within_float64_range_in_a_skipped_field_is_read
+  test_a_309_digit_integer_past_float64_is_refused, test_every_spelling_of_a_huge_exponent_is_refused,
+  test_a_number_just_within_float64_range_in_a_skipped_field_is_read
 - a field the reader does not know is held to the header's 64 levels too (the official reader refuses past 128),
   and one nested within them is read, however many tensors the header lists
   -> test_a_deep_unknown_field_is_refused_at_the_headers_limit,
@@ -257,3 +258,12 @@ def test_an_unknown_field_of_nested_objects_among_a_hundred_tensors_is_held_to_t
                  + b", ".join(tensors) + b"}", bytes(100))
     assert refusal(path) == ("m.safetensors: tensor 'a' is nested 72 levels deep in the header, over the limit of 64 "
                              "(a header has 3)")
+
+
+@pytest.mark.parametrize("number", [b"1e400", b"1e+400", b"1E400", b"1E+400"])
+def test_every_spelling_of_a_huge_exponent_is_refused(tmp_path, number: bytes) -> None:
+    path = write(tmp_path, b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "extra": ' + number + b'}}',
+                 b"x")
+    with pytest.raises(Exception, match="number out of range"):
+        safetensors.numpy.load_file(path)
+    assert refusal(path) == f"m.safetensors: header is not valid JSON: a number is out of range ({number.decode()})"
