@@ -29,6 +29,11 @@ MAX_DEPTH = 100
 # An integer (LONG1/LONG4) of more bytes than this is refused: past about 1,780 bytes it
 # cannot even be printed (Python's 4300-digit limit), and no weights file needs one.
 MAX_LONG_BYTES = 1024
+# Protocol 0 writes integers as decimal text (INT, LONG, memo indices), held to the same bound: a LONG4 of
+# MAX_LONG_BYTES holds [-_LONG_BOUND, _LONG_BOUND), whose widest text is the sign and 2,466 digits. The length
+# is checked before Python parses the text, since int() of decimal text takes time quadratic in its digits.
+_LONG_BOUND = 1 << (8 * MAX_LONG_BYTES - 1)
+_MAX_LONG_TEXT = len(str(-_LONG_BOUND))
 # Non-text dict keys and set items (optimizer states key by int) whose hashes are all equal
 # make each insertion scan the others: quadratic time. More than this many equal hashes is refused.
 MAX_EQUAL_HASHES = 64
@@ -439,15 +444,24 @@ def _push(value_of: Callable[[_Machine], Any]) -> Callable[[_Machine], None]:
     return op
 
 
+def _text_int(m: _Machine, text: bytes) -> int:
+    if len(text) <= _MAX_LONG_TEXT:
+        value = int(text)
+        if -_LONG_BOUND <= value < _LONG_BOUND:
+            return value
+    raise FormatError(m.path, f"{m.stream.what} holds an integer written as {len(text)} characters of text, over "
+                              f"the limit of {MAX_LONG_BYTES} bytes (no weights file needs one)")
+
+
 def _int_line(m: _Machine) -> Any:
     line = m.stream.readline()
     if line in (b"00", b"01"):
         return line == b"01"
-    return int(line)
+    return _text_int(m, line)
 
 
 def _long_line(m: _Machine) -> int:
-    return int(m.stream.readline().rstrip(b"L"))
+    return _text_int(m, m.stream.readline().rstrip(b"L"))
 
 
 def _long_bytes(m: _Machine, fmt: str) -> int:
@@ -657,7 +671,7 @@ def _op_additems(m: _Machine) -> None:
 
 def _get(fmt: str | None) -> Callable[[_Machine], None]:
     def op(m: _Machine) -> None:
-        index = int(m.stream.readline()) if fmt is None else m.int_arg(fmt)
+        index = _text_int(m, m.stream.readline()) if fmt is None else m.int_arg(fmt)
         if index not in m.memo:
             raise ValueError(f"memo entry {index} was never stored")
         m.stack.append(m.memo[index])
@@ -666,7 +680,7 @@ def _get(fmt: str | None) -> Callable[[_Machine], None]:
 
 def _put(fmt: str | None) -> Callable[[_Machine], None]:
     def op(m: _Machine) -> None:
-        index = int(m.stream.readline()) if fmt is None else m.int_arg(fmt)
+        index = _text_int(m, m.stream.readline()) if fmt is None else m.int_arg(fmt)
         if index < 0:
             raise ValueError("negative memo index")
         m.memo[index] = m.top()
