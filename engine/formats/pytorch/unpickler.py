@@ -292,18 +292,18 @@ class _Machine:
 
     # --- nesting and hashing ---------------------------------------------------------------
     def depth(self, value: Any) -> int:
-        if type(value) not in _NESTED and type(value) is not Placeholder:
+        if type(value) not in _HOLDERS:
             return 0
         known = self.depths.get(id(value))
         return known[1] if known else 1
 
     def built(self, container: Any, items: Any) -> Any:
         """Record a new container's depth from its items; refuse it past ``MAX_DEPTH``."""
-        if _NESTED.isdisjoint(map(type, items)):  # the common case (sizes, strides, ids): one C-level pass
+        if _HOLDERS.isdisjoint(map(type, items)):  # the common case (sizes, strides, ids): one C-level pass
             return container
         deepest = 0
         for item in items:
-            if type(item) in _NESTED:
+            if type(item) in _HOLDERS:
                 known = self.depths.get(id(item))
                 deepest = max(deepest, known[1] if known else 1)
         if deepest:
@@ -360,7 +360,7 @@ class _Machine:
             args = (self.persistent(args[0]), *args[1:])
         result = target.call(self.path, args)
         # What a stand-in builds holds at most its arguments: count it one level deeper.
-        return self.built(result, args) if type(result) in _NESTED else result
+        return self.built(result, args) if type(result) in _HOLDERS else result
 
     def build(self, target: Any, state: Any) -> None:
         if isinstance(target, Placeholder):
@@ -385,7 +385,9 @@ class _Machine:
 
 
 _STOP = object()
-_NESTED = {tuple, list, dict, set, frozenset}
+# What can hold other objects, and so nest: containers, the objects of classes nothing here knows (their
+# arguments and state), and slices (slice(slice(...)) nests as deep as a pickle says).
+_HOLDERS = {tuple, list, dict, set, frozenset, Placeholder, slice}
 # Protocol 2 (torch.save's) names the builtins by their Python 2 module, __builtin__.
 _HASHING_CALLS = {"builtins.set", "builtins.frozenset", "__builtin__.set", "__builtin__.frozenset",
                   "collections.OrderedDict"}

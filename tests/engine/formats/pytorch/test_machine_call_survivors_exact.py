@@ -14,8 +14,9 @@ refused in one line naming the file and what is wrong) -> tests:
   -> test_a_python2_ordered_dict_of_distinct_keys_and_equal_values_is_no_flood
 - a set built by a call counts one level deeper than its items: frozensets nested 49 deep in a list in a dict
   open, 50 are refused -> test_frozensets_saved_by_torch_nested_past_100_levels_are_refused
-- an unknown class's object holding its arguments 100 levels deep in a list is refused by the checkpoint's walk
-  -> test_an_object_of_an_unknown_class_holding_a_list_98_deep_is_refused_by_the_checkpoints_walk
+- an unknown class's object counts one level deeper than its arguments, as it is built
+  -> test_an_object_of_an_unknown_class_counts_one_level_deeper_than_its_arguments
+- a slice holding a slice nests like a container -> test_slices_nested_in_slices_count_as_containers
 - a global whose module or name is not text is refused in words -> test_a_global_named_by_a_number_is_refused_in_words
 - SETITEM on what is not a dict names what it found -> test_setitem_on_a_list_is_refused_naming_the_list
 """
@@ -81,13 +82,34 @@ def test_frozensets_saved_by_torch_nested_past_100_levels_are_refused(tmp_path: 
                              "no weights file nests so deep")
 
 
-def test_an_object_of_an_unknown_class_holding_a_list_98_deep_is_refused_by_the_checkpoints_walk(
-        tmp_path: Path) -> None:
-    """``Net(list)`` of a class nothing imports is kept as a placeholder holding its arguments; the unpickler does
-    not count a placeholder's depth from them, the checkpoint's walk does and says so in its own words."""
+def test_an_object_of_an_unknown_class_counts_one_level_deeper_than_its_arguments(tmp_path: Path) -> None:
+    """``Net(list)`` of a class nothing imports is kept as a placeholder holding its arguments, and counted as it is
+    built: in a list in a dict, with a list 98 deep for its argument, it makes the dict 101 levels deep."""
     net = op_global("__main__", "Net") + plain((nested(98, 0),)) + b"R"
     path = checkpoint(tmp_path / "net.pt", b"}(" + plain("w") + tensor_v2() + plain("net") + b"]" + net + b"au")
-    assert refusal(path) == "net.pt: the checkpoint is nested deeper than 100 levels"
+    assert refusal(path) == ("net.pt: data.pkl is nested deeper than 100 levels (a container 101 levels deep): "
+                             "no weights file nests so deep")
+
+
+def slices(depth: int) -> bytes:
+    """``slice(slice(...(0)))``, ``depth`` calls deep, as protocol 2 writes a slice."""
+    ops = plain(0)
+    for _ in range(depth):
+        ops = op_global("builtins", "slice") + b"(" + ops + b"tR"
+    return ops
+
+
+def test_slices_nested_in_slices_count_as_containers(tmp_path: Path) -> None:
+    """A slice holds what it is given, so ``slice(slice(...))`` nests: 99 in a dict open, 100 are refused as the
+    pickle is built (a session-12 helper found 5,000 of them reaching only Python's recursion limit)."""
+    def holding_slices(path: Path, depth: int) -> Path:
+        return checkpoint(path, b"}(" + plain("w") + tensor_v2() + plain("s") + slices(depth) + b"u")
+
+    opens_with_w(holding_slices(tmp_path / "inside.pt", 99), [1.0, 2.0, 3.0, 4.0])
+    for depth in (100, 5_000):
+        assert refusal(holding_slices(tmp_path / "past.pt", depth)) == (
+            "past.pt: data.pkl is nested deeper than 100 levels (a container 101 levels deep): no weights file nests "
+            "so deep")
 
 
 def test_a_global_named_by_a_number_is_refused_in_words(tmp_path: Path) -> None:
