@@ -1,0 +1,115 @@
+"""The allowlist table's storage names and function kinds that session 12's mutation run of
+engine/formats/pytorch/allowlist.py showed no test reached: an untyped storage torch.save writes, the refusal of a
+storage type that does not say its element type, and the builders torch's ``_rebuild_from_type`` calls as a
+subclass's rebuild function.
+
+Promises (README, "PyTorch files": a checkpoint reads as torch.load reads it, a forged pickle is refused in one line
+naming what is wrong) -> tests:
+- an untyped storage torch.save writes reads as its bytes, named as torch.save names it
+  (``torch.storage.UntypedStorage``) or as ``torch.UntypedStorage``, the same class to torch.load (whose safe loader
+  refuses that name: the note says so) -> test_an_untyped_storage_reads_as_its_bytes_under_either_name
+- a storage named ``torch.TypedStorage`` (which holds no element type) is refused saying so
+  -> test_a_typed_storage_persistent_id_is_refused_for_lacking_an_element_type
+- ``_rebuild_from_type(f, torch.Tensor, args, {})`` with ``f`` one of the table's builder functions (``_codecs.encode``,
+  numpy's ``scalar`` and ``_reconstruct``, ``copyreg._reconstructor``) reads as torch.load(weights_only=False) reads
+  it -> test_a_subclass_rebuilt_by_a_builder_function_reads_as_torch_reads_it
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from engine.formats import open_store
+from test_allowlist_builders_exact import DTYPE_F8, EMPTY_HOOKS, call, checkpoint, in_dict, op_global, plain, refusal
+from test_allowlist_table_survivors_exact import from_type
+
+
+def renamed_global(path: Path, old: str, new: str) -> Path:
+    """The checkpoint at ``path`` with its pickle's GLOBAL ``old`` spelled ``new`` (protocol 2: no frames)."""
+    out = path.with_name(f"renamed-{path.name}")
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            if name.endswith("/data.pkl"):
+                data = data.replace(op_global(*old.rsplit(".", 1)), op_global(*new.rsplit(".", 1)))
+            target.writestr(name, data)
+    return out
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+@pytest.mark.parametrize(("module", "note"), [
+    ("torch.storage", None),
+    ("torch", "torch.load(weights_only=True) would refuse this file: it names 1 non-weight class "
+              "(torch.UntypedStorage), shown here as placeholders; nothing was run"),
+])
+def test_an_untyped_storage_reads_as_its_bytes_under_either_name(tmp_path: Path, module: str, note: str | None) -> None:
+    """torch.save names ``torch.storage.UntypedStorage``; ``torch.UntypedStorage`` is the same class to torch.load,
+    which only its safe loader refuses."""
+    path = tmp_path / "untyped.pt"
+    torch.save({"s": torch.UntypedStorage(3).fill_(7), "w": torch.ones(2)}, path)
+    path = renamed_global(path, "torch.storage.UntypedStorage", f"{module}.UntypedStorage")
+    expected = bytes(torch.load(path, weights_only=False)["s"])  # our own bytes: no risk
+    assert expected == b"\x07" * 3
+    with open_store(path) as store:
+        assert store.names == ["s", "w"]
+        assert store.read("s").tobytes() == expected and store.read("s").dtype == np.uint8
+        assert store.note == note
+
+
+@pytest.mark.parametrize("module", ["torch", "torch.storage"])
+def test_a_typed_storage_persistent_id_is_refused_for_lacking_an_element_type(tmp_path: Path, module: str) -> None:
+    storage = b"(" + plain("storage") + op_global(module, "TypedStorage") + plain("0") + plain("cpu") + plain(4) + b"tQ"
+    ops = in_dict("w", call(op_global("torch._utils", "_rebuild_tensor_v2"), storage, plain(0), plain((4,)),
+                            plain((1,)), plain(False), EMPTY_HOOKS))
+    assert refusal(checkpoint(tmp_path / "typed.pt", ops)) == \
+        f"storage type {module}.TypedStorage does not say its element type"
+
+
+NDARRAY_ARGS = b"(" + op_global("numpy", "ndarray") + plain((0,)) + plain(b"b") + b"t"
+NDARRAY_STATE = b"(" + plain(1) + plain((2,)) + DTYPE_F8 + plain(False) + plain(np.array([0.5, 2.0]).tobytes()) + b"tb"
+COUNTER = {"a": 1}
+
+
+def counter_args(builtins: str) -> bytes:
+    """``(collections.Counter, dict, {"a": 1})``: a dict subclass as protocols 0 and 1 pickle it."""
+    return b"(" + op_global("collections", "Counter") + op_global(builtins, "dict") + plain(COUNTER) + b"t"
+
+
+@pytest.mark.parametrize(("module", "name", "args", "after", "shown"), [
+    ("_codecs", "encode", b"(" + plain("abc") + plain("latin1") + b"t", b"", "616263"),
+    ("numpy.core.multiarray", "scalar", b"(" + DTYPE_F8 + plain(np.float64(0.25).tobytes()) + b"t", b"", 0.25),
+    ("numpy._core.multiarray", "scalar", b"(" + DTYPE_F8 + plain(np.float64(0.25).tobytes()) + b"t", b"", 0.25),
+    ("numpy.core.multiarray", "_reconstruct", NDARRAY_ARGS, NDARRAY_STATE, None),
+    ("numpy._core.multiarray", "_reconstruct", NDARRAY_ARGS, NDARRAY_STATE, None),
+    ("copyreg", "_reconstructor", counter_args("builtins"), b"",
+     {"__class__": "collections.Counter", "__items__": COUNTER}),
+    ("copy_reg", "_reconstructor", counter_args("__builtin__"), b"",
+     {"__class__": "collections.Counter", "__items__": COUNTER}),
+])
+def test_a_subclass_rebuilt_by_a_builder_function_reads_as_torch_reads_it(
+        tmp_path: Path, module: str, name: str, args: bytes, after: bytes, shown: object) -> None:
+    """torch's ``_rebuild_from_type`` returns ``func(*args)`` as it is when the type is torch.Tensor; ``shown`` is
+    the value as listed (None: an array, read by name)."""
+    ops = in_dict("x", from_type("_rebuild_from_type", op_global(module, name), args) + after)
+    path = checkpoint(tmp_path / "rebuilt.pt", ops)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("ckpt/version", "3\n")  # torch.load wants it; this reader does not
+    expected = torch.load(io.BytesIO(path.read_bytes()), weights_only=False)["x"]  # our own bytes: no risk
+    with open_store(path) as store:
+        if shown is None:
+            assert store.names == ["x"]
+            np.testing.assert_array_equal(store.read("x"), expected)
+            np.testing.assert_array_equal(store.read("x"), [0.5, 2.0])
+        else:
+            assert store.values == {"x": shown}
+            if isinstance(expected, collections.Counter):
+                assert shown == {"__class__": "collections.Counter", "__items__": dict(expected)}
+            else:
+                assert shown == (expected.hex() if isinstance(expected, bytes) else expected)
