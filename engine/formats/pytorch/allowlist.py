@@ -101,7 +101,9 @@ def resolve(path: str | os.PathLike, module: str, name: str) -> Global:
     if module in _TENSOR_MODULES:  # torch's other rebuild functions: a tensor whose values are not a plain view
         raise FormatError(path, f"the checkpoint holds a kind of tensor this reader does not decode ({qualname}: "
                                 "quantized, sparse, nested or meta tensors)")
-    return Global(module, name, "placeholder", lambda _, args: Placeholder(qualname, args))
+    # A class read as a placeholder may still be one torch's safe loader takes (collections.Counter, complex).
+    return Global(module, name, "placeholder", lambda _, args: Placeholder(qualname, args),
+                  torch_allows=_torch_allows(module, name))
 
 
 _TENSOR_MODULES = {"torch._utils", "torch._tensor"}
@@ -146,15 +148,34 @@ def _parameter(path: str | os.PathLike, args: tuple) -> TensorRef:
     return data
 
 
-def _rebuild_from_type(path: str | os.PathLike, args: tuple) -> Any:
-    """``_rebuild_from_type_v2(func, new_type, args, state)``: a tensor subclass (Parameter, or the user's own
-    class, read as the plain tensor it wraps)."""
-    func, new_type, func_args = _args(args, 4, 4, "_rebuild_from_type")[:3]
+def _rebuilt_subclass(path: str | os.PathLike, args: tuple, what: str) -> tuple[Any, Global]:
+    """``func(*args)`` of a tensor subclass's rebuild (Parameter, or the user's own class, read as the plain tensor
+    it wraps), and the subclass."""
+    func, new_type, func_args = _args(args, 4, 4, what)[:3]
     if not isinstance(new_type, Global) or new_type.kind not in ("tensor_type", "placeholder"):
         raise ValueError(f"tensor subclass {new_type!r:.80} is not torch.Tensor or Parameter")
     if not isinstance(func, Global) or func.kind != "function" or not isinstance(func_args, tuple):
         raise ValueError(f"{func!r:.80} is not a tensor rebuild function")
-    return func.call(path, func_args)
+    return func.call(path, func_args), new_type
+
+
+def _a_tensor(rebuilt: Any) -> TensorRef:
+    """torch makes what a subclass's rebuild function returned a subclass with ``as_subclass``, which only a tensor
+    has (torch/_tensor.py, ``_rebuild_from_type`` and ``_rebuild_from_type_v2``)."""
+    if not isinstance(rebuilt, TensorRef):
+        raise ValueError(f"a tensor subclass's rebuild function returned {type(rebuilt).__name__}, not a tensor")
+    return rebuilt
+
+
+def _rebuild_from_type(path: str | os.PathLike, args: tuple) -> Any:
+    """``_rebuild_from_type(func, type, args, dict)``: torch returns ``func(*args)`` as it is for torch.Tensor."""
+    rebuilt, new_type = _rebuilt_subclass(path, args, "_rebuild_from_type")
+    return rebuilt if new_type.qualname in ("torch.Tensor", "torch._tensor.Tensor") else _a_tensor(rebuilt)
+
+
+def _rebuild_from_type_v2(path: str | os.PathLike, args: tuple) -> TensorRef:
+    """``_rebuild_from_type_v2(func, new_type, args, state)``: what ``func`` returns is always made a subclass."""
+    return _a_tensor(_rebuilt_subclass(path, args, "_rebuild_from_type_v2")[0])
 
 
 def _size(path: str | os.PathLike, args: tuple) -> tuple:
@@ -339,7 +360,7 @@ def _table() -> dict[tuple[str, str], Global]:
                         ("_rebuild_tensor_v3", _rebuild_tensor_v3), ("_rebuild_parameter", _rebuild_parameter),
                         ("_rebuild_parameter_with_state", _rebuild_parameter)):
         add("torch._utils", name, "function", build)
-    add("torch._tensor", "_rebuild_from_type_v2", "function", _rebuild_from_type)
+    add("torch._tensor", "_rebuild_from_type_v2", "function", _rebuild_from_type_v2)
     add("torch._tensor", "_rebuild_from_type", "function", _rebuild_from_type)
     for module in ("torch", "torch._tensor"):
         add(module, "Tensor", "tensor_type")

@@ -273,7 +273,7 @@ PARAMETER = op_global("torch.nn.parameter", "Parameter")
     (call(op_global("torch._utils", "_rebuild_tensor_v3"), STORAGE, plain(0), plain((4,)), plain((1,)), plain(False),
           EMPTY_HOOKS, plain(1)), "_rebuild_tensor_v3 needs a torch dtype, got 1"),
     (call(op_global("torch._tensor", "_rebuild_from_type_v2"), op_global("torch._utils", "_rebuild_tensor_v2"),
-          PARAMETER, plain(()), plain({}), plain(0)), "_rebuild_from_type takes 4 to 4 arguments, got 5"),
+          PARAMETER, plain(()), plain({}), plain(0)), "_rebuild_from_type_v2 takes 4 to 4 arguments, got 5"),
 ])
 def test_wrong_tensor_arguments_are_refused_in_words(tmp_path: Path, ops: bytes, words: str) -> None:
     assert refusal(checkpoint(tmp_path / "forged.pt", in_dict("t", ops))) == words

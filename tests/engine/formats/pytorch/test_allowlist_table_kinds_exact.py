@@ -13,6 +13,12 @@ naming what is wrong) -> tests:
 - ``_rebuild_from_type(f, torch.Tensor, args, {})`` with ``f`` one of the table's builder functions (``_codecs.encode``,
   numpy's ``scalar`` and ``_reconstruct``, ``copyreg._reconstructor``) reads as torch.load(weights_only=False) reads
   it -> test_a_subclass_rebuilt_by_a_builder_function_reads_as_torch_reads_it
+- ``_rebuild_from_type_v2``, and ``_rebuild_from_type`` for any type but torch.Tensor, refuse a function's result that
+  is not a tensor, as torch.load fails on it
+  -> test_a_v2_subclass_rebuilt_as_anything_but_a_tensor_is_refused_as_torch_refuses_it,
+  test_a_v1_subclass_of_parameter_rebuilt_as_anything_but_a_tensor_is_refused
+- the note names only classes torch's safe loader refuses, not those it takes that this reader keeps as placeholders
+  (Counter, complex, bytearray) -> test_classes_torch_safe_loader_takes_are_placeholders_without_a_note
 """
 
 from __future__ import annotations
@@ -113,3 +119,43 @@ def test_a_subclass_rebuilt_by_a_builder_function_reads_as_torch_reads_it(
                 assert shown == {"__class__": "collections.Counter", "__items__": dict(expected)}
             else:
                 assert shown == (expected.hex() if isinstance(expected, bytes) else expected)
+
+
+@pytest.mark.parametrize(("module", "name", "args", "after", "returned"), [
+    ("_codecs", "encode", b"(" + plain("abc") + plain("latin1") + b"t", b"", "bytes"),
+    ("numpy.core.multiarray", "scalar", b"(" + DTYPE_F8 + plain(np.float64(0.25).tobytes()) + b"t", b"", "float"),
+])
+def test_a_v2_subclass_rebuilt_as_anything_but_a_tensor_is_refused_as_torch_refuses_it(
+        tmp_path: Path, module: str, name: str, args: bytes, after: bytes, returned: str) -> None:
+    """``_rebuild_from_type_v2`` makes whatever its function returns a subclass with ``as_subclass``: torch.load
+    fails on anything but a tensor, and so does this reader, in words (a session-12 helper found them read)."""
+    ops = in_dict("x", from_type("_rebuild_from_type_v2", op_global(module, name), args) + after)
+    path = checkpoint(tmp_path / "rebuilt.pt", ops)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("ckpt/version", "3\n")
+    with pytest.raises(AttributeError, match="as_subclass"):
+        torch.load(io.BytesIO(path.read_bytes()), weights_only=False)  # our own bytes: no risk
+    assert refusal(path) == f"a tensor subclass's rebuild function returned {returned}, not a tensor"
+
+
+def test_a_v1_subclass_of_parameter_rebuilt_as_anything_but_a_tensor_is_refused(tmp_path: Path) -> None:
+    """``_rebuild_from_type`` returns its function's result as it is only for torch.Tensor; any other type takes
+    ``as_subclass``, which only a tensor has."""
+    args = b"(" + plain("abc") + plain("latin1") + b"t"
+    ops = in_dict("x", call(op_global("torch._tensor", "_rebuild_from_type"), op_global("_codecs", "encode"),
+                            op_global("torch.nn.parameter", "Parameter"), args, b"}"))
+    assert refusal(checkpoint(tmp_path / "rebuilt.pt", ops)) == \
+        "a tensor subclass's rebuild function returned bytes, not a tensor"
+
+
+def test_classes_torch_safe_loader_takes_are_placeholders_without_a_note(tmp_path: Path) -> None:
+    """collections.Counter, complex and bytearray are in torch's default safe globals, though this reader keeps
+    them as placeholders: the note must not say torch would refuse the file (a session-12 helper found it did)."""
+    path = tmp_path / "safe.pt"
+    torch.save({"c": collections.Counter(a=1), "z": 1 + 2j, "b": bytearray(b"ab"), "w": torch.ones(2)}, path)
+    assert set(torch.load(path, weights_only=True)) == {"c", "z", "b", "w"}
+    with open_store(path) as store:
+        assert store.names == ["w"]
+        assert store.values["c"] == {"__class__": "collections.Counter", "__args__": [{"a": 1}]}
+        assert store.values["z"] == {"__class__": "__builtin__.complex", "__args__": [1.0, 2.0]}
+        assert store.note is None and store.foreign_classes == ()
