@@ -19,6 +19,11 @@ naming what is wrong) -> tests:
   test_a_v1_subclass_of_parameter_rebuilt_as_anything_but_a_tensor_is_refused
 - the note names only classes torch's safe loader refuses, not those it takes that this reader keeps as placeholders
   (Counter, complex, bytearray) -> test_classes_torch_safe_loader_takes_are_placeholders_without_a_note
+- ``_rebuild_from_type`` refuses, naming the file, what its function refuses, and its own wrong argument count
+  naming itself -> test_a_v1_subclass_whose_tensor_is_malformed_is_refused_naming_the_file,
+  test_a_v1_subclass_rebuild_given_five_arguments_is_refused_naming_it
+- ``torch._tensor.Tensor`` is torch.Tensor for ``_rebuild_from_type`` too: its function's result is returned as it is
+  -> test_a_v1_subclass_of_torch_tensor_by_its_defining_module_returns_what_its_function_built
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ import pytest
 import torch
 
 from engine.formats import open_store
-from test_allowlist_builders_exact import DTYPE_F8, EMPTY_HOOKS, call, checkpoint, in_dict, op_global, plain, refusal
+from test_allowlist_builders_exact import (DTYPE_F8, EMPTY_HOOKS, STORAGE, call, checkpoint, in_dict, op_global, plain,
+                                         refusal)
 from test_allowlist_table_survivors_exact import from_type
 
 
@@ -159,3 +165,31 @@ def test_classes_torch_safe_loader_takes_are_placeholders_without_a_note(tmp_pat
         assert store.values["c"] == {"__class__": "collections.Counter", "__args__": [{"a": 1}]}
         assert store.values["z"] == {"__class__": "__builtin__.complex", "__args__": [1.0, 2.0]}
         assert store.note is None and store.foreign_classes == ()
+
+
+V2_TENSOR = op_global("torch._utils", "_rebuild_tensor_v2")
+
+
+def test_a_v1_subclass_whose_tensor_is_malformed_is_refused_naming_the_file(tmp_path: Path) -> None:
+    args = b"(" + STORAGE + plain(0) + plain((4,)) + plain((1, 1)) + plain(False) + EMPTY_HOOKS + b"t"
+    ops = in_dict("x", from_type("_rebuild_from_type", V2_TENSOR, args))
+    assert refusal(checkpoint(tmp_path / "bad.pt", ops)) == "a tensor has size [4] but stride [1, 1]"  # and its path
+
+
+def test_a_v1_subclass_rebuild_given_five_arguments_is_refused_naming_it(tmp_path: Path) -> None:
+    ops = in_dict("x", call(op_global("torch._tensor", "_rebuild_from_type"), V2_TENSOR, op_global("torch", "Tensor"),
+                            plain(()), plain({}), plain(0)))
+    assert refusal(checkpoint(tmp_path / "five.pt", ops)) == "_rebuild_from_type takes 4 to 4 arguments, got 5"
+
+
+def test_a_v1_subclass_of_torch_tensor_by_its_defining_module_returns_what_its_function_built(tmp_path: Path) -> None:
+    """``torch._tensor.Tensor`` is torch.Tensor itself: ``_rebuild_from_type`` returns ``func(*args)`` as it is."""
+    args = b"(" + plain("abc") + plain("latin1") + b"t"
+    ops = in_dict("x", call(op_global("torch._tensor", "_rebuild_from_type"), op_global("_codecs", "encode"),
+                            op_global("torch._tensor", "Tensor"), args, b"}"))
+    path = checkpoint(tmp_path / "rebuilt.pt", ops)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("ckpt/version", "3\n")
+    assert torch.load(io.BytesIO(path.read_bytes()), weights_only=False)["x"] == b"abc"  # our own bytes: no risk
+    with open_store(path) as store:
+        assert store.values == {"x": "616263"}
