@@ -32,8 +32,8 @@ class Global:
     storages and dtypes. ``torch_allows``: ``torch.load(weights_only=True)`` accepts it by default
     (torch/_weights_only_unpickler.py, ``_get_allowed_globals``)."""
 
-    def __init__(self, module: str, name: str, kind: str, build: Builder | None = None, dtype: DType | None = None,
-                 torch_allows: bool = False):
+    def __init__(self, module: str, name: str, kind: str, build: Builder | None, dtype: DType | None,
+                 torch_allows: bool):
         self.module, self.name, self.kind, self._build, self.dtype = module, name, kind, build, dtype
         self.torch_allows = torch_allows
 
@@ -102,8 +102,8 @@ def resolve(path: str | os.PathLike, module: str, name: str) -> Global:
         raise FormatError(path, f"the checkpoint holds a kind of tensor this reader does not decode ({qualname}: "
                                 "quantized, sparse, nested or meta tensors)")
     # A class read as a placeholder may still be one torch's safe loader takes (collections.Counter, complex).
-    return Global(module, name, "placeholder", lambda _, args: Placeholder(qualname, args),
-                  torch_allows=_torch_allows(module, name))
+    return Global(module, name, "placeholder", lambda _, args: Placeholder(qualname, args), None,
+                  _torch_allows(module, name))
 
 
 _TENSOR_MODULES = {"torch._utils", "torch._tensor"}

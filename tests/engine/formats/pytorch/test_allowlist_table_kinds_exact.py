@@ -24,6 +24,7 @@ naming what is wrong) -> tests:
   test_a_v1_subclass_rebuild_given_five_arguments_is_refused_naming_it
 - ``torch._tensor.Tensor`` is torch.Tensor for ``_rebuild_from_type`` too: its function's result is returned as it is
   -> test_a_v1_subclass_of_torch_tensor_by_its_defining_module_returns_what_its_function_built
+- calling torch.Tensor, under either module name, is refused naming it -> test_calling_torch_tensor_is_refused_naming_it
 """
 
 from __future__ import annotations
@@ -193,3 +194,11 @@ def test_a_v1_subclass_of_torch_tensor_by_its_defining_module_returns_what_its_f
     assert torch.load(io.BytesIO(path.read_bytes()), weights_only=False)["x"] == b"abc"  # our own bytes: no risk
     with open_store(path) as store:
         assert store.values == {"x": "616263"}
+
+
+@pytest.mark.parametrize("module", ["torch", "torch._tensor"])
+def test_calling_torch_tensor_is_refused_naming_it(tmp_path: Path, module: str) -> None:
+    """torch.Tensor is a subclass's type here, never a builder: a pickle calling it is refused in words, not read as
+    a placeholder of an unknown class."""
+    path = checkpoint(tmp_path / "call.pt", in_dict("x", call(op_global(module, "Tensor"), plain(2))))
+    assert refusal(path) == f"{module}.Tensor cannot be called"
