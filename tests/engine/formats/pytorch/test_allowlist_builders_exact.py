@@ -20,10 +20,12 @@ Promises (README, "PyTorch files") -> tests:
 from __future__ import annotations
 
 import collections
+import io
 import pickle
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -62,6 +64,14 @@ def checkpoint(path: Path, ops: bytes) -> Path:
         archive.writestr("ckpt/byteorder", b"little")
         archive.writestr("ckpt/data/0", np.arange(1, 5, dtype="<f4").tobytes())
     return path
+
+
+def torch_loaded(path: Path) -> Any:
+    """What ``torch.load(weights_only=False)`` returns for a ``checkpoint`` (the test's own bytes: no risk), after
+    adding the version record torch wants and this reader does not."""
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("ckpt/version", "3\n")
+    return torch.load(io.BytesIO(path.read_bytes()), weights_only=False)
 
 
 def tensor_v2(size: tuple = (4,), stride: tuple = (1,)) -> bytes:

@@ -30,7 +30,6 @@ naming what is wrong) -> tests:
 from __future__ import annotations
 
 import collections
-import io
 import zipfile
 from pathlib import Path
 
@@ -40,7 +39,7 @@ import torch
 
 from engine.formats import open_store
 from test_allowlist_builders_exact import (DTYPE_F8, EMPTY_HOOKS, STORAGE, call, checkpoint, in_dict, op_global, plain,
-                                         refusal)
+                                         refusal, torch_loaded)
 from test_allowlist_table_survivors_exact import from_type
 
 
@@ -112,9 +111,7 @@ def test_a_subclass_rebuilt_by_a_builder_function_reads_as_torch_reads_it(
     the value as listed (None: an array, read by name)."""
     ops = in_dict("x", from_type("_rebuild_from_type", op_global(module, name), args) + after)
     path = checkpoint(tmp_path / "rebuilt.pt", ops)
-    with zipfile.ZipFile(path, "a") as archive:
-        archive.writestr("ckpt/version", "3\n")  # torch.load wants it; this reader does not
-    expected = torch.load(io.BytesIO(path.read_bytes()), weights_only=False)["x"]  # our own bytes: no risk
+    expected = torch_loaded(path)["x"]
     with open_store(path) as store:
         if shown is None:
             assert store.names == ["x"]
@@ -138,10 +135,8 @@ def test_a_v2_subclass_rebuilt_as_anything_but_a_tensor_is_refused_as_torch_refu
     fails on anything but a tensor, and so does this reader, in words (a session-12 helper found them read)."""
     ops = in_dict("x", from_type("_rebuild_from_type_v2", op_global(module, name), args) + after)
     path = checkpoint(tmp_path / "rebuilt.pt", ops)
-    with zipfile.ZipFile(path, "a") as archive:
-        archive.writestr("ckpt/version", "3\n")
     with pytest.raises(AttributeError, match="as_subclass"):
-        torch.load(io.BytesIO(path.read_bytes()), weights_only=False)  # our own bytes: no risk
+        torch_loaded(path)
     assert refusal(path) == f"a tensor subclass's rebuild function returned {returned}, not a tensor"
 
 
@@ -189,9 +184,7 @@ def test_a_v1_subclass_of_torch_tensor_by_its_defining_module_returns_what_its_f
     ops = in_dict("x", call(op_global("torch._tensor", "_rebuild_from_type"), op_global("_codecs", "encode"),
                             op_global("torch._tensor", "Tensor"), args, b"}"))
     path = checkpoint(tmp_path / "rebuilt.pt", ops)
-    with zipfile.ZipFile(path, "a") as archive:
-        archive.writestr("ckpt/version", "3\n")
-    assert torch.load(io.BytesIO(path.read_bytes()), weights_only=False)["x"] == b"abc"  # our own bytes: no risk
+    assert torch_loaded(path)["x"] == b"abc"
     with open_store(path) as store:
         assert store.values == {"x": "616263"}
 

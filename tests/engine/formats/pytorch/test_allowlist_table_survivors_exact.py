@@ -18,8 +18,6 @@ torch.load(weights_only=True) would refuse the file, a forged pickle is refused 
 
 from __future__ import annotations
 
-import io
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +25,8 @@ import pytest
 import torch
 
 from engine.formats import open_store
-from test_allowlist_builders_exact import EMPTY_HOOKS, STORAGE, call, checkpoint, op_global, plain, pickle_file, refusal
+from test_allowlist_builders_exact import (EMPTY_HOOKS, STORAGE, call, checkpoint, op_global, pickle_file, plain,
+                                         refusal, torch_loaded)
 
 FOUR = np.arange(1, 5, dtype="<f4")  # what checkpoint() stores in storage 0
 
@@ -71,9 +70,7 @@ def test_subclass_rebuilds_nested_in_each_other_read_as_torch_reads_them(tmp_pat
         + TENSOR_V2_ARGS + b"}t"
     ops = b"}" + plain("w") + from_type(outer, op_global("torch._tensor", inner), inner_args) + b"s"
     path = checkpoint(tmp_path / "nested.pt", ops)
-    with zipfile.ZipFile(path, "a") as archive:
-        archive.writestr("ckpt/version", "3\n")  # torch.load wants it; this reader does not
-    expected = torch.load(io.BytesIO(path.read_bytes()), weights_only=False)["w"].numpy()  # our own bytes: no risk
+    expected = torch_loaded(path)["w"].numpy()
     with open_store(path) as store:
         np.testing.assert_array_equal(store.read("w"), expected)
         np.testing.assert_array_equal(store.read("w"), FOUR)
