@@ -37,6 +37,7 @@ FIELD_NAMES = ("dtype", "shape", "data_offsets")
 FIELDS = tuple(f'"{name}"'.encode() for name in FIELD_NAMES)
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _DIGITS_AS_9 = bytes.maketrans(b"0123456789", b"9" * 10)
+_MAX_INT_DIGITS = 4300  # Python's default cap on int() of text; the reader holds JSON integers to it whatever the cap
 
 
 def sniff(head: bytes) -> bool:
@@ -342,10 +343,6 @@ def _json(path: os.PathLike, raw: bytes, what: str, *,
             from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"{what} is not valid JSON: {exc.msg} at character {exc.pos}") from None
-    except FormatError:
-        raise  # from a hook (a FormatError is a ValueError too)
-    except ValueError:  # Python's int-to-text limit: a number of more than 4300 digits
-        raise FormatError(path, f"{what} holds a number too long to be real") from None
     if _SURROGATE.search(raw):  # rare: only then look for a lone one (a valid pair decodes to one character)
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")
@@ -363,12 +360,16 @@ def _json_numbers(path: os.PathLike, what: str) -> dict[str, Callable[[str], Any
         raise FormatError(path, f"{what} is not valid JSON: {why}")
 
     def checked_int(text: str) -> int:
+        # Measured before int() parses it (quadratic in the digits, and unbounded under PYTHONINTMAXSTRDIGITS=0).
+        digits = len(text.lstrip("-"))
+        if digits > _MAX_INT_DIGITS:
+            raise FormatError(path, f"{what} holds a number too long to be real")
         value = int(text)
         if len(text) > 308:  # float64 holds every integer of fewer digits
             try:
                 float(value)
             except OverflowError:
-                refuse(f"a number is out of range ({text[:12]}..., {len(text.lstrip('-'))} digits)")
+                refuse(f"a number is out of range ({text[:12]}..., {digits} digits)")
         return value
 
     def checked_float(text: str) -> float:

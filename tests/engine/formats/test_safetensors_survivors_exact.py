@@ -48,11 +48,15 @@ naming the file and what is wrong) -> tests:
   test_a_header_length_of_0_matches_no_format
 - a JSON object is taken for a sharded index only when it names a ``weight_map``: a model's config.json matches no
   format -> test_a_json_object_without_a_weight_map_matches_no_format
+- a JSON integer is refused by its count of digits before Python parses it: past 309 digits as out of float64's
+  range, past 4,300 as too long to be real, whatever Python's own cap
+  -> test_a_long_integer_is_refused_by_its_digits_whatever_pythons_own_cap
 """
 
 from __future__ import annotations
 
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -277,3 +281,20 @@ def test_every_spelling_of_a_huge_exponent_is_refused(tmp_path, number: bytes) -
     with pytest.raises(Exception, match="number out of range"):
         safetensors.numpy.load_file(path)
     assert refusal(path) == f"m.safetensors: header is not valid JSON: a number is out of range ({number.decode()})"
+
+
+@pytest.mark.parametrize(("digits", "why"), [
+    (4_300, "header is not valid JSON: a number is out of range (999999999999..., 4300 digits)"),
+    (4_301, "header holds a number too long to be real"),
+    (2_000_000, "header holds a number too long to be real")])
+def test_a_long_integer_is_refused_by_its_digits_whatever_pythons_own_cap(tmp_path, digits: int, why: str) -> None:
+    """Digits are counted before ``int()`` parses them (quadratic in their count): the words stay those of Python's
+    default cap of 4,300 digits, and a two-million-digit number is refused at once with the cap lifted."""
+    path = write(tmp_path, b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "extra": ' + b"9" * digits
+                 + b'}}', b"x")
+    cap = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        assert refusal(path) == f"m.safetensors: {why}"
+    finally:
+        sys.set_int_max_str_digits(cap)
