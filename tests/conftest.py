@@ -56,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
     mutant_runs.skip_settled(config)
     mutant_runs.watch_limits()
     mutant_runs.start_cost(config)
+    mutant_runs.start_noting_kills(config)
     mutant_runs.narrow_arguments(config)
     mutant_runs.own_basetemp(config)
 
@@ -83,9 +84,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.no_cover)
     if mutant_runs.in_mutant_run():
         mutant_runs.keep_requested(config, items)
-        mutant_runs.quickest_first(items, config.rootpath / "mutmut-stats.json")
+        mutant_runs.likeliest_first(items, config.rootpath)
         if not os.environ.get("MUTMUT_FULL_EXAMPLES"):
             mutant_runs.fewer_examples(items)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    mutant_runs.note_killer(report)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

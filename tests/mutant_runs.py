@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -236,12 +237,61 @@ def append_cost(line: dict) -> None:
         costs.write(json.dumps(line) + "\n")
 
 
-def quickest_first(items: list[pytest.Item], stats: Path) -> None:
-    """In a mutant's run (mutmut runs its tests with ``-x``), the tests in order of their time in mutmut's
-    first pass: mutmut hands them over in no order, so a killed mutant often waited for a slow test
-    before a quick one failed. Survivors still run every test; only the order changes."""
-    seconds = FIRST_PASS_SECONDS or first_pass_seconds(stats)
-    items.sort(key=lambda item: seconds.get(item.nodeid, 0.0))
+KILLERS = "mutmut-killers"  # beside mutmut's stats: one file per function, a line per mutant a test killed
+UNPROVEN_KILLS = 0.05  # a test that has killed none of a function's mutants counts as this share of a kill
+QUICKEST_SECONDS = 0.001  # a test's first-pass time, at the least, when ranking it
+
+
+def killers_file(root: Path, mutant: str) -> Path:
+    """The file of the tests that killed ``mutant``'s siblings (the mutants of the same function)."""
+    return root / KILLERS / mutant.rsplit("__mutmut_", 1)[0]
+
+
+def note_killer(report: pytest.TestReport) -> None:
+    """In a mutant's run, the first test that fails (mutmut's ``-x`` stops there) is added to its function's
+    killers file: one short line, appended whole (``O_APPEND``), so runs forked side by side do not mix lines."""
+    if in_mutant_run() and report.failed and KILLED_BY.root is not None and not KILLED_BY.noted:
+        KILLED_BY.noted = True
+        path = killers_file(KILLED_BY.root, os.environ["MUTANT_UNDER_TEST"])
+        path.parent.mkdir(exist_ok=True)
+        with open(path, "a") as killers:
+            killers.write(report.nodeid + "\n")
+
+
+@dataclass
+class KilledBy:
+    """Where this mutant's run notes the test that kills it, and whether it has."""
+    root: Path | None = None
+    noted: bool = False
+
+
+KILLED_BY = KilledBy()
+
+
+def start_noting_kills(config: pytest.Config) -> None:
+    if in_mutant_run():
+        KILLED_BY.root, KILLED_BY.noted = config.rootpath, False
+
+
+def kills_by_test(root: Path, mutant: str) -> Counter[str]:
+    """How many of ``mutant``'s siblings each test has killed so far (in this run or an earlier one)."""
+    try:
+        return Counter(killers_file(root, mutant).read_text().splitlines())
+    except OSError:
+        return Counter()
+
+
+def likeliest_first(items: list[pytest.Item], root: Path) -> None:
+    """In a mutant's run (mutmut runs its tests with ``-x``), the tests in order of their first-pass time
+    divided by their kills among the mutant's siblings (``UNPROVEN_KILLS`` for a test with none): the least
+    time expected before one fails. mutmut hands the tests over in no order and runs a function's mutants
+    one after another, and most mutants of a function fail the same few tests: by first-pass time alone, a
+    killed mutant of ``allowlist._table`` ran 0.5 s of quick tests before its killer. Survivors still run
+    every test; only the order changes, never a verdict (a stale killers file only orders worse)."""
+    seconds = FIRST_PASS_SECONDS or first_pass_seconds(root / "mutmut-stats.json")
+    kills = kills_by_test(root, os.environ["MUTANT_UNDER_TEST"])
+    items.sort(key=lambda item: max(seconds.get(item.nodeid, 0.0), QUICKEST_SECONDS)
+               / (kills[item.nodeid] or UNPROVEN_KILLS))
 
 
 MUTANT_EXAMPLES_SHARE = 4  # a mutant's run draws a quarter of each property test's examples (at least 10)

@@ -15,6 +15,9 @@ Promises (README, "Testing: mutation runs") -> tests:
 - a listed equivalent whose function is unchanged since a run judged it runs no test and ends "skipped" (34);
   a changed function, an unlisted mutant or MUTMUT_RECHECK_EQUIVALENTS=1 runs the tests
   -> test_a_settled_equivalent_runs_no_test, test_a_changed_function_or_a_recheck_runs_the_tests
+- the test that kills a mutant is noted for its function, and a sibling's run tries the function's killers first,
+  in order of first-pass time per kill; only the order changes -> test_a_killed_mutant_run_notes_its_killer,
+  test_a_mutant_run_tries_its_siblings_killers_first, test_the_order_weighs_a_killers_time_against_its_kills
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
-from mutant_runs import Requested, first_pass_seconds
+from mutant_runs import KILLERS, Requested, first_pass_seconds, likeliest_first
 
 TESTS = Path(__file__).resolve().parent
 SAMPLE = '''
@@ -106,7 +110,12 @@ def run_pytest(project: Path, temp: Path, mutant: str | None, named: list[str] =
 
 
 def passed(out: str) -> list[str]:
-    return sorted(re.findall(r"^(\S+) PASSED", out, re.M))
+    return sorted(ran(out))
+
+
+def ran(out: str) -> list[str]:
+    """The tests a verbose run reports as passed, in the order they ran."""
+    return re.findall(r"^(\S+) PASSED", out, re.M)
 
 
 def test_a_mutant_run_runs_exactly_the_named_tests(tmp_path):
@@ -196,3 +205,48 @@ def test_a_mutant_run_whose_test_runs_past_its_deadline_ends_as_a_timeout(tmp_pa
     assert run.returncode == 36, run.stdout + run.stderr  # mutmut's "timeout"
     quick = run_pytest(project, tmp_path / "temp", "engine.x_f__mutmut_1", named[:1], MUTANT_TEST_SECONDS="0.5,0")
     assert quick.returncode == 0 and passed(quick.stdout) == named[:1]
+
+
+def test_a_killed_mutant_run_notes_its_killer(tmp_path):
+    project = sample_project(tmp_path / "project")
+    named = ["tests/test_sample.py::test_other", "tests/test_sample.py::test_never_named",
+             "tests/test_sample.py::TestGroup::test_unnamed_method"]
+    killed = run_pytest(project, tmp_path / "temp", "engine.m.x_f__mutmut_2", named[:2])
+    assert killed.returncode == 1, killed.stdout + killed.stderr
+    run_pytest(project, tmp_path / "temp", "engine.m.x_f__mutmut_3")  # survives: nothing to note
+    run_pytest(project, tmp_path / "temp", None, named[1:])  # not a mutant's run: nothing to note
+    run_pytest(project, tmp_path / "temp", "engine.m.x_g__mutmut_1", named[2:])
+    killers = project / KILLERS
+    assert sorted(p.name for p in killers.iterdir()) == ["engine.m.x_f", "engine.m.x_g"]
+    assert (killers / "engine.m.x_f").read_text() == "tests/test_sample.py::test_never_named\n"  # -x: the first only
+    assert (killers / "engine.m.x_g").read_text() == "tests/test_sample.py::TestGroup::test_unnamed_method\n"
+
+
+def test_a_mutant_run_tries_its_siblings_killers_first(tmp_path):
+    project = sample_project(tmp_path / "project")
+    (project / KILLERS).mkdir()
+    (project / KILLERS / "engine.m.x_f").write_text(
+        "tests/test_sample.py::test_other\ntests/test_sample.py::TestGroup::test_method\n"
+        "tests/test_sample.py::test_other\n")
+    sibling = run_pytest(project, tmp_path / "temp", "engine.m.x_f__mutmut_9")
+    other_function = run_pytest(project, tmp_path / "temp", "engine.m.x_g__mutmut_9")
+    assert ran(sibling.stdout) == ["tests/test_sample.py::test_other", "tests/test_sample.py::TestGroup::test_method",
+                                   "tests/test_sample.py::test_cases[1]", "tests/test_sample.py::test_cases[3]"]
+    assert ran(other_function.stdout) == ["tests/test_sample.py::TestGroup::test_method",  # as collected
+                                          "tests/test_sample.py::test_cases[1]", "tests/test_sample.py::test_cases[3]",
+                                          "tests/test_sample.py::test_other"]
+
+
+def test_the_order_weighs_a_killers_time_against_its_kills(tmp_path, monkeypatch):
+    """First-pass seconds per kill, a test with none counting a twentieth of one: a quick test that has never
+    killed goes before a slow killer, a killer before a test as quick that has not."""
+    seconds = {"t::slow_killer": 1.0, "t::quick": 0.01, "t::quick_killer": 0.01, "t::twice": 0.03, "t::free": 0.0}
+    (tmp_path / "mutmut-stats.json").write_text(json.dumps({"duration_by_test": seconds}))
+    (tmp_path / KILLERS).mkdir()
+    (tmp_path / KILLERS / "engine.m.x_f").write_text("t::slow_killer\nt::quick_killer\nt::twice\nt::twice\n")
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "engine.m.x_f__mutmut_4")
+    items = [SimpleNamespace(nodeid=name) for name in ["t::slow_killer", "t::quick", "t::free", "t::twice",
+                                                        "t::quick_killer", "t::unknown"]]
+    likeliest_first(items, tmp_path)
+    assert [item.nodeid for item in items] == ["t::quick_killer", "t::twice", "t::free", "t::unknown", "t::quick",
+                                               "t::slow_killer"]
