@@ -10,6 +10,7 @@ import signal
 import struct
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -97,8 +98,25 @@ def test_stale_partials_of_killed_exports_are_cleaned(tmp_path):
     assert not stale.exists()
 
 
+@contextmanager
+def no_signal_arrives():
+    """While open, a hang-up, terminate or user signal sent to this process fails the test that sent it, naming
+    it: asking whether a partial file's owner is alive must not signal it, and when the owner is this very
+    process a signal would otherwise end the whole test run, not fail one test."""
+    def refuse(number, frame):
+        raise AssertionError(f"{signal.Signals(number).name} was sent to this process")
+    caught = (signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+    previous = {number: signal.signal(number, refuse) for number in caught}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def test_a_partial_owned_by_a_live_process_survives_another_export_to_the_same_folder(tmp_path):
-    """Another export still writing (a child, this process, or a process of another user: pid 1) keeps its partial."""
+    """Another export still writing (a child, this process, or a process of another user: pid 1) keeps its partial,
+    and asking whether each is alive sends none of them a signal."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
@@ -107,9 +125,11 @@ def test_a_partial_owned_by_a_live_process_survives_another_export_to_the_same_f
         files = {who: tmp_path / f".out.bpk.{pid}-{i:08x}.partial" for i, (who, pid) in enumerate(owners.items())}
         for who, path in files.items():
             path.write_bytes(who.encode())
-        export(model().entries, tmp_path / "out.bpk")
+        with no_signal_arrives():
+            export(model().entries, tmp_path / "out.bpk")
         assert {who for who, path in files.items() if path.exists()} == {"child", "self", "init"}
         assert files["child"].read_bytes() == b"child"  # untouched, not only present
+        assert live.poll() is None  # the child owner was not signalled either
     finally:
         live.kill()
         live.wait()
