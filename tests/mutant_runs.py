@@ -247,30 +247,28 @@ def killers_file(root: Path, mutant: str) -> Path:
     return root / KILLERS / mutant.rsplit("__mutmut_", 1)[0]
 
 
-def note_killer(report: pytest.TestReport) -> None:
-    """In a mutant's run, the first test that fails (mutmut's ``-x`` stops there) is added to its function's
-    killers file: one short line, appended whole (``O_APPEND``), so runs forked side by side do not mix lines."""
-    if in_mutant_run() and report.failed and KILLED_BY.root is not None and not KILLED_BY.noted:
-        KILLED_BY.noted = True
-        path = killers_file(KILLED_BY.root, os.environ["MUTANT_UNDER_TEST"])
-        path.parent.mkdir(exist_ok=True)
-        with open(path, "a") as killers:
-            killers.write(report.nodeid + "\n")
-
-
 @dataclass
-class KilledBy:
-    """Where this mutant's run notes the test that kills it, and whether it has."""
-    root: Path | None = None
-    noted: bool = False
+class KillerNote:
+    """The file in which this mutant's run notes the test that kills it: None outside a mutant's run, and once
+    noted (a test that fails its call and then its teardown is one kill)."""
+    file: Path | None = None
 
 
-KILLED_BY = KilledBy()
+KILLER_NOTE = KillerNote()
 
 
 def start_noting_kills(config: pytest.Config) -> None:
-    if in_mutant_run():
-        KILLED_BY.root, KILLED_BY.noted = config.rootpath, False
+    KILLER_NOTE.file = killers_file(config.rootpath, os.environ["MUTANT_UNDER_TEST"]) if in_mutant_run() else None
+
+
+def note_killer(report: pytest.TestReport) -> None:
+    """In a mutant's run, the first test that fails (mutmut's ``-x`` stops there) is added to its function's
+    killers file: one short line, appended whole (``O_APPEND``), so runs forked side by side do not mix lines."""
+    if report.failed and KILLER_NOTE.file is not None:
+        path, KILLER_NOTE.file = KILLER_NOTE.file, None
+        path.parent.mkdir(exist_ok=True)
+        with open(path, "a") as killers:
+            killers.write(report.nodeid + "\n")
 
 
 def kills_by_test(root: Path, mutant: str) -> Counter[str]:
