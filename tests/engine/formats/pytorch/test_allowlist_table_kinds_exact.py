@@ -87,6 +87,8 @@ def test_a_typed_storage_persistent_id_is_refused_for_lacking_an_element_type(tm
 NDARRAY_ARGS = b"(" + op_global("numpy", "ndarray") + plain((0,)) + plain(b"b") + b"t"
 NDARRAY_STATE = b"(" + plain(1) + plain((2,)) + DTYPE_F8 + plain(False) + plain(np.array([0.5, 2.0]).tobytes()) + b"tb"
 COUNTER = {"a": 1}
+ENCODE_ARGS = b"(" + plain("abc") + plain("latin1") + b"t"  # _codecs.encode("abc", "latin1"): b"abc"
+SCALAR_ARGS = b"(" + DTYPE_F8 + plain(np.float64(0.25).tobytes()) + b"t"  # numpy scalar(float64, bytes): 0.25
 
 
 def counter_args(builtins: str) -> bytes:
@@ -95,9 +97,9 @@ def counter_args(builtins: str) -> bytes:
 
 
 @pytest.mark.parametrize(("module", "name", "args", "after", "shown"), [
-    ("_codecs", "encode", b"(" + plain("abc") + plain("latin1") + b"t", b"", "616263"),
-    ("numpy.core.multiarray", "scalar", b"(" + DTYPE_F8 + plain(np.float64(0.25).tobytes()) + b"t", b"", 0.25),
-    ("numpy._core.multiarray", "scalar", b"(" + DTYPE_F8 + plain(np.float64(0.25).tobytes()) + b"t", b"", 0.25),
+    ("_codecs", "encode", ENCODE_ARGS, b"", "616263"),
+    ("numpy.core.multiarray", "scalar", SCALAR_ARGS, b"", 0.25),
+    ("numpy._core.multiarray", "scalar", SCALAR_ARGS, b"", 0.25),
     ("numpy.core.multiarray", "_reconstruct", NDARRAY_ARGS, NDARRAY_STATE, None),
     ("numpy._core.multiarray", "_reconstruct", NDARRAY_ARGS, NDARRAY_STATE, None),
     ("copyreg", "_reconstructor", counter_args("builtins"), b"",
@@ -126,8 +128,8 @@ def test_a_subclass_rebuilt_by_a_builder_function_reads_as_torch_reads_it(
 
 
 @pytest.mark.parametrize(("module", "name", "args", "after", "returned"), [
-    ("_codecs", "encode", b"(" + plain("abc") + plain("latin1") + b"t", b"", "bytes"),
-    ("numpy.core.multiarray", "scalar", b"(" + DTYPE_F8 + plain(np.float64(0.25).tobytes()) + b"t", b"", "float"),
+    ("_codecs", "encode", ENCODE_ARGS, b"", "bytes"),
+    ("numpy.core.multiarray", "scalar", SCALAR_ARGS, b"", "float"),
 ])
 def test_a_v2_subclass_rebuilt_as_anything_but_a_tensor_is_refused_as_torch_refuses_it(
         tmp_path: Path, module: str, name: str, args: bytes, after: bytes, returned: str) -> None:
@@ -143,9 +145,8 @@ def test_a_v2_subclass_rebuilt_as_anything_but_a_tensor_is_refused_as_torch_refu
 def test_a_v1_subclass_of_parameter_rebuilt_as_anything_but_a_tensor_is_refused(tmp_path: Path) -> None:
     """``_rebuild_from_type`` returns its function's result as it is only for torch.Tensor; any other type takes
     ``as_subclass``, which only a tensor has."""
-    args = b"(" + plain("abc") + plain("latin1") + b"t"
     ops = in_dict("x", call(op_global("torch._tensor", "_rebuild_from_type"), op_global("_codecs", "encode"),
-                            op_global("torch.nn.parameter", "Parameter"), args, b"}"))
+                            op_global("torch.nn.parameter", "Parameter"), ENCODE_ARGS, b"}"))
     assert refusal(checkpoint(tmp_path / "rebuilt.pt", ops)) == \
         "a tensor subclass's rebuild function returned bytes, not a tensor"
 
@@ -180,9 +181,8 @@ def test_a_v1_subclass_rebuild_given_five_arguments_is_refused_naming_it(tmp_pat
 
 def test_a_v1_subclass_of_torch_tensor_by_its_defining_module_returns_what_its_function_built(tmp_path: Path) -> None:
     """``torch._tensor.Tensor`` is torch.Tensor itself: ``_rebuild_from_type`` returns ``func(*args)`` as it is."""
-    args = b"(" + plain("abc") + plain("latin1") + b"t"
     ops = in_dict("x", call(op_global("torch._tensor", "_rebuild_from_type"), op_global("_codecs", "encode"),
-                            op_global("torch._tensor", "Tensor"), args, b"}"))
+                            op_global("torch._tensor", "Tensor"), ENCODE_ARGS, b"}"))
     path = checkpoint(tmp_path / "rebuilt.pt", ops)
     assert torch_loaded(path)["x"] == b"abc"
     with open_store(path) as store:

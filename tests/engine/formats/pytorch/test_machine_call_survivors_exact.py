@@ -36,6 +36,12 @@ PROTO = 2  # bytes of data.pkl before the ops ``checkpoint`` is given (PROTO 2)
 FLOOD = 65  # one past MAX_EQUAL_HASHES
 
 
+def past_100_levels(name: str) -> str:
+    """The unpickler's refusal of ``name``, whose data.pkl nests one level past the limit."""
+    return (f"{name}: data.pkl is nested deeper than 100 levels (a container 101 levels deep): no weights file "
+            "nests so deep")
+
+
 def opens_with_w(path: Path, values: list[float]) -> None:
     """The checkpoint opens and lists its one tensor ``w`` with ``values``."""
     with open_store(path) as store:
@@ -78,8 +84,7 @@ def test_frozensets_saved_by_torch_nested_past_100_levels_are_refused(tmp_path: 
     torch.save({"w": torch.ones(2), "deep": [frozensets(49)]}, inside)
     torch.save({"w": torch.ones(2), "deep": [frozensets(50)]}, past)
     opens_with_w(inside, [1.0, 1.0])
-    assert refusal(past) == ("past.pt: data.pkl is nested deeper than 100 levels (a container 101 levels deep): "
-                             "no weights file nests so deep")
+    assert refusal(past) == past_100_levels("past.pt")
 
 
 def test_an_object_of_an_unknown_class_counts_one_level_deeper_than_its_arguments(tmp_path: Path) -> None:
@@ -87,8 +92,7 @@ def test_an_object_of_an_unknown_class_counts_one_level_deeper_than_its_argument
     built: in a list in a dict, with a list 98 deep for its argument, it makes the dict 101 levels deep."""
     net = op_global("__main__", "Net") + plain((nested(98, 0),)) + b"R"
     path = checkpoint(tmp_path / "net.pt", b"}(" + plain("w") + tensor_v2() + plain("net") + b"]" + net + b"au")
-    assert refusal(path) == ("net.pt: data.pkl is nested deeper than 100 levels (a container 101 levels deep): "
-                             "no weights file nests so deep")
+    assert refusal(path) == past_100_levels("net.pt")
 
 
 def slices(depth: int) -> bytes:
@@ -107,9 +111,7 @@ def test_slices_nested_in_slices_count_as_containers(tmp_path: Path) -> None:
 
     opens_with_w(holding_slices(tmp_path / "inside.pt", 99), [1.0, 2.0, 3.0, 4.0])
     for depth in (100, 5_000):
-        assert refusal(holding_slices(tmp_path / "past.pt", depth)) == (
-            "past.pt: data.pkl is nested deeper than 100 levels (a container 101 levels deep): no weights file nests "
-            "so deep")
+        assert refusal(holding_slices(tmp_path / "past.pt", depth)) == past_100_levels("past.pt")
 
 
 def test_a_global_named_by_a_number_is_refused_in_words(tmp_path: Path) -> None:

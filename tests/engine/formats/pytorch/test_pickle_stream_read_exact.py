@@ -17,18 +17,16 @@ as data, never taken for a tensor) -> tests:
 
 from __future__ import annotations
 
-import pickle
 import struct
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from engine.formats import open_store
 from engine.formats.pytorch.unpickler import READ_AHEAD
-from tests.engine.formats.pytorch.pytorch_helpers import write_tar
-from tests.engine.formats.pytorch.test_pickle_stream_readline_exact import name_of
-from tests.engine.formats.pytorch.test_pytorch_python2 import assert_reads_as_torch, glob, k
+from tests.engine.formats.pytorch.test_pickle_stream_readline_exact import (STORAGES_HEAD, name_of,
+                                                                            tar_with_storages)
+from tests.engine.formats.pytorch.test_pytorch_python2 import assert_reads_as_torch
 from tests.refusals import refusal
 
 
@@ -46,13 +44,8 @@ def test_names_longer_than_a_fetch_read_whole_and_the_pickle_goes_on_after_them(
 def test_an_argument_longer_than_a_fetch_cut_at_its_members_end_is_refused_not_read_past_it(tmp_path: Path) -> None:
     # The storages member (always streamed) ends 100 bytes into a BINUNICODE view list of READ_AHEAD + 1000 bytes;
     # the tensors member right after it is longer than that.
-    head = (pickle.dumps(1, 2) + pickle.dumps((101, "cpu", torch.FloatStorage), 2)
-            + struct.pack("<q", 6) + np.arange(6, dtype=np.float32).tobytes() + b"\x80\x02X")
-    storages = head + struct.pack("<I", READ_AHEAD + 1000) + b"v" * 100
-    members = {"sys_info": pickle.dumps({"protocol_version": 1000, "little_endian": True}, 2),
-               "storages": storages, "tensors": b"\x80\x02I0\n." * 10_000,
-               "pickle": b"\x80\x02" + glob("collections", "OrderedDict") + b")R" + k(0) + b"."}
-    path = write_tar(tmp_path / "cut.tar", members)
+    head = STORAGES_HEAD + b"X"
+    path = tar_with_storages(tmp_path / "cut.tar", head + struct.pack("<I", READ_AHEAD + 1000) + b"v" * 100)
     assert refusal(path) == (f"cut.tar: the tar 'storages' member is truncated: it needs {READ_AHEAD + 1000} bytes "
                              f"at byte {len(head) + 4} but only 100 remain")
 

@@ -30,6 +30,9 @@ from tests.engine.formats.pytorch.test_pytorch_python2 import glob, k, legacy_fi
 from tests.refusals import refusal
 
 WEIGHT = np.arange(6, dtype=np.float32)
+# A tar checkpoint's storages member up to its view list's pickle: one float storage (key 101) holding WEIGHT.
+STORAGES_HEAD = (pickle.dumps(1, 2) + pickle.dumps((101, "cpu", torch.FloatStorage), 2) + struct.pack("<q", 6)
+                 + WEIGHT.tobytes() + b"\x80\x02")
 
 
 def name_of(length: int) -> str:
@@ -46,6 +49,14 @@ def checkpoint_named(path: Path, name: str) -> Path:
 def torch_names(path: Path) -> list[str]:
     """The names torch reads: its safe loader has no UNICODE opcode, and the file is this test's own."""
     return list(torch.load(path, map_location="cpu", weights_only=False))
+
+
+def tar_with_storages(path: Path, storages: bytes) -> Path:
+    """A tar checkpoint whose storages member is ``storages``, followed by a tensors member of 10,000 text lines
+    (so a read past the storages member's end would find bytes, and newlines, to take)."""
+    return write_tar(path, {"sys_info": pickle.dumps({"protocol_version": 1000, "little_endian": True}, 2),
+                            "storages": storages, "tensors": b"\x80\x02I0\n." * 10_000,
+                            "pickle": b"\x80\x02" + glob("collections", "OrderedDict") + b")R" + k(0) + b"."})
 
 
 def test_a_name_whose_line_spans_two_fetches_reads_as_torch_reads_it(tmp_path: Path) -> None:
@@ -72,10 +83,5 @@ def test_a_name_whose_newline_opens_a_fetch_ends_at_that_newline(tmp_path: Path)
 def test_a_text_argument_cut_at_its_members_end_is_refused_not_read_past_it(tmp_path: Path) -> None:
     # The storages member (always streamed) ends inside its view list's first line, which spans a fetch; the
     # tensors member right after it holds text lines, so a read past the member's end would find a newline.
-    storages = (pickle.dumps(1, 2) + pickle.dumps((101, "cpu", torch.FloatStorage), 2)
-                + struct.pack("<q", 6) + WEIGHT.tobytes() + b"\x80\x02V" + b"v" * (READ_AHEAD + 100))
-    members = {"sys_info": pickle.dumps({"protocol_version": 1000, "little_endian": True}, 2),
-               "storages": storages, "tensors": b"\x80\x02I0\n." * 10_000,
-               "pickle": b"\x80\x02" + glob("collections", "OrderedDict") + b")R" + k(0) + b"."}
-    path = write_tar(tmp_path / "cut.tar", members)
+    path = tar_with_storages(tmp_path / "cut.tar", STORAGES_HEAD + b"V" + b"v" * (READ_AHEAD + 100))
     assert refusal(path) == "cut.tar: the tar 'storages' member is truncated inside a text argument"
