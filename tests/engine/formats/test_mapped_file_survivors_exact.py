@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -81,19 +83,27 @@ def open_descriptors_naming(path: Path) -> list[int]:
     return fds
 
 
+@contextmanager
+def stdin_closed() -> Iterator[None]:
+    """As in a process started with its standard input closed (a service, ``store-studio <&-``): the next file
+    opened gets descriptor 0. This process's own stdin is back when the block ends."""
+    stdin = os.dup(0)
+    os.close(0)
+    try:
+        yield
+    finally:
+        os.dup2(stdin, 0)
+        os.close(stdin)
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to list open descriptors")
 def test_closing_a_store_whose_file_got_descriptor_0_releases_it(tmp_path: Path) -> None:
     path = two_tensors(tmp_path)
-    stdin = os.dup(0)
-    os.close(0)  # as in a process started with stdin closed: the next file opened gets descriptor 0
-    try:
+    with stdin_closed():
         store = open_store(path)
         assert open_descriptors_naming(path) == [0]
         store.close()
         assert open_descriptors_naming(path) == []
-    finally:
-        os.dup2(stdin, 0)
-        os.close(stdin)
 
 
 def test_a_folder_the_system_refuses_to_open_is_one_line_naming_it(tmp_path: Path,

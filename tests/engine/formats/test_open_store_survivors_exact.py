@@ -28,9 +28,7 @@ import torch
 
 from engine import FormatError, open_store
 from engine.formats.mapped import MappedFile
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "pytorch"))
-from pytorch_helpers import tar_checkpoint  # noqa: E402
+from tests.engine.formats.pytorch.pytorch_helpers import tar_checkpoint
 
 TAR_BLOCK = 512
 TAR_CHECKSUM = slice(148, 156)

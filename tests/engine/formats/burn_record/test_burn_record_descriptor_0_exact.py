@@ -16,6 +16,7 @@ import pytest
 
 from engine import open_store
 from burn_record_writers import Settings, model_item, write_record
+from tests.engine.formats.test_mapped_file_survivors_exact import stdin_closed
 
 
 def test_a_bin_record_on_descriptor_0_is_read_in_place_not_downloaded(tmp_path: Path,
@@ -23,13 +24,7 @@ def test_a_bin_record_on_descriptor_0_is_read_in_place_not_downloaded(tmp_path: 
     item, arrays = model_item()
     path = write_record(tmp_path, "model", item, Settings(recorder="Bin"))
     monkeypatch.setenv("STORE_STUDIO_MAX_DOWNLOAD", "1")  # a whole-file copy of this record would be refused
-    stdin = os.dup(0)
-    os.close(0)  # the next file opened gets descriptor 0
-    try:
-        with open_store(path) as store:
-            assert os.readlink("/proc/self/fd/0") == str(path)
-            # a Bin record names no tensor: they come in the record's order, param.0, param.1...
-            assert [store.read(name).tolist() for name in store.names] == [a.tolist() for a, _ in arrays.values()]
-    finally:
-        os.dup2(stdin, 0)
-        os.close(stdin)
+    with stdin_closed(), open_store(path) as store:
+        assert os.readlink("/proc/self/fd/0") == str(path)
+        # a Bin record names no tensor: they come in the record's order, param.0, param.1...
+        assert [store.read(name).tolist() for name in store.names] == [a.tolist() for a, _ in arrays.values()]
