@@ -21,6 +21,9 @@ _LAZY = {
     "BURN_VERSIONS": (".burn_versions", "CHOICES"), "NEWEST_BURN": (".burn_versions", "NEWEST"),
     "BurnVersion": (".burn_versions", "BurnVersion"), "parse_burn_version": (".burn_versions", "parse_burn_version"),
     "DType": (".dtypes", "DType"), "export": (".export", "export"), "open_store": (".formats", "open_store"),
+    "open_template": (".formats", "open_template"),
+    "CheckpointBranches": (".formats.pytorch.branches", "CheckpointBranches"),
+    "checkpoint_branches": (".formats.pytorch.branches", "checkpoint_branches"),
     "watch_downloads": (".downloads", "watch_downloads"),
     "Location": (".locations", "Location"), "RemoteLocation": (".locations", "RemoteLocation"),
     "is_url": (".locations", "is_url"), "location": (".locations", "location"),
@@ -36,16 +39,17 @@ if TYPE_CHECKING:
     from .downloads import watch_downloads
     from .dtypes import DType
     from .export import export
-    from .formats import open_store
+    from .formats import open_store, open_template
+    from .formats.pytorch.branches import CheckpointBranches, checkpoint_branches
     from .locations import Location, RemoteLocation, is_url, location
     from .quantized import QuantizedValues, scheme_description, stored_values, why_undecoded
     from .store import ArrayStore, Store, TensorEntry, TensorSource
 
-__all__ = ["ArrayStore", "BURN_VERSIONS", "BurnVersion", "Compatibility", "DType", "ExportCancelled", "ExportError",
-           "FormatError", "Location", "NEWEST_BURN", "QuantizedValues", "RecipeError", "RemoteLocation", "Store",
-           "StoreStudioError", "TensorEntry", "TensorSource", "burn_compatibility", "export", "is_url", "location",
-           "open_store", "parse_burn_version", "scheme_description", "stored_values", "watch_downloads",
-           "why_undecoded", "__version__"]
+__all__ = ["ArrayStore", "BURN_VERSIONS", "BurnVersion", "CheckpointBranches", "Compatibility", "DType",
+           "ExportCancelled", "ExportError", "FormatError", "Location", "NEWEST_BURN", "QuantizedValues", "RecipeError",
+           "RemoteLocation", "Store", "StoreStudioError", "TensorEntry", "TensorSource", "burn_compatibility",
+           "checkpoint_branches", "export", "is_url", "location", "open_store", "open_template", "parse_burn_version",
+           "scheme_description", "stored_values", "watch_downloads", "why_undecoded", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

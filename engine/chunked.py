@@ -4,15 +4,18 @@ A tensor whose bytes lie as-is in a file is read with positioned reads straight 
 reading thread owns and reuses, a cache-sized chunk at a time, and each chunk is checked against a file
 changed on disk after it is read: no copy of the whole tensor is made, and no memory map of the source
 (a page past the end of a file truncated under a mapping kills the process with SIGBUS). Diff and
-statistics both read through this, so the changed-file check is written once.
+statistics both read through this, so the changed-file check is written once. A quantized tensor's values
+are dequantized a chunk at a time from the stored words holding them (``quantized.DequantizedValues``).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import numpy as np
+
+from .quantized import ByteReader, DequantizedValues
 
 Reader = Callable[[int, int], np.ndarray]  # (start, stop) in elements -> those values, valid until the next call
 
@@ -58,10 +61,49 @@ class ArrayValues:
         return lambda start, stop: flat[start:stop]
 
 
-def values_of(item: Any) -> "StoredValues | ArrayValues":
-    """Stored values where the file holds them as-is, else ``item.read()`` flattened (read once, here)."""
-    stored = StoredValues.of(item)
-    return stored if stored is not None else ArrayValues(np.ascontiguousarray(item.read()).reshape(-1))
+Values = Union[StoredValues, DequantizedValues, ArrayValues]
+
+
+def chunked_values(item: Any) -> "StoredValues | DequantizedValues | None":
+    """The item's values read a chunk at a time: as its file holds them, or dequantized from its stored
+    bytes; None when neither can be (encoded bools, transformed tensors, a remote one not quantized)."""
+    return StoredValues.of(item) or dequantized_values(item)
+
+
+def values_of(item: Any) -> Values:
+    """``chunked_values``, else ``item.read()`` flattened (read once, here)."""
+    chunked = chunked_values(item)
+    return chunked if chunked is not None else ArrayValues(np.ascontiguousarray(item.read()).reshape(-1))
+
+
+def dequantized_values(item: Any) -> DequantizedValues | None:
+    """A quantized item's F32 values from its stored bytes (None for any other item); SchemeError when they
+    cannot be decoded. A quantized item's bytes are always as stored: no surgery op changes them."""
+    if item.dtype.kind != "quantized":
+        return None
+    return DequantizedValues(item.dtype.quant_scheme, tuple(item.shape), item.nbytes, stored_bytes(item))
+
+
+def stored_bytes(item: Any) -> ByteReader:
+    """Positioned reads of an item's stored bytes, each checked against a file changed on disk after it is
+    read; an item with no file range (a remote one) is streamed into memory once, as reading it whole did."""
+    span = item.byte_range()
+    if span is None:
+        whole = memoryview(bytearray(item.nbytes))
+        at = 0
+        for part in item.iter_bytes():
+            whole[at:at + len(part)] = part
+            at += len(part)
+        return lambda offset, length: whole[offset:offset + length]
+    fd, base, _ = span
+    verify = item.verify
+
+    def read(offset: int, length: int) -> bytearray:
+        buffer = bytearray(length)
+        _read_exactly(fd, memoryview(buffer), base + offset)
+        verify()  # after reading: these bytes are the file's as opened, or this raises
+        return buffer
+    return read
 
 
 def _read_exactly(fd: int, view: memoryview, offset: int) -> None:

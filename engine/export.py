@@ -17,12 +17,13 @@ import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 
 from . import dtypes
 from .burn_versions import NEWEST, BurnVersion
 from .errors import ExportCancelled, ExportError
 from .formats import format_for_path, writer
+from .formats.regular_files import file_kind
 from .metadata_keys import PRODUCER  # burn-store's meaning: who wrote the file (and `version`, its version)
 from .quantized import Dequantized
 from .store import TensorSource
@@ -59,25 +60,39 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
     if problem:
         raise ExportError(f"{dest.name}: {problem}; nothing was written")
     meta = header_metadata(fmt, metadata)
+    total = sum(item.nbytes for item in items)
+    with atomic_file(dest) as out:
+        offsets = (module.write_header(out, items, meta, scalars or {}, burn_version) if fmt == "burnpack"
+                   else module.write_header(out, items, meta, {}))
+        done, copier = 0, _RangeCopier()
+        for item, offset in zip(items, offsets):
+            _pad_to(out, offset)
+            for n in _copy(item, out, cancel, copier):
+                done += n
+                if progress:
+                    progress(done, total)
+            if getattr(item, "release", None):
+                item.release()
+    return dest
+
+
+@contextmanager
+def atomic_file(dest: Path) -> Iterator[BinaryIO]:
+    """A new file, written beside ``dest`` and renamed over it only when the block ends without an error.
+
+    Any failure, cancel, SIGTERM or SIGHUP removes the partial file and leaves ``dest`` as it was (an
+    ``OSError`` becomes an ``ExportError`` naming ``dest``); a replaced file's permissions are kept, and so is
+    its content through a power cut (the new one is flushed to disk first); a symlink at ``dest`` is
+    replaced by the file, its target left alone. Exports and saved recipes are written through this.
+    """
     replacing = os.path.lexists(dest)
     mode = stat.S_IMODE(os.stat(dest).st_mode) if dest.exists() else None
     _clean_stale_partials(dest)
     partial = dest.with_name(f"{_partial_prefix(dest)}{os.getpid()}-{os.urandom(4).hex()}{PARTIAL}")
-    total = sum(item.nbytes for item in items)
     try:
         with _signals_clean_up():
             with partial.open("xb") as out:
-                offsets = (module.write_header(out, items, meta, scalars or {}, burn_version) if fmt == "burnpack"
-                           else module.write_header(out, items, meta, {}))
-                done, copier = 0, _RangeCopier()
-                for item, offset in zip(items, offsets):
-                    _pad_to(out, offset)
-                    for n in _copy(item, out, cancel, copier):
-                        done += n
-                        if progress:
-                            progress(done, total)
-                    if getattr(item, "release", None):
-                        item.release()
+                yield out
                 out.flush()
                 if mode is not None:  # a replaced file keeps its permissions (a private model stays private)
                     os.fchmod(out.fileno(), mode)
@@ -95,7 +110,6 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
             raise ExportError(_os_message(dest, exc)) from exc
         raise
     _fsync_dir(dest.parent)
-    return dest
 
 
 class _Terminated(BaseException):
@@ -166,6 +180,12 @@ def _check(items: Sequence[TensorSource], fmt: str, dest: Path, overwrite: bool,
         reason = dtypes.writable_to(item.dtype, fmt, burn_version, tuple(item.shape))
         if reason:
             raise ExportError(f"{dest.name}: tensor {item.name!r}: {reason}")
+    check_destination(dest, overwrite)
+
+
+def check_destination(dest: Path, overwrite: bool) -> None:
+    """Whether a new file may be written at ``dest`` (an export's or a saved recipe's), before a byte is written:
+    not a folder, FIFO, device or socket, an existing name only with ``overwrite``, in a folder that exists."""
     if dest.is_dir():
         raise ExportError(f"{dest}: is a folder")
     if os.path.lexists(dest) and not overwrite:  # a dangling symlink is a name that exists too
@@ -173,13 +193,13 @@ def _check(items: Sequence[TensorSource], fmt: str, dest: Path, overwrite: bool,
     if dest.exists() and not dest.is_file():
         raise ExportError(f"{dest.name} is a {_kind(dest)}, not a file: choose a file name to export to")
     if not dest.parent.is_dir():
-        raise ExportError(f"{dest.name}: the folder {dest.absolute().parent} does not exist; create it first")
+        folder = dest.absolute().parent
+        raise ExportError(f"{dest.name}: {folder} is not a folder" if os.path.lexists(folder) else
+                          f"{dest.name}: the folder {folder} does not exist; create it first")
 
 
 def _kind(path: Path) -> str:
-    mode = os.stat(path).st_mode
-    return ("FIFO" if stat.S_ISFIFO(mode) else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "socket" if stat.S_ISSOCK(mode) else "special file")
+    return file_kind(os.stat(path).st_mode)
 
 
 def _pad_to(out: Any, offset: int) -> None:

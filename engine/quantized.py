@@ -17,7 +17,7 @@ allocation, not the offset: cubecl-environment ``bytes/base.rs:588-617``.)
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import msgspec
 
@@ -39,6 +39,7 @@ STORES = ("Native", "PackedU32", "PackedNative")
 MODES = ("Symmetric", "Lookup")
 MAX_BLOCK_DIMS = 5  # BlockSize holds at most 5 dimensions (0.10.0 scheme.rs:249-256)
 ZERO_SCALE = 0.1  # as an f32; burn-ndarray ops/quantization.rs:78-85 (main): a zero scale reads as 0.1
+DEQUANTIZE_STEP = 1 << 18  # values dequantized at a time for a whole tensor or an export: a few MiB of temporaries
 
 
 class SchemeError(ValueError):
@@ -391,46 +392,143 @@ def unpack_values(raw: memoryview, scheme: QuantScheme, numel: int) -> np.ndarra
 def decode_scales(raw: memoryview, dtype: str) -> np.ndarray:
     """Scales as f32 from their stored dtype (``decode_scales``, burn-std quantization.rs:418-441 at main;
     written with ``to_ne_bytes``, :445-462, little-endian on every platform Burn ships for)."""
+    import numpy as np
+    return np.frombuffer(raw, _scale_numpy(dtype)).astype(np.float32)
+
+
+def _scale_numpy(dtype: str) -> np.dtype:
     import ml_dtypes  # here, not at start-up: most commands never decode a scale (issue 23)
     import numpy as np
-    numpy = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype(ml_dtypes.bfloat16),
-             "UE4M3": np.dtype(ml_dtypes.float8_e4m3fn)}[dtype]
-    return np.frombuffer(raw, numpy).astype(np.float32)
+    return {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype(ml_dtypes.bfloat16),
+            "UE4M3": np.dtype(ml_dtypes.float8_e4m3fn)}[dtype]
 
 
-def dequantize(parts: QuantizedValues, scheme: QuantScheme) -> np.ndarray:
-    """F32 values as Burn's reference backend computes them: ``scale * q`` with scale = global x block scale,
-    a zero scale read as 0.1 (burn-ndarray tensor.rs:716-737 and ops/quantization.rs:78-85, 135-138 at main).
+ByteReader = Callable[[int, int], "bytes | bytearray | memoryview"]  # (offset, length) in a tensor's stored bytes
 
-    Blocks are runs of the flat values in generation 1 (burn-ndarray ops/quantization.rs:45-60 at
-    v0.22.0-pre.2) and rectangles in generation 2 (``BlockLayout``, burn-std quantization.rs:148-193 at main).
+
+class DequantizedValues:
+    """A quantized tensor's F32 values as Burn's reference backend computes them, any run at a time.
+
+    ``scale * q`` with scale = global x block scale, a zero scale read as 0.1 (burn-ndarray tensor.rs:716-737
+    and ops/quantization.rs:78-85, 135-138 at main). Blocks are runs of the flat values in generation 1
+    (burn-ndarray ops/quantization.rs:45-60 at v0.22.0-pre.2) and rectangles in generation 2
+    (``BlockLayout``, burn-std quantization.rs:148-193 at main).
+
+    Only the stored words holding the values asked for are read (``read``) and unpacked, and only their scales
+    worked out: statistics and ``convert --dequantize`` of 64 Mi Q2S values (16 MiB stored) hold a chunk's
+    values, where dequantizing them whole held 256 MiB of them and a gigabyte of unpacking temporaries. The
+    stored scales (no more than the stored tensor) are read once. Has the chunked-values interface of
+    ``engine.chunked`` (``dtype``, ``size``, ``reader``).
     """
-    import numpy as np
-    scales = parts.scales.astype(np.float32)
-    if parts.global_scale is not None:
-        scales = np.float32(parts.global_scale) * scales
-    scales = np.where(scales == 0, np.float32(ZERO_SCALE), scales).astype(np.float32)
-    values = parts.values.astype(np.float32)
+
+    def __init__(self, scheme: QuantScheme, shape: tuple[int, ...], nbytes: int, read: ByteReader):
+        import numpy as np
+        layout = check_layout(scheme, shape, nbytes)
+        self.dtype = np.dtype(np.float32)
+        self.shape, self.size = shape, math.prod(shape)
+        self._scheme, self._read = scheme, read
+        # Values a stored unit holds, and its bytes: 32/bits a u32 word when packed, else one an i8.
+        packed = scheme.store == "PackedU32" and scheme.bits < 8
+        self._per_unit, self._unit = (32 // scheme.bits, 4) if packed else (1, 1)
+        self._scales = np.frombuffer(read(layout.value_bytes, layout.scale_bytes), _scale_numpy(scheme.scale_dtype))
+        self._global = None
+        if layout.global_bytes:
+            stored = read(layout.value_bytes + layout.scale_bytes, layout.global_bytes)
+            self._global = decode_scales(memoryview(stored), scheme.tensor_scale or "F32")[0]
+        self._blocks = _ScaleBlocks(*_block_shape(scheme, shape))
+
+    def reader(self, chunk_elements: int) -> Callable[[int, int], np.ndarray]:
+        """``values``: it keeps nothing between calls, so every thread may share it."""
+        return self.values
+
+    def values(self, start: int, stop: int) -> np.ndarray:
+        """The F32 values ``start``..``stop`` of the flat tensor."""
+        import numpy as np
+        return self._element_scales(start, stop) * self._integers(start, stop).astype(np.float32)
+
+    def array(self) -> np.ndarray:
+        """Every value, in the tensor's shape, filled DEQUANTIZE_STEP values at a time."""
+        import numpy as np
+        out = np.empty(self.size, np.float32)
+        for start in range(0, self.size, DEQUANTIZE_STEP):
+            stop = min(self.size, start + DEQUANTIZE_STEP)
+            out[start:stop] = self.values(start, stop)
+        return out.reshape(self.shape)
+
+    def _integers(self, start: int, stop: int) -> np.ndarray:
+        """The stored integers ``start``..``stop``, from the whole units (bytes or u32 words) holding them."""
+        per, unit = self._per_unit, self._unit
+        first, last = start // per, -(-stop // per)
+        raw = self._read(first * unit, (last - first) * unit)
+        skip = start - first * per
+        return unpack_values(memoryview(raw), self._scheme, (last - first) * per)[skip:skip + stop - start]
+
+    def _element_scales(self, start: int, stop: int) -> np.ndarray:
+        """Each value's scale for values ``start``..``stop`` (one, broadcast, when they share a block)."""
+        import numpy as np
+        index, counts = self._blocks.runs(start, stop)
+        scales = self._effective(self._scales[index])
+        return scales if scales.size == 1 else np.repeat(scales, counts)
+
+    def _effective(self, stored: np.ndarray) -> np.ndarray:
+        """Stored scales as the F32 a value is multiplied by: times the global scale, a zero read as 0.1."""
+        import numpy as np
+        scales = stored.astype(np.float32)
+        if self._global is not None:
+            scales = self._global * scales
+        return np.where(scales == 0, np.float32(ZERO_SCALE), scales).astype(np.float32)
+
+
+def _block_shape(scheme: QuantScheme, shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The tensor's shape and block shape as ``_ScaleBlocks`` reads them: one flat run for one scale a tensor
+    and for generation 1's runs of ``prod(block)`` values; generation 2's rectangles with the leading
+    dimensions the block does not reach (size 1 there) taken as one, so index arithmetic costs the block's
+    dimensions, not the tensor's."""
+    numel = max(1, math.prod(shape))
     if scheme.block is None:
-        return scales[0] * values
-    return per_element_scales(scales, scheme, values.shape) * values
+        return (numel,), (numel,)
+    if scheme.generation == 1:
+        return (numel,), (math.prod(scheme.block),)
+    dims = block_dims(scheme.block, len(shape))
+    lead = len(shape) - min(len(shape), len(scheme.block))
+    return (math.prod(shape[:lead]), *shape[lead:]), (1, *dims[lead:])
 
 
-def per_element_scales(scales: np.ndarray, scheme: QuantScheme, shape: tuple[int, ...]) -> np.ndarray:
-    """Each element's block scale, as an array of ``shape``."""
-    import numpy as np
-    if scheme.generation == 1:  # runs of BlockSize::num_elements() values
-        return np.repeat(scales, math.prod(scheme.block or ())).reshape(shape)
-    dims = block_dims(scheme.block or (), len(shape))
-    grid = scales.reshape(tuple(-(-n // b) for n, b in zip(shape, dims)))
-    for axis, (n, b) in enumerate(zip(shape, dims)):
-        grid = np.repeat(grid, b, axis=axis).take(np.arange(n), axis=axis)
-    return grid
+class _ScaleBlocks:
+    """Which scale each flat value has: the tensor is rows of its last dimension, and each row a run of
+    block-wide pieces, each sharing one scale. A chunk costs a step per piece, not per value."""
+
+    def __init__(self, shape: tuple[int, ...], dims: tuple[int, ...]):
+        self.row, self.width = shape[-1], dims[-1]  # values a row, values a piece
+        self.per_row = -(-self.row // self.width)  # pieces a row (the last one short when the block does not divide)
+        self.outer = (shape[:-1], dims[:-1], tuple(-(-n // b) for n, b in zip(shape[:-1], dims[:-1])))
+
+    def runs(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """The scale index of each piece values ``start``..``stop`` cross, and how many of them each holds."""
+        import numpy as np
+        row, width, per_row = self.row, self.width, self.per_row
+        first = start // row * per_row + start % row // width
+        last = (stop - 1) // row * per_row + (stop - 1) % row // width
+        rows, column = np.divmod(np.arange(first, last + 1, dtype=np.int64), per_row)
+        begin = rows * row + column * width
+        counts = np.minimum(np.minimum(begin + width, rows * row + row), stop) - np.maximum(begin, start)
+        return self._row_index(rows) * per_row + column, counts
+
+    def _row_index(self, rows: np.ndarray) -> np.ndarray | int:
+        """Each row's place among the rows of blocks (0 for a tensor of one row)."""
+        import numpy as np
+        shape, dims, grid = self.outer
+        if not shape:
+            return 0
+        first = int(rows[0])
+        distinct = np.arange(first, int(rows[-1]) + 1)  # a chunk's rows are consecutive: each one worked out once
+        coords = np.unravel_index(distinct, shape)
+        return np.ravel_multi_index(tuple(c // b for c, b in zip(coords, dims)), grid)[rows - first]
 
 
 class Dequantized:
     """A quantized tensor source written as its F32 values (``convert --dequantize``): what Burn's
-    ``dequantize`` gives, computed when the export reaches it."""
+    ``dequantize`` gives, computed a step at a time when the export reaches it."""
 
     def __init__(self, source: Any):
         from .dtypes import F32  # dtypes imports this module
@@ -444,10 +542,13 @@ class Dequantized:
 
     def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[memoryview]:
         import numpy as np
-        array = np.ascontiguousarray(self.source.read(), dtype="<f4")
-        view = memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
-        for start in range(0, len(view), chunk_size):
-            yield view[start:start + chunk_size]
+
+        from .chunked import dequantized_values  # it imports this module
+        values = dequantized_values(self.source)
+        step = max(1, min(chunk_size // 4, DEQUANTIZE_STEP))
+        for start in range(0, values.size, step):
+            chunk = values.values(start, min(values.size, start + step))
+            yield memoryview(chunk.astype("<f4", copy=False).view(np.uint8))
 
     def verify(self) -> None:
         self.source.verify()

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterator, Union
+from typing import Callable, Iterator
 
 import numpy as np
 
 from . import quantized
-from .chunked import ArrayValues, Reader, StoredValues
+from .chunked import ArrayValues, Reader, Values, chunked_values
 from .errors import StoreStudioError
 from .parallel import run_pieces
 from .store import TensorEntry
-
-Values = Union[StoredValues, ArrayValues]
 
 CHUNK_ELEMENTS = 1 << 17  # elements per chunk: two threads' float64 scratch (1 MiB each) stay in the shared caches
 PIECE_ELEMENTS = 1 << 19  # elements one thread takes in a row; a tensor this small is summarized on the caller alone
@@ -79,8 +77,8 @@ class TensorStats:
 
 def stats_for(entry: TensorEntry, *, bins: int = BINS, cancel: Callable[[], bool] | None = None,
               chunk_elements: int = CHUNK_ELEMENTS) -> TensorStats:
-    """Statistics of a stored tensor (a quantized one's dequantized values); raises StatsUnavailable for
-    values that cannot be decoded."""
+    """Statistics of a stored tensor (a quantized one's dequantized values, a chunk at a time); raises
+    StatsUnavailable for values that cannot be decoded."""
     if entry.dtype.values_dtype is None:
         why = quantized.why_undecoded(entry.dtype)
         raise StatsUnavailable(f"{why or f'{entry.dtype} values are stored encoded and are not decoded here'}, "
@@ -88,7 +86,7 @@ def stats_for(entry: TensorEntry, *, bins: int = BINS, cancel: Callable[[], bool
     if entry.dtype.kind == "complex":
         raise StatsUnavailable("statistics are not computed for complex values")
     try:
-        values = StoredValues.of(entry)
+        values = chunked_values(entry)
         if values is not None and values.size:
             return _summarize(values, 1, bins, cancel, chunk_elements)
         array = entry.read()

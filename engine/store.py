@@ -11,7 +11,7 @@ import operator
 import os
 from collections import deque
 from itertools import compress, repeat
-from typing import TYPE_CHECKING, Any, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Protocol
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -121,6 +121,7 @@ class Store:
 
     format: str = ""
     note: str | None = None  # a caveat a user must know about this file (shown beside its format)
+    has_values = True  # False for a model read from its source code (engine.formats.rust_model): names and shapes only
 
     def __init__(self, path: str | os.PathLike | RemoteLocation, entries: list[TensorEntry], *,
                  metadata: dict[str, str] | None = None, version: str | None = None,
@@ -164,6 +165,22 @@ class Store:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    # --- as a template (what a model built as this file says expects) ---------------------------------------
+    def expected(self, offered: Collection[str]) -> list[TensorEntry]:
+        """The tensors the model wants, given the names offered to it: a weights file wants its entries; a model's
+        source code also wants the elements of each Vec whose length is set at run time that ``offered`` fills."""
+        return self.entries
+
+    def is_optional(self, name: str) -> bool:
+        """Whether the model may lack ``name`` (present or not at run time); never, for a weights file."""
+        return False
+
+    @property
+    def declared_kinds(self) -> Callable[[str], str | None]:
+        """Module path -> the module kind the file declares there (a model's source code does; weights declare
+        none). A function that holds no reference to the store, so that caches keyed by the store can drop it."""
+        return _declares_none
 
     @property
     def names(self) -> list[str]:
@@ -262,6 +279,10 @@ class Store:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path.name}: {len(self.entries)} tensors>"
+
+
+def _declares_none(module_path: str) -> None:
+    return None
 
 
 class _ClosedStore:

@@ -4,6 +4,9 @@ Pure Python: the GUI adapts it to Qt. A node splits its names into child groups 
 asked for its children, and sorts them in natural order (``layer.2`` before ``layer.10``) then: building
 the tree of 100,000 names costs one pass to total them, and a view pays only for the groups it opens.
 Laying out is guarded by one lock per tree, so a worker may open levels of the tree a view shows.
+A name shows at most MAX_DEPTH levels deep, its last level holding the rest of it, and a node's path is
+sliced from a name below it only when asked: one name of 50,000 dotted segments makes 65 nodes, not a
+level per segment each holding its path (50,000 paths of 50 KB on average: gigabytes).
 """
 
 from __future__ import annotations
@@ -16,9 +19,14 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Callable, Iterable, Iterator
 
+from . import rust_regex
 from .store import TensorEntry
 
 _DIGITS = re.compile(r"([0-9]+)")  # ASCII only: what an index is made of (``engine.segments``)
+# Levels a name is split into at most; the last holds the rest of the name, dots and all (``a.b`` below
+# 63 levels). Deeper than any model's module path (a few tens of levels), shallow enough that a view
+# never lays out a level per segment of a hostile name.
+MAX_DEPTH = 64
 
 
 def _number(digits: str) -> tuple[int, str]:
@@ -121,17 +129,18 @@ class TreeNode:
     children. ``params``, ``nbytes`` and ``tensors`` total the node's own entry and everything below;
     ``buffer_values`` is the part of ``params`` held by buffers (``is_buffer``), ``parameters`` the rest.
     In a compact tree a shown node's ``name`` is the whole chain (``block.0``) and its ``parent`` the
-    node it is shown under; the groups folded into it point to it with ``folded_into``.
+    node it is shown under; the groups folded into it point to it with ``folded_into``. ``depth`` counts
+    the name's segments down to this node (the root's is 0); a node at MAX_DEPTH holds the rest of a name.
     """
 
-    __slots__ = ("name", "path", "parent", "entry", "params", "buffer_values", "nbytes", "tensors", "row",
-                 "folded_into", "_shape", "_table", "_rows", "_offset", "_by_name", "_children")
+    __slots__ = ("name", "parent", "depth", "entry", "params", "buffer_values", "nbytes", "tensors", "row",
+                 "folded_into", "_shape", "_table", "_rows", "_row", "_offset", "_by_name", "_children")
 
-    def __init__(self, name: str, path: str, parent: "TreeNode | None", shape: TreeShape | None = None,
+    def __init__(self, name: str, parent: "TreeNode | None", shape: TreeShape | None = None,
                  table: _Table | None = None) -> None:
         self.name = name
-        self.path = path
         self.parent = parent
+        self.depth = parent.depth + 1 if parent is not None else 0
         self.entry: TensorEntry | None = None
         self.params = 0
         self.buffer_values = 0
@@ -142,9 +151,17 @@ class TreeNode:
         self._shape = shape if shape is not None else parent._shape if parent is not None else TreeShape()
         self._table = table if table is not None else parent._table if parent is not None else _Table([])
         self._rows: list[int] | None = None  # table rows of the tensors below (not this node's own entry)
+        self._row = -1  # the table row of one name at or below this node: its path is that name's start
         self._offset = 0  # where this node's part of each full name below starts
         self._by_name: dict[str, TreeNode] | None = None
         self._children: list[TreeNode] | None = None
+
+    @property
+    def path(self) -> str:
+        """The full dotted name of this node (``""`` for the root), sliced from a name below it when asked."""
+        if self.parent is None:
+            return ""
+        return self._table.names[self._row][:self._offset - 1]
 
     @property
     def parameters(self) -> int:
@@ -186,7 +203,7 @@ class TreeNode:
         if self._shape.flat and path:
             return self._split().get(path)
         node: TreeNode | None = self
-        for part in path.split(".") if path else ():
+        for part in path.split(".", max(0, MAX_DEPTH - 1 - self.depth)) if path else ():  # the last: the rest
             if node.folded_into is None:
                 node.children  # noqa: B018 - lay this level out: compaction decides which nodes are shown
             node = node.child(part)
@@ -241,7 +258,8 @@ class TreeNode:
         head = self._common_next()
         if head is not None:  # every name goes on below one group (a model's lone top-level module): no split
             return {head: self._only_group(head)}
-        table, offset, flat = self._table, self._offset, self._shape.flat
+        table, offset = self._table, self._offset
+        flat = self._shape.flat or self.depth >= MAX_DEPTH - 1  # the rest of each name is one child
         names = table.names
         groups: dict[str, list[int]] = {}
         ends_here: list[tuple[str, int]] = []
@@ -273,6 +291,7 @@ class TreeNode:
         for head, row in ends_here:  # a name ending here: the child is (also) that tensor
             child = by_name[head]
             child.entry = table.entries[row]
+            child._row = row
             child.params += numel(row)
             child.buffer_values += buffers(row)
             child.nbytes += nbytes(row)
@@ -281,11 +300,11 @@ class TreeNode:
 
     def _group(self, head: str, rows: list[int]) -> "TreeNode":
         """The child ``head`` holding the tensors of ``rows`` below it, totalled with C sums over them."""
-        child = TreeNode(head, f"{self.path}.{head}" if self.parent is not None else head, self)
+        child = TreeNode(head, self)
         child._offset = self._offset + len(head) + 1
         if rows:
             table = self._table
-            child._rows, child.tensors = rows, len(rows)
+            child._rows, child._row, child.tensors = rows, rows[0], len(rows)
             child.params = sum(map(table.numel.__getitem__, rows))
             child.buffer_values = sum(map(table.buffers.__getitem__, rows))
             child.nbytes = sum(map(table.nbytes.__getitem__, rows))
@@ -295,9 +314,9 @@ class TreeNode:
         """The child ``head`` holding every tensor below: this node's totals, less its own tensor's if it is one."""
         if self.entry is not None:
             return self._group(head, self._rows)
-        only = TreeNode(head, f"{self.path}.{head}" if self.parent is not None else head, self)
+        only = TreeNode(head, self)
         only._offset = self._offset + len(head) + 1
-        only._rows = self._rows
+        only._rows, only._row = self._rows, self._rows[0]
         only.params, only.buffer_values, only.nbytes, only.tensors = (self.params, self.buffer_values, self.nbytes,
                                                                       self.tensors)
         return only
@@ -327,7 +346,7 @@ class TreeNode:
         One C loop (``str.startswith`` over the names, stopping at the first misfit), no Python step per
         name: 100,000 tensors under one top-level module cost a few ms here, where a split costs 0.1 s.
         """
-        if not self._rows or self._shape.flat:
+        if not self._rows or self._shape.flat or self.depth >= MAX_DEPTH - 1:
             return None
         names, offset, rows = self._table.names, self._offset, self._rows
         first = names[rows[0]]
@@ -345,9 +364,9 @@ class TreeNode:
         shown = child
         while (inner := shown._single_group()) is not None:
             folded.append(shown)
-            inner.name = f"{shown.name}.{inner.name}"
             shown = inner
-        if folded:
+        if folded:  # the chain's name made once: folded groups keep their own segment, not a growing prefix
+            shown.name = ".".join([*(node.name for node in folded), shown.name])
             shown.parent = self
             for node in folded:
                 node.folded_into = shown
@@ -382,7 +401,7 @@ def build_tree(entries: Iterable[TensorEntry], *, order: str = "natural", compac
     """
     key, reverse = ORDERS[order]
     table = _Table(list(entries))
-    root = TreeNode("", "", None, TreeShape(key, reverse, compact, flat), table)
+    root = TreeNode("", None, TreeShape(key, reverse, compact, flat), table)
     root._rows = list(range(len(table.entries))) or None
     root.tensors = len(table.entries)
     root.params, root.buffer_values, root.nbytes = sum(table.numel), sum(table.buffers), sum(table.nbytes)
@@ -434,12 +453,13 @@ def first_levels(root: TreeNode, rows: int = 40) -> list[TreeNode]:
 
 
 def name_matcher(pattern: str, *, regex: bool) -> Callable[[str], bool]:
-    """A case-insensitive test on tensor names: substring for text, ``re.search`` for regex.
+    """A case-insensitive test on tensor names: substring for text, else a search in burn-store's dialect,
+    in linear time (``engine.rust_regex``: a pattern from a shared recipe, pasted in, never hangs the window).
 
-    Raises ``re.error`` for an invalid regex, so a caller can show what is wrong with it.
+    Raises ``rust_regex.PatternError`` for a regex that cannot be matched, so a caller can show why.
     """
     if regex:
-        return re.compile(pattern, re.IGNORECASE).search  # type: ignore[return-value]
+        return rust_regex.compile(pattern, ignore_case=True).search
     needle = pattern.lower()
     return lambda name: needle in name.lower()
 

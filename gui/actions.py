@@ -37,6 +37,7 @@ class ActionHost(Protocol):
     def start_surgery(self) -> None: ...
     def rerun_preview(self) -> None: ...
     def show_diff(self) -> None: ...
+    def make_it_load(self) -> None: ...
     def copy_as_cli(self) -> None: ...
     def copy_as_rust(self) -> None: ...
 
@@ -63,6 +64,7 @@ class Actions:
     start_surgery: QAction
     rerun: QAction
     diff: QAction
+    make_it_load: QAction
     set_template: QAction
     clear_template: QAction
     copy_cli: QAction
@@ -119,6 +121,9 @@ def install(window: ActionHost) -> Actions:
         rerun=_action(window, "&Re-run Preview", window.rerun_preview, "F5", "Plan the recipe again now"),
         diff=_action(window, "&Diff…", window.show_diff, "Ctrl+D", "Compare the recipe's result with another file",
                      "diff"),
+        make_it_load=_action(window, "Make It &Load Into…", window.make_it_load, None,
+                             "Choose the target model's file (or its Rust source) and change the recipe, as one "
+                             "undoable step, so that the most of its tensors load"),
         set_template=_action(window, "Set &Template…", window.choose_template, None,
                              "Choose a file saved from the target model: the preview and tree show how the result "
                              "fits it, and Export checks its shapes"),
@@ -140,8 +145,8 @@ def install(window: ActionHost) -> Actions:
                   a.close_tab, None, a.quit),
         "&Edit": (a.undo, a.redo, None, a.find, a.copy_path),
         "&View": (a.show_selection, a.show_file, None, a.collapse_all, None, a.workbench),
-        "&Surgery": (a.start_surgery, a.rerun, a.diff, None, a.set_template, a.clear_template, None, a.copy_cli,
-                     a.copy_rust),
+        "&Surgery": (a.start_surgery, a.rerun, a.diff, a.make_it_load, None, a.set_template, a.clear_template, None,
+                     a.copy_cli, a.copy_rust),
         "&Help": (a.about,),
     }
     for title, items in menus.items():

@@ -44,12 +44,26 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+# The most pixels a --size side may have. An offscreen window is painted into an image of width x height x 4
+# bytes, which Qt allocates and then draws into without checking: 100000x100000 (37 GiB) ended in SIGSEGV.
+# 8192 is 256 MiB at most, past any screen made, and the largest window X11 and GPU textures commonly take.
+MAX_SIDE = 8192
+
+
 def _size(text: str) -> tuple[int, int]:
-    """``1024x640`` as (1024, 640), for --size."""
+    """``1024x640`` as (1024, 640), for --size: each side a whole number of pixels from 1 to MAX_SIDE."""
     width, sep, height = text.lower().partition("x")
-    if not (sep and width.isdigit() and height.isdigit() and int(width) > 0 and int(height) > 0):
+    if not (sep and _pixels(width) and _pixels(height)):
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels, like 1024x640, not {text!r}")
+    if not (0 < int(width) <= MAX_SIDE and 0 < int(height) <= MAX_SIDE):
+        raise argparse.ArgumentTypeError(f"each side is 1 to {MAX_SIDE} pixels (the offscreen window is one "
+                                         f"image of that size), not {text!r}")
     return int(width), int(height)
+
+
+def _pixels(text: str) -> bool:
+    """ASCII digits, few enough for ``int`` (``isdigit`` alone takes ``²``, which ``int`` refuses)."""
+    return text.isascii() and text.isdigit() and len(text) <= 9
 
 
 def create_app(argv: Sequence[str], theme: str = "system") -> "QApplication":  # noqa: F821 - Qt is imported lazily

@@ -6,19 +6,21 @@ files, a mistyped subcommand (a usage error, never a window) and whether a windo
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from engine.cli import COMMANDS, exit_with, suggest_command
+from engine.cli import COMMANDS, exit_with, suggest_command, terminal
 from engine.cli import main as cli_main
 from engine.cli import parser as cli_parser
-from engine.cli.exits import USAGE
+from engine.cli.exits import OK, USAGE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    terminal.prepare_streams()
     if (args and args[0] in COMMANDS) or args == ["--version"]:
         return cli_main(args)  # before the window's modules are imported: a command needs none of them
     if args and args[0] in ("-h", "--help"):  # both halves: the commands, then the window's options
@@ -30,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     typo = mistyped_command(args)
     if typo:
-        print(typo, file=sys.stderr)
+        terminal.err(typo)
         return USAGE
     from gui.app import parser as window_parser
 
@@ -41,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     problem = startup_problem(list(COMMANDS), screenshot=options.screenshot is not None)
     if problem:
-        print(problem, file=sys.stderr)
+        terminal.err(problem)
         return USAGE
     from gui.app import main as window_main  # Qt is imported only when the window is wanted
 
@@ -63,17 +65,34 @@ def desktop_files(install: bool) -> int:
     try:
         paths = desktop.install() if install else desktop.uninstall()
     except OSError as exc:
-        print(f"store-studio: cannot {'write' if install else 'remove'} {exc.filename}: {exc.strerror}",
-              file=sys.stderr)
+        terminal.err(f"store-studio: cannot {'write' if install else 'remove'} {exc.filename}: {exc.strerror}")
         return 1
     verb = "wrote" if install else "removed"
-    print("\n".join(f"{verb} {path}" for path in paths) or "nothing to remove")
+    for path in paths:
+        terminal.out(f"{verb} {path}")
+    if not paths:
+        terminal.out("nothing to remove")
     return 0
 
 
 def run() -> NoReturn:
     """The ``store-studio`` console script (and ``python -m gui.launch``)."""
-    exit_with(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = reader_gone()
+    exit_with(code)
+
+
+def reader_gone() -> int:
+    """``store-studio --help | head -1``: the reader closed the pipe early, which is no error (the commands
+    say the same, ``engine.cli.main``). stdout goes to /dev/null so the interpreter's last flush of what is
+    still buffered cannot raise again, as a traceback, at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return OK
 
 
 if __name__ == "__main__":

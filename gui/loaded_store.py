@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine import RemoteLocation, Store, open_store, watch_downloads
+from engine import CheckpointBranches, RemoteLocation, Store, checkpoint_branches, open_store, watch_downloads
 from engine.collector import collector_paused
 from engine.tree import TreeNode, build_tree, first_levels, values_by_dtype
 
@@ -32,6 +32,7 @@ class LoadedStore:
     opened: list[TreeNode] | None
     params_by_dtype: list[tuple[str, int]]
     file_size: int
+    branches: CheckpointBranches | None = None  # a training checkpoint's top-level branches, when it has several
 
 
 def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool],
@@ -50,8 +51,9 @@ def load_store(path: Path | RemoteLocation, cancelled: Callable[[], bool],
         tree.children  # noqa: B018 - the first level is laid out here, not in the tab's first paint
         opened = [] if tree.tensors <= SMALL_STORE else first_levels(tree) if tree.tensors < LATE_LEVELS_FROM else None
         by_dtype = values_by_dtype(tree)
+        branches = checkpoint_branches(store)
         freeze_lasting_objects()
-    return LoadedStore(store, tree, opened, by_dtype, store.file_size)
+    return LoadedStore(store, tree, opened, by_dtype, store.file_size, branches)
 
 
 def freeze_lasting_objects() -> None:

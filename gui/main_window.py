@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QFileDialog, QLabel, QLineEdit, QMainWindow, QMes
 import engine
 from engine import FormatError, Location, RemoteLocation, StoreStudioError, humanize, is_url, location
 from engine.surgery.printers import as_cli, as_rust
+from engine.surgery.suggest import Fit
 from gui import settings
 from gui.actions import install
 from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
@@ -31,6 +32,7 @@ from gui.workbench.diff_panel import DiffPanel
 from gui.workbench.docks import WorkbenchDocks
 from gui.workbench.document import RecipeDocument, load_recipe
 from gui.workbench.export_dialog import run_export
+from gui.workbench.make_it_load import choose_fit_target, fit_note
 from gui.workbench.recipe_fit import misfit
 from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, TaskRunner
@@ -227,6 +229,7 @@ class MainWindow(QMainWindow):
         view = StoreView(loaded, self.work)
         view.tree_view.addAction(self.actions.copy_path)
         view.selected.connect(lambda _: self._update_summary())
+        view.file_info.topLevelKeyChosen.connect(self.read_branch)
         self._restore_splitters(view)
         index = self.tabs.addTab(view, icon("tensor"), path.name)
         self.tabs.setTabToolTip(index, str(path))
@@ -419,8 +422,8 @@ class MainWindow(QMainWindow):
         document = self.document()
         self.workbench.follow(document, self._diff_panels.get(document) if document is not None else None)
         self.undo_group.setActiveStack(document.undo_stack if document is not None else None)
-        for action in (self.actions.start_surgery, self.actions.rerun, self.actions.diff, self.actions.copy_cli,
-                       self.actions.copy_rust, self.actions.export, self.actions.open_recipe,
+        for action in (self.actions.start_surgery, self.actions.rerun, self.actions.diff, self.actions.make_it_load,
+                       self.actions.copy_cli, self.actions.copy_rust, self.actions.export, self.actions.open_recipe,
                        self.actions.save_recipe, self.actions.save_recipe_as, self.actions.set_template):
             action.setEnabled(self.current_view() is not None)
         self._update_template_action()
@@ -436,6 +439,13 @@ class MainWindow(QMainWindow):
 
     def start_surgery(self) -> None:
         self.surgery()
+
+    def read_branch(self, key: str) -> None:
+        """A branch's button in the File panel (on the tab in front, the only one a click reaches): the tab's recipe
+        reads that top-level key alone, as one undo step, with the workbench shown."""
+        document = self.surgery()
+        if document is not None:
+            document.set_top_level_key(key)
 
     def rerun_preview(self) -> None:
         document = self.surgery()
@@ -453,7 +463,7 @@ class MainWindow(QMainWindow):
         if document is not None:
             current = document.plan if document.plan is not None and document.plan.recipe is document.recipe else None
             stores = document.planned_stores() if current is not None else None  # the plan's own sources
-            QGuiApplication.clipboard().setText(as_rust(document.recipe, stores, current))
+            QGuiApplication.clipboard().setText(as_rust(document.recipe, stores, current, template=document.template))
             self.statusBar().showMessage("Copied the burn-store builder chain", 5_000)
 
     def export_recipe(self) -> None:
@@ -474,6 +484,21 @@ class MainWindow(QMainWindow):
         if document not in self._diff_panels:
             self._diff_panels[document] = DiffPanel(document)
         self.workbench.show_diff(self._diff_panels[document])
+
+    def make_it_load(self) -> None:
+        """Surgery › Make It Load Into…: the recipe fitted to a chosen template as one step, then the diff view
+        against it says what the fit did and what still does not load."""
+        document = self.surgery()
+        if document is not None:
+            choose_fit_target(self, document, self.opener, (document.template or document.store).path,
+                              lambda made, template: self._show_fit(document, made, template.path.name))
+
+    def _show_fit(self, document: RecipeDocument, made: Fit, template: str) -> None:
+        note = fit_note(made, template)
+        self.statusBar().showMessage(note, 20_000)
+        if document is self.document():  # the user may have moved to another tab while it fitted
+            self.show_diff()
+            self._diff_panels[document].show_fit(note, document.recipe)
 
     def choose_template(self) -> None:
         """Surgery › Set Template…: the file the result must fit (the diff view's Template button does the same)."""

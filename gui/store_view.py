@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QSplitter, QVBoxLayout, QWidget
 
 from engine.collector import collector_paused
+from engine.rust_regex import PatternError
 from engine.surgery.modules import ModuleFinder, ModuleGuess, logical_leaf
 from engine.tree import TreeNode, build_tree, filter_entries, first_levels, name_matcher
 from gui.loaded_store import SMALL_STORE, LoadedStore, freeze_lasting_objects, release_frozen_objects
@@ -255,7 +255,7 @@ class StoreView(QWidget):
         if text:
             try:
                 matcher = name_matcher(text, regex=regex)
-            except re.error as exc:
+            except PatternError as exc:
                 self.filter_result = FilterResult(self.filter_result.matches, total, f"invalid regex: {exc}")
                 return self.filter_result
             tree = self._build(filter_entries(self.store.entries, matcher))
@@ -272,7 +272,7 @@ class StoreView(QWidget):
             return
         try:
             matcher = name_matcher(text, regex=regex)
-        except re.error:
+        except PatternError:
             shown(self.apply_filter(text, regex))  # says why, at once
             return
         self._filter_generation += 1

@@ -11,6 +11,19 @@ from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QFrame, QLabel, QLayout, QLayoutItem, QScrollArea, QSizePolicy, QWidget
 
 MIN_PANEL = QSize(120, 60)  # the most a wrapped panel asks for: a scroll bar's worth
+# Qt lays out every character of a text it shows, elides or measures (a 3 MB tooltip took 1.2 GB and 5 s),
+# so a name from a file reaches Qt clipped: a line to LINE_CHARS, more than any screen shows; a tooltip to
+# TOOLTIP_CHARS, which keeps a name of 50,000 segments whole (Copy Name copies any name whole).
+LINE_CHARS = 1 << 10
+TOOLTIP_CHARS = 1 << 17
+
+
+def clipped(text: str, limit: int = LINE_CHARS) -> str:
+    """``text``, or its start and end around an ellipsis when it is longer than ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return f"{text[:head]}…{text[len(text) - (limit - 1 - head):]}"
 
 
 class _ContentScrollArea(QScrollArea):
@@ -50,7 +63,7 @@ class ElidedLabel(QLabel):
 
     def setText(self, text: str) -> None:  # noqa: N802 - Qt's name
         self.full_text = text
-        self.setToolTip(text)
+        self.setToolTip(clipped(text, TOOLTIP_CHARS))
         self._elide()
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
@@ -62,7 +75,7 @@ class ElidedLabel(QLabel):
 
     def _elide(self) -> None:
         room = max(10, self.contentsRect().width())
-        shown = self.fontMetrics().elidedText(self.full_text, Qt.TextElideMode.ElideMiddle, room)
+        shown = self.fontMetrics().elidedText(clipped(self.full_text), Qt.TextElideMode.ElideMiddle, room)
         if shown != super().text():
             super().setText(shown)
 

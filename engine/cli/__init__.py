@@ -18,7 +18,7 @@ from typing import Iterable, NoReturn, Sequence
 
 from .. import __version__
 from ..errors import StoreStudioError
-from . import exits
+from . import exits, terminal
 from .exits import UsageError
 
 # Each subcommand is a module named after it, imported only when it is run or listed: a command pays for
@@ -31,10 +31,20 @@ def subcommand(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{name}")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors (which quote the words typed, file names among them) are
+    escaped like every other line the command line writes."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        terminal.err(f"{self.prog}: error: {message}")
+        sys.exit(exits.USAGE)
+
+
 def parser(commands: Iterable[str] = COMMANDS) -> argparse.ArgumentParser:
     """The command line with ``commands`` registered (all of them for help and usage errors)."""
-    root = argparse.ArgumentParser(prog="store-studio", description="Inspect and convert Burnpack, SafeTensors "
-                                   "and PyTorch model files.", epilog=exits.SUMMARY)
+    root = Parser(prog="store-studio", description="Inspect and convert Burnpack, SafeTensors and PyTorch model "
+                  "files.", epilog=exits.SUMMARY)
     root.add_argument("--version", action="version", version=f"store-studio {__version__}")
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in commands:
@@ -59,6 +69,7 @@ def needed(args: Sequence[str]) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    terminal.prepare_streams()
     words = list(sys.argv[1:] if argv is None else argv)
     args = parser(needed(words)).parse_args(words)
     try:
@@ -85,11 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def show_warning(message: Warning | str, *args: object, **kwargs: object) -> None:
-    print(f"store-studio: warning: {message}", file=sys.stderr)
+    terminal.err(f"store-studio: warning: {message}")
 
 
 def fail(message: str, code: int) -> int:
-    print(message, file=sys.stderr)
+    """``message`` as one line on stderr (a name in it may hold newlines and escapes), and ``code``."""
+    terminal.err(message)
     return code
 
 

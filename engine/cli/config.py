@@ -7,12 +7,12 @@ tensors, or only the branch at a dotted key.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ..errors import FormatError
 from ..formats import open_store
 from ..segments import parse_index
+from . import terminal
 
 NAME = "config"
 
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
             if values is _MISSING:
                 keys = ", ".join(repr(k) for k in store.values) if isinstance(store.values, dict) else "none"
                 raise FormatError(store.path, f"has no value at {args.key!r}; its top-level keys are: {keys or 'none'}")
-    print(json.dumps(values, indent=2, ensure_ascii=False, default=str))
+    terminal.document(values, ascii_only=False)
     return 0
 
 

@@ -1,7 +1,8 @@
 """``store-studio convert IN [IN...] OUT``: copy models into Burnpack or SafeTensors, streaming and atomic.
 
 Surgery flags (filters, remaps, adapters, module kinds, casts) build a recipe; ``--recipe`` loads
-one and the flags extend it; ``--save-recipe`` writes the result; ``--dry-run`` prints the plan and
+one and the flags extend it; ``--save-recipe`` writes the result (as OUT is written: atomically, an existing file
+only with ``--overwrite``, never over a file the command reads); ``--dry-run`` prints the plan and
 writes nothing. With ``--template``, the alignment against the target model is printed, and a shape
 mismatch (unless ``--no-validate``) or a missing tensor (unless ``--allow-partial``) stops the
 conversion with exit 3; so do decisions resting on a name alone under ``--strict``.
@@ -10,21 +11,22 @@ conversion with exit 3; so do decisions resting on a name alone under ``--strict
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from .. import humanize
 from ..burn_versions import CHOICES, NEWEST, parse_burn_version
 from ..errors import ExportError, FormatError, RecipeError
 from ..export import export
-from ..formats import format_for_path, open_store
-from ..locations import is_url
+from ..formats import format_for_path, open_store, open_template
+from ..locations import Location, is_url
 from ..metadata_keys import carried_fields, carried_scalars
-from ..store import Store
-from . import exits, progress
+from ..store import Store, TensorEntry
+from . import exits, progress, terminal
 from .exits import UsageError
+from .inspect import branches_of, top_level_key_flag
 
 if TYPE_CHECKING:
     from ..surgery.plan import Plan
@@ -40,7 +42,7 @@ CASTS = ("bf16", "f16", "f32")
 # Flags that need a recipe and a plan; a conversion without any copies one file as it is, without them.
 SURGERY_FLAGS = ("include", "exclude", "remap", "adapter", "contiguous_indices", "skip_enum_variants",
                  "fuse_weight_norm", "cast", "module", "strict", "template", "allow_partial", "no_validate",
-                 "dry_run", "recipe", "save_recipe")
+                 "dry_run", "recipe", "save_recipe", "fit")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="input files or http(s):// and hf:// addresses (merged in order) and the output")
     p.add_argument("--format", choices=sorted(FORMATS), help="output format (default: from OUT's extension)")
     p.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE", help="add output metadata")
-    p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    p.add_argument("--overwrite", action="store_true", help="replace OUT (and --save-recipe's FILE) if it exists")
     add_burn_version_flag(p)
     p.add_argument("--dequantize", action="store_true",
                    help="write quantized tensors as their F32 values (SafeTensors has no quantized dtype)")
@@ -68,10 +70,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--module", action="append", default=[], metavar="PATH=TYPE",
                    help="settle a module's type (Linear, Embedding, LayerNorm, RmsNorm, PRelu, EnumVariant, ...)")
     s.add_argument("--strict", action="store_true", help="refuse (exit 3) while any decision rests on a name alone")
-    s.add_argument("--template", metavar="FILE", help="check the result against a file saved from the target model")
+    s.add_argument("--template", metavar="FILE",
+                   help="check the result against a file saved from the target model, or its Rust source (model.rs "
+                        "or the crate's src/, ::Struct to name the model)")
     s.add_argument("--allow-partial", action="store_true", help="with --template: convert even if tensors are missing")
     s.add_argument("--no-validate", action="store_true",
                    help="with --template: write even if shapes differ from the template's")
+    s.add_argument("--fit", action="store_true",
+                   help="with --template: first make the recipe changes that load the most of its tensors (printed)")
     s.add_argument("--clear-metadata", action="store_true", help="do not carry the sources' metadata over")
     s.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     s.add_argument("--recipe", metavar="FILE", help="start from a saved recipe (flags add to it)")
@@ -98,14 +104,17 @@ def parse_metadata(pairs: list[str]) -> dict[str, str]:
 
 
 def check_patterns(args: argparse.Namespace) -> None:
-    """A regex typed on the command line that does not compile is a usage error (2), not a file's (1)."""
+    """A regex on the command line that burn-store's regex refuses, or that cannot be matched as it would
+    (``engine.rust_regex``), is a usage error (2), not a file's (1); so are patterns past the budget together."""
+    from ..rust_regex import pattern_budget
     from ..surgery.filters import compile_pattern
     from ..surgery.remap import RemapRule, compile_rules
     try:
-        for flag in ("include", "exclude"):
-            for pattern in getattr(args, flag):
-                compile_pattern(pattern, f"--{flag}")
-        compile_rules([RemapRule(p, r) for p, r in args.remap])
+        with pattern_budget():
+            for flag in ("include", "exclude"):
+                for pattern in getattr(args, flag):
+                    compile_pattern(pattern, f"--{flag}")
+            compile_rules([RemapRule(p, r) for p, r in args.remap])
     except RecipeError as exc:
         raise UsageError(str(exc)) from None
 
@@ -214,7 +223,8 @@ def copy_one(args: argparse.Namespace, source: str, output: str) -> int:
             out = export(store.entries, output, fmt, metadata={**extra, **metadata, **extra},
                          scalars=carried_scalars([store], fmt), overwrite=args.overwrite, progress=report,
                          burn_version=version, dequantize=args.dequantize)
-    print(f"wrote {out}", file=sys.stderr)
+        terminal.err(f"wrote {out}")
+        say_included(store)
     return 0
 
 
@@ -227,15 +237,21 @@ def run_recipe(args: argparse.Namespace, inputs: list[str], output: str) -> int:
     recipe = build_recipe(args, inputs, modules)
     if not recipe.sources:
         raise UsageError("give at least one input and an output (or a --recipe with sources)")
+    if args.fit and not recipe.template:
+        raise UsageError("--fit fits the recipe to a target model: give --template FILE (or a --recipe that names one)")
     fmt = FORMATS[args.format] if args.format else None
     if not args.dry_run:
         check_destination(output, fmt, args.overwrite)
+    named = [output, *([args.recipe] if args.recipe else [])]  # besides the recipe's own sources and template
     if args.save_recipe:
-        recipe.save(args.save_recipe)
-        print(f"saved recipe {args.save_recipe}", file=sys.stderr)
+        recipe.check_destination(args.save_recipe, overwrite=args.overwrite, keep=named)
     with ExitStack() as stack:
         stores = open_sources(recipe, stack, recipe.template)
-        template = stack.enter_context(open_store(recipe.template)) if recipe.template else None
+        template = stack.enter_context(open_template(recipe.template, recipe.burn_version)) if recipe.template else None
+        if args.fit:
+            recipe, stores = fitted(recipe, stores, template, output, stack)
+        if args.save_recipe:
+            save_recipe(recipe, args, [*named, *files_of([*stores, template])])
         result = plan(stores, recipe, template=template)
         if args.dry_run:
             print_plan(result)
@@ -246,10 +262,61 @@ def run_recipe(args: argparse.Namespace, inputs: list[str], output: str) -> int:
         with progress.line(args, f"writing {Path(output).name}") as report:
             out = result.export(output, fmt, metadata={**metadata, **recipe.metadata}, scalars=scalars,
                                 overwrite=args.overwrite, progress=report, dequantize=args.dequantize)
-    print(f"wrote {out}", file=sys.stderr)
+        terminal.err(f"wrote {out}")
+        written = {id(entry) for tensor in result.tensors for entry in tensor.inputs}
+        for store in stores:
+            say_included(store, [e for e in store.entries if id(e) in written], len(stores) > 1)
     for guess in result.guesses:
-        print(guess.line(), file=sys.stderr)
+        terminal.err(guess.line())
     return 0
+
+
+def say_included(store: Store, written: Iterable[TensorEntry] | None = None, named: bool = False) -> None:
+    """A training checkpoint converted whole (burn-store's semantics, kept) says in one line what went in beside
+    the model weights (its ``written`` tensors: all by default), and the ``--top-level-key`` that leaves it out."""
+    found = branches_of(store, written)
+    if found is None:
+        return
+    besides = ", ".join(f"{b.key} ({b.amount()})" for b in found.besides_weights)
+    if found.weights is None:
+        text = f"included {len(found.branches)} top-level branches: {besides} — --top-level-key KEY reads one alone"
+    else:
+        text = (f"included beside the model weights: {besides} — {top_level_key_flag(found.weights.key)} converts "
+                "the weights alone")
+    terminal.err(f"{store.path.name}: {text}" if named else text)
+
+
+def fitted(recipe: Recipe, stores: list[Store], template: Store, output: str,
+           stack: ExitStack) -> tuple[Recipe, list[Store]]:
+    """``--fit``: the recipe with the chain of changes that makes the most of the template's tensors load
+    (engine ``fit``), printed as the command that replays it and one line per change, and the sources as its
+    plan reads them (opened again at a top-level key the chain reads)."""
+    from ..surgery.printers import as_cli
+    from ..surgery.suggest import fit, reopen_at_key
+    made = fit(stores, recipe, template, template=template, reopen=reopen_at_key)
+    if not made.steps:
+        done = made.report.ok and not made.report.dtype_differences
+        terminal.out("fit: nothing to change: every tensor the template wants loads" if done else
+                     "fit: no change makes more of the template's tensors load")
+        return recipe, stores
+    terminal.code(f"fit: {as_cli(made.recipe, output)}")
+    for step in made.steps:
+        terminal.out(step.line("fit"))
+    if made.recipe.top_level_key != recipe.top_level_key:
+        stores = open_sources(made.recipe, stack, made.recipe.template)
+    return made.recipe, stores
+
+
+def files_of(stores: Iterable[Store | None]) -> list[Location]:
+    """Every file the open stores read: a sharded checkpoint's index and each of its shards."""
+    return [file for store in stores if store is not None for file in store.files]
+
+
+def save_recipe(recipe: Recipe, args: argparse.Namespace, keep: Iterable[str | os.PathLike]) -> None:
+    """``--save-recipe FILE``, once the sources are open: checked again with their shards among the files
+    (``keep``) it must never replace, then written atomically (``--overwrite`` replaces an existing FILE)."""
+    recipe.save(args.save_recipe, overwrite=args.overwrite, keep=keep)
+    terminal.err(f"saved recipe {args.save_recipe}")
 
 
 def refusal(result: Plan, template: Store | None, args: argparse.Namespace) -> int:
@@ -257,30 +324,31 @@ def refusal(result: Plan, template: Store | None, args: argparse.Namespace) -> i
     from ..surgery.align import align
     empty = result.emptied_by()
     if empty:
-        print(f"store-studio: nothing to write: {empty}", file=sys.stderr)
+        terminal.err(f"store-studio: nothing to write: {empty}")
         return 1
     if template is not None:
         report = align(result, template)
-        print("\n".join(report.lines()))
+        for line in report.lines():
+            terminal.out(line)
         if report.shape_mismatches and not args.no_validate:
             count = len(report.shape_mismatches)
-            print(f"store-studio: {humanize.plural(count, 'tensor')} {'has' if count == 1 else 'have'} another shape "
-                  "than the template's (listed above); nothing written (--no-validate writes anyway)", file=sys.stderr)
+            terminal.err(f"store-studio: {humanize.plural(count, 'tensor')} {'has' if count == 1 else 'have'} another "
+                         "shape than the template's (listed above); nothing written (--no-validate writes anyway)")
             return EXIT_MISSING
         if report.shape_mismatches and not args.dry_run:
-            print(f"store-studio: --no-validate: writing {humanize.plural(len(report.shape_mismatches), 'tensor')} "
-                  "whose shape differs from the template's", file=sys.stderr)
+            count = len(report.shape_mismatches)
+            terminal.err(f"store-studio: --no-validate: writing {humanize.plural(count, 'tensor')} whose shape "
+                         "differs from the template's")
         if report.missing and not result.recipe.allow_partial:
-            print(f"store-studio: {humanize.plural(len(report.missing), 'tensor')} the template wants "
-                  f"{'is' if len(report.missing) == 1 else 'are'} missing (use --allow-partial to convert anyway)",
-                  file=sys.stderr)
+            terminal.err(f"store-studio: {humanize.plural(len(report.missing), 'tensor')} the template wants "
+                         f"{'is' if len(report.missing) == 1 else 'are'} missing (use --allow-partial to convert "
+                         "anyway)")
             return EXIT_MISSING
     if args.strict and result.guesses:
         for guess in [] if args.dry_run else result.guesses:  # a dry run listed them already
-            print(guess.line(), file=sys.stderr)
-        print(f"store-studio: --strict: {humanize.plural(len(result.guesses), 'tensor')} "
-              f"{'rests' if len(result.guesses) == 1 else 'rest'} on a guess (listed above); nothing written",
-              file=sys.stderr)
+            terminal.err(guess.line())
+        terminal.err(f"store-studio: --strict: {humanize.plural(len(result.guesses), 'tensor')} "
+                     f"{'rests' if len(result.guesses) == 1 else 'rest'} on a guess (listed above); nothing written")
         return EXIT_MISSING
     return 0
 
@@ -291,21 +359,20 @@ def print_plan(result: Plan) -> None:
     rows = [(t.name, str(t.dtype), humanize.shape(t.shape), f"[{t.module}]",
              "from " + (t.source_name if t.source_name == t.name else f"{t.source_name} -> {t.name}"))
             for t in result.tensors]
-    widths = [max((len(row[i]) for row in rows), default=0) for i in range(4)]
-    for t, row in zip(result.tensors, rows):
-        print("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[4]]))
+    for t, line in zip(result.tensors, terminal.aligned(rows)):
+        terminal.out(line)
         for op in t.operations:
-            print(f"    {op}")
+            terminal.out(f"    {op}")
     for d in result.dropped:
         seen = f" as {d.matched}" if d.matched and d.matched != d.name else ""
-        print(f"dropped {d.name}{seen} ({d.reason})")
+        terminal.out(f"dropped {d.name}{seen} ({d.reason})")
     for o in result.overrides:
-        print(f"override {o.name}: {o.kept} replaces {o.replaced}")
+        terminal.out(f"override {o.name}: {o.kept} replaces {o.replaced}")
     for c in result.conflicts:
-        print(f"conflict: {c}")
+        terminal.out(f"conflict: {c}")
     for h in result.rule_hits:
-        print(f"rule {h.rule}: {humanize.plural(h.count, 'tensor')}")
-    print(f"{humanize.plural(len(result.tensors), 'tensor')} out, {len(result.dropped)} dropped, "
-          f"{humanize.plural(len(result.conflicts), 'conflict')}, {len(result.guesses)} guessed")
+        terminal.out(f"rule {h.rule}: {humanize.plural(h.count, 'tensor')}")
+    terminal.out(f"{humanize.plural(len(result.tensors), 'tensor')} out, {len(result.dropped)} dropped, "
+                 f"{humanize.plural(len(result.conflicts), 'conflict')}, {len(result.guesses)} guessed")
     for guess in result.guesses:
-        print(guess.line())
+        terminal.out(guess.line())

@@ -3,25 +3,27 @@
 With ``--recipe``, A is read through the recipe's plan, so a source and the file exported from it
 compare identical when the only changes are the recipe's own. With ``--suggest``, B is the target model
 (a template) and the recipe changes that make A load into it are printed, one ``suggest:`` line each,
-each proven on top of the ones before (engine ``suggest_recipe``); ``--save-recipe`` saves the recipe
-they make, with A as its source and B as its template, for ``convert --recipe``.
+each proven on top of the ones before (engine ``fit``: changes searched together, where one alone loads
+nothing, as a Lightning checkpoint's key and prefix); ``--save-recipe`` saves the recipe
+they make, with A as its source and B as its template, for ``convert --recipe`` (as ``convert`` saves one: never
+over A, B or their shards, an existing file only with ``--overwrite``, atomically).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from ..formats import open_store
+from ..formats import open_store, open_template
+from ..surgery.align import AlignmentReport, align
 from ..surgery.diff import DiffReport, diff
-from ..surgery.plan import plan
+from ..surgery.plan import Plan, plan
 from ..store import Store
 from ..surgery.recipe import Recipe, SourceSpec
-from ..surgery.suggest import Suggestion, suggest_recipe
-from . import exits, progress
+from ..surgery.suggest import Step, fit, reopen_at_key
+from . import exits, progress, terminal
+from .convert import files_of, save_recipe
 from .exits import UsageError
 
 NAME = "diff"
@@ -40,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suggest", action="store_true",
                    help="print the recipe changes that make A load into B (B: a file saved from the target model)")
     p.add_argument("--save-recipe", metavar="FILE", help="with --suggest: save the recipe the suggestions make")
+    p.add_argument("--overwrite", action="store_true", help="with --save-recipe: replace FILE if it exists")
     progress.add_quiet_flag(p)
     p.set_defaults(run=run)
 
@@ -48,46 +51,68 @@ def run(args: argparse.Namespace) -> int:
     if args.save_recipe and not args.suggest:
         raise UsageError("--save-recipe saves what --suggest finds: give --suggest too")
     recipe = Recipe.load(args.recipe) if args.recipe else None
+    named = [args.a, args.b, *([args.recipe] if args.recipe else [])]
+    base = suggestion_base(args, recipe)
+    if args.save_recipe:  # before A and B are read, so that a refused FILE leaves every file as it was
+        base.check_destination(args.save_recipe, overwrite=args.overwrite, keep=named)
     key = recipe and (recipe.top_level_key or next((s.top_level_key for s in recipe.sources if s.top_level_key), None))
     with ExitStack() as stack:
         a = stack.enter_context(open_store(args.a, **({"top_level_key": key} if key else {})))
-        b = stack.enter_context(open_store(args.b))
+        b = stack.enter_context(open_template(args.b, base.burn_version))
         left = plan([a], recipe) if recipe else a
-        with progress.line(args, "comparing") as report_progress:
-            report = diff(left, b, values=not args.no_values, rtol=args.rtol, atol=args.atol, progress=report_progress)
-        steps = suggestions(args, a, b, recipe) if args.suggest else []
+        report = compare(args, left, b)
+        steps = suggestions(args, a, b, base, named) if args.suggest else ()
     if args.json:
-        print(json.dumps({**report.to_json(), **({"suggestions": [s.line() for s in steps]} if args.suggest else {})},
-                         indent=2))
+        terminal.document({**report.to_json(), **({"suggestions": [s.line() for s in steps]} if args.suggest else {})})
     else:
         print_report(report)
         for step in steps:
-            print(step.line())
-    return exits.DIFFERS if args.exit_code and not report.all_identical else exits.OK
+            terminal.out(step.line())
+    same = report.all_identical if isinstance(report, DiffReport) else report.ok
+    return exits.DIFFERS if args.exit_code and not same else exits.OK
 
 
-def suggestions(args: argparse.Namespace, a: Store, b: Store, recipe: Recipe | None) -> list[Suggestion]:
-    """The suggestion chain for A into B; saved as a recipe (A its source, B its template) with ``--save-recipe``."""
+def compare(args: argparse.Namespace, left: Store | Plan, b: Store) -> DiffReport | AlignmentReport:
+    """The tensor-by-tensor diff; against a model read from its Rust source (names and shapes, no values), the
+    alignment: what would load, what is missing, what has another shape or one set at run time."""
+    if not b.has_values:
+        return align(left, b)
+    with progress.line(args, "comparing") as report_progress:
+        return diff(left, b, values=not args.no_values, rtol=args.rtol, atol=args.atol, progress=report_progress)
+
+
+def suggestion_base(args: argparse.Namespace, recipe: Recipe | None) -> Recipe:
+    """The recipe the suggestions start from: ``--recipe``'s, with A as its source and B as its template where
+    it names none (what ``--save-recipe`` saves, the suggestions added)."""
     base = recipe or Recipe()
     if not base.sources:
         base = base.with_changes(sources=(SourceSpec(str(Path(args.a).absolute())),))
     if not base.template:
         base = base.with_changes(template=str(Path(args.b).absolute()))
-    made, steps = suggest_recipe([a], base, b, template=b,
-                                 reopen=lambda store, key: open_store(store.path, top_level_key=key))
+    return base
+
+
+def suggestions(args: argparse.Namespace, a: Store, b: Store, base: Recipe, named: list[str]) -> tuple[Step, ...]:
+    """The suggestion chain for A into B from ``base``; saved as a recipe with ``--save-recipe``, never over
+    ``named`` files nor A's or B's shards."""
+    made = fit([a], base, b, template=b, reopen=reopen_at_key)
     if args.save_recipe:
-        made.save(args.save_recipe)
-        print(f"saved recipe {args.save_recipe}", file=sys.stderr)
-    return steps
+        save_recipe(made.recipe, args, [*named, *files_of([a, b])])
+    return made.steps
 
 
-def print_report(report: DiffReport) -> None:
+def print_report(report: DiffReport | AlignmentReport) -> None:
+    if isinstance(report, AlignmentReport):
+        for line in report.lines():
+            terminal.out(line)
+        return
     for t in report.tensors:
         detail = ""
         if t.status in ("shape_mismatch", "dtype_mismatch"):
             detail = f"  {t.dtype_a} {list(t.shape_a or ())} vs {t.dtype_b} {list(t.shape_b or ())}"
         if t.max_abs is not None and t.status != "identical":
             detail += f"  max |a-b| {t.max_abs:.6g}, mean {t.mean_abs:.6g}, allclose {'yes' if t.allclose else 'no'}"
-        print(f"{t.status:<14} {t.name}{detail}")
+        terminal.out(f"{t.status:<14} {t.name}{detail}")
     summary = report.summary
-    print(", ".join(f"{summary[k]} {k.replace('_', ' ')}" for k in summary if k != "total" and summary[k]) or "nothing to compare")
+    terminal.out(", ".join(f"{summary[k]} {k.replace('_', ' ')}" for k in summary if k != "total" and summary[k])
+               or "nothing to compare")

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
-from typing import Any
+import shlex
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .. import humanize
 from ..burn_compat import burn_compatibility
 from ..formats import open_store
 from ..quantized import scheme_description
-from ..store import Store
+from ..store import Store, TensorEntry
+from . import terminal
+
+if TYPE_CHECKING:
+    from ..formats.pytorch.branches import CheckpointBranches
 
 NAME = "inspect"
 
@@ -43,7 +47,31 @@ def summary(store: Store) -> dict[str, Any]:
         **({"refused_by_torch_weights_only": list(foreign)}
            if (foreign := getattr(store, "foreign_classes", ())) else {}),
         **({"guessed_keys": list(keys)} if (keys := getattr(store, "guessed_keys", ())) else {}),
+        **branches_summary(branches_of(store)),
     }
+
+
+def branches_of(store: Store, entries: Iterable[TensorEntry] | None = None) -> CheckpointBranches | None:
+    """A training checkpoint's top-level branches, of ``entries`` (all by default): None for one branch, a plain
+    state_dict or another format, which never loads the PyTorch reader to find that out."""
+    if store.format != "pytorch":
+        return None
+    from ..formats.pytorch.branches import checkpoint_branches
+    return checkpoint_branches(store, entries)
+
+
+def branches_summary(found: CheckpointBranches | None) -> dict[str, Any]:
+    """``inspect --json``'s ``branches``: each top-level key holding tensors, and the one the weights are under."""
+    if found is None:
+        return {}
+    return {"branches": [{"key": b.key, "kind": b.kind, "tensors": b.tensors, "bytes": b.nbytes,
+                          **({"holds": list(b.leaves)} if b.leaves else {})} for b in found.branches],
+            **({"weights_key": found.weights.key} if found.weights else {})}
+
+
+def top_level_key_flag(key: str) -> str:
+    """``--top-level-key state_dict`` as a shell takes it back, whatever the file named the key."""
+    return f"--top-level-key {shlex.quote(key)}"
 
 
 def burn_summary(store: Store) -> dict[str, Any]:
@@ -59,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     options = {"top_level_key": args.top_level_key} if args.top_level_key else {}
     with open_store(args.file, **options) as store:
         if args.json:
-            print(json.dumps(summary(store), indent=2, default=str))
+            terminal.document(summary(store))
         else:
             print_table(store)
     return 0
@@ -68,27 +96,41 @@ def run(args: argparse.Namespace) -> int:
 def print_table(store: Store) -> None:
     rows = [(e.name, str(e.dtype), humanize.shape(e.shape), humanize.count(e.numel), humanize.size(e.nbytes))
             for e in store.entries]
-    header = ("name", "dtype", "shape", "parameters", "size")
-    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(5)]
-    print(f"{store.path.name} · {store.description}")
+    header, *lines = terminal.aligned([("name", "dtype", "shape", "parameters", "size"), *rows], right_from=3)
+    terminal.out(f"{store.path.name} · {store.description}")
     if store.note:
-        print(f"note: {store.note}")
+        terminal.out(f"note: {store.note}")
     burn = burn_compatibility(store)
     if burn is not None:
-        print(f"loads in: {burn.describe()}")
+        terminal.out(f"loads in: {burn.describe()}")
         for version, reason in burn.reasons:
-            print(f"  not Burn {version.value}: {reason}")
-    line = "  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))
-    print(line)
-    for row, entry in zip(rows, store.entries):
-        print("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+            terminal.out(f"  not Burn {version.value}: {reason}")
+    terminal.out(header)
+    for line, entry in zip(lines, store.entries):
+        terminal.out(line)
         if entry.dtype.kind == "quantized":
-            print(f"    {scheme_description(entry.dtype)}")
-    print(f"{humanize.plural(len(store.entries), 'tensor')} · {humanize.plural(store.total_params, 'parameter')} · "
-          f"{humanize.size(store.total_bytes)}")
+            terminal.out(f"    {scheme_description(entry.dtype)}")
+    terminal.out(f"{humanize.plural(len(store.entries), 'tensor')} · "
+                 f"{humanize.plural(store.total_params, 'parameter')} · {humanize.size(store.total_bytes)}")
     for key, value in store.metadata.items():
-        print(f"  {key} = {value}")
+        terminal.out(f"  {key} = {value}")
     for key, value in store.scalars.items():
-        print(f"  scalar {key} = {value}")
+        terminal.out(f"  scalar {key} = {value}")
     for name in getattr(store, "foreign_classes", ()):
-        print(f"  class torch.load(weights_only=True) refuses: {name}")
+        terminal.out(f"  class torch.load(weights_only=True) refuses: {name}")
+    print_branches(branches_of(store))
+
+
+def print_branches(found: CheckpointBranches | None) -> None:
+    """One line per top-level branch holding tensors (what it looks like, how many, their size), then the
+    ``--top-level-key`` that reads the model weights alone."""
+    if found is None:
+        return
+    terminal.out(f"the tensors sit under {len(found.branches)} top-level keys:")
+    rows = [(f"  {b.key}", b.describe(), humanize.plural(b.tensors, "tensor"), humanize.size(b.nbytes))
+            for b in found.branches]
+    for line in terminal.aligned(rows, right_from=2):
+        terminal.out(line)
+    weights = found.weights
+    terminal.out(f"use {top_level_key_flag(weights.key)} for the model weights alone" if weights else
+                 "use --top-level-key KEY to read one branch alone")

@@ -16,8 +16,9 @@ from ..burn_versions import NEWEST, parse_burn_version
 from ..errors import StoreStudioError
 from ..export import export
 from ..formats import SNIFF_BYTES, burn_record, open_store
+from ..formats.regular_files import open_regular
 from ..metadata_keys import carried_fields
-from . import progress
+from . import progress, terminal
 from .convert import add_burn_version_flag
 
 NAME = "migrate"
@@ -35,11 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def find_records(folder: Path) -> list[Path]:
-    """Every file under ``folder`` whose content is a Burn record, in path order."""
+    """Every file under ``folder`` whose content is a Burn record, in path order (only regular files: a FIFO
+    put there, even between the listing and the read, is skipped rather than waited on)."""
     found = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         try:
-            with path.open("rb") as f:
+            with open(open_regular(path)[0], "rb") as f:
                 head = f.read(SNIFF_BYTES)
         except OSError:
             continue
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         shown = f"{path.relative_to(folder)} -> {dest.name}"
         if dest.exists() or dest in planned:
             counts["skipped"] += 1
-            print(f"skipped   {path.relative_to(folder)}: {dest.name} already exists")
+            terminal.out(f"skipped   {path.relative_to(folder)}: {dest.name} already exists")
             continue
         planned.add(dest)
         try:
@@ -86,11 +88,11 @@ def run(args: argparse.Namespace) -> int:
                 written += store.total_bytes
         except StoreStudioError as exc:
             counts["failed"] += 1
-            print(f"failed    {path.relative_to(folder)}: {exc}")
+            terminal.out(f"failed    {path.relative_to(folder)}: {exc}")
             continue
         counts["converted"] += 1
-        print(f"{'would convert' if args.dry_run else 'converted'} {shown} ({detail})")
+        terminal.out(f"{'would convert' if args.dry_run else 'converted'} {shown} ({detail})")
     verb = "would migrate" if args.dry_run else "migrated"
-    print(f"{verb} {counts['converted']} of {humanize.plural(len(records), 'record')} in {folder} ({humanize.size(written)}): "
-          f"{counts['skipped']} skipped, {counts['failed']} failed")
+    terminal.out(f"{verb} {counts['converted']} of {humanize.plural(len(records), 'record')} in {folder} "
+                 f"({humanize.size(written)}): {counts['skipped']} skipped, {counts['failed']} failed")
     return 1 if counts["failed"] else 0

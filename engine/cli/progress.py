@@ -38,7 +38,8 @@ class ProgressLine:
 
     def __init__(self, label: str, stream: TextIO, *, active: bool = True,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.label, self.stream, self.active, self.clock = label, stream, active, clock
+        # the label names a file (one a folder being migrated holds): only ERASE is ours to send as control
+        self.label, self.stream, self.active, self.clock = humanize.printable(label), stream, active, clock
         self.started = clock()
         self.drawn_at: float | None = None
 

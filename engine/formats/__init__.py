@@ -11,7 +11,7 @@ import importlib
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..collector import collector_paused
 from ..errors import FormatError
@@ -19,6 +19,9 @@ from ..locations import RemoteLocation
 from ..store import Store
 from . import burnpack, safetensors
 from .source import ByteSource, open_source
+
+if TYPE_CHECKING:
+    from ..burn_versions import BurnVersion
 
 SNIFF_BYTES = 4096
 ZIP_SIGNATURE = b"PK\x03\x04"  # a zip's local file header: PyTorch's current layout
@@ -57,6 +60,17 @@ def open_store(where: "str | os.PathLike | RemoteLocation | ByteSource", **optio
     except BaseException:
         source.close()
         raise
+
+
+def open_template(where: "str | os.PathLike | RemoteLocation", burn_version: "BurnVersion | None" = None) -> Store:
+    """Open what a template path names: the model's Rust source (a ``.rs`` file or a folder, optionally
+    ``::Struct``; read as Burn ``burn_version`` saves it, the newest by default), else a model file as
+    ``open_store`` opens it. Every template picker and ``--template`` come here."""
+    from .rust_model import is_rust_source, open_rust_template  # light: tree-sitter loads only to parse
+    if is_rust_source(where):
+        from ..burn_versions import NEWEST
+        return open_rust_template(where, burn_version or NEWEST)  # type: ignore[arg-type]
+    return open_store(where)
 
 
 def _readers_for(head: bytes) -> Iterator[ModuleType]:

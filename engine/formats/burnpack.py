@@ -51,7 +51,12 @@ class BurnpackStore(RangeStore):
     def read_entry(self, entry: TensorEntry) -> np.ndarray:
         if entry.dtype.kind != "quantized":
             return super().read_entry(entry)
-        return quantized.dequantize(self.read_quantized(entry.name), entry.dtype.quant_scheme)
+        self._check_open()
+        from ..chunked import dequantized_values  # numpy: not at start-up
+        try:
+            return dequantized_values(entry).array()  # a step at a time: only the F32 result is held whole
+        except quantized.SchemeError as exc:
+            raise FormatError(self.path, f"tensor {entry.name!r}: {exc}") from None
 
     def read_quantized(self, name: str) -> quantized.QuantizedValues:
         """A quantized tensor's integers and scales as stored (FormatError when they cannot be decoded)."""

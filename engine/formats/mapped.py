@@ -18,7 +18,6 @@ import math
 import mmap
 import operator
 import os
-import stat
 from itertools import chain, compress, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -27,6 +26,7 @@ from .. import humanize
 from ..errors import FormatError, shown
 from ..locations import Location
 from ..store import CHUNK, Store, TensorEntry, make_entries
+from .regular_files import NotRegularFile, open_regular
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,20 +43,18 @@ def changed_on_disk(path: str | os.PathLike) -> FormatError:
 
 
 class MappedFile:
-    """The local ``ByteSource``: positioned reads, a lazy memory map for very large values, change checks."""
+    """The local ``ByteSource``: positioned reads, a lazy memory map for very large values, change checks.
+
+    Only a regular file is opened (``regular_files``): a FIFO, device, socket or folder is refused by its kind."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = path if isinstance(path, Path) else Path(path)  # a Path is kept: making one again cost 5 us
         try:
-            self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))  # a str as given: a Path's text costs 5 us
-        except IsADirectoryError:
-            raise FormatError(path, "is a folder, not a model file") from None
+            self.fd, info = open_regular(path)  # a str as given: a Path's text costs 5 us
+        except NotRegularFile as exc:
+            raise FormatError(path, "is a folder, not a model file" if exc.kind == "folder" else exc.strerror) from None
         except OSError as exc:
             raise FormatError(path, f"cannot open it in {self.path.absolute().parent}: {exc.strerror or exc}") from None
-        info = os.fstat(self.fd)
-        if stat.S_ISDIR(info.st_mode):  # Linux opens a folder read-only; reading it then fails
-            os.close(self.fd)
-            raise FormatError(path, "is a folder, not a model file")
         self.size = info.st_size
         self._seen = (info.st_size, info.st_mtime_ns)
         self._map: mmap.mmap | None = None

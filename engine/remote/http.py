@@ -27,29 +27,47 @@ A server that ignores ``Range`` is read by one full download into an unlinked te
 (so nothing is left behind), with a warning, up to ``STORE_STUDIO_MAX_DOWNLOAD`` bytes (default
 2 GiB; suffixes K, M, G, T); above it the file is refused with the variable to raise. Also the
 block cache and ``prefetch`` (a zip's storage headers, 8 requests at once) are here.
+
+Every server is presumed hostile, so every answer is bounded. Its body is read only as far as
+what was asked (the range, else the declared length, within the download limit), never
+decoded (``Accept-Encoding: identity``; an encoded body is refused), and an error's or a
+redirect's body at most ``ERROR_BODY`` bytes; a body that goes on past that loses its
+connection instead of being drained. Each answer has one deadline: urllib3's timeouts bound
+each wait for a byte, so a server trickling a byte a second never trips them; here the time an
+answer keeps us waiting, headers and body together, is added up (``_Deadline``) and may reach
+the timeout plus a second per ``SLOWEST_RATE`` bytes of body asked for, so a slow but real
+download finishes while a trickle is cut; a watchdog thread then shuts the socket, which ends
+the blocked read at once. Headers are data: numbers are ASCII digits of bounded length, and
+a redirect's ``Location`` is checked as the address it names (``hub.origin``). A remote file
+opens at most ``MAX_SIBLINGS`` files beside it (a sharded index's shards).
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 import os
 import queue
 import re
+import socket
 import tempfile
 import threading
 import time
 import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Iterator
 from urllib.parse import urljoin
 
 import numpy as np
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from .. import __version__, humanize
 from ..downloads import report
-from ..errors import FormatError
+from ..errors import FormatError, shown
 from ..formats.mapped import MappedFile
 from ..locations import RemoteLocation
 from ..store import CHUNK
@@ -65,6 +83,10 @@ LOOKBACK = 8  # cached ranges before a read's start that may still hold it (read
 COALESCE = 16 << 10  # prefetched ranges closer than this are fetched as one
 PREFETCH_REQUESTS = 8  # at once, as many as the connection pool keeps per host
 CACHE_BYTES = 32 << 20  # ranges kept per open file
+DOWNLOAD_PIECE = 1 << 20  # a whole download is written this many bytes at a time
+ERROR_BODY = 4 << 10  # of an error's or a redirect's body, read at most this much (its connection is then kept)
+SLOWEST_RATE = 64 << 10  # bytes a second: an answer may take the timeout plus a second per this many bytes asked
+MAX_SIBLINGS = 1000  # shard files one remote index opens: each costs requests and memory, whatever the index says
 MAX_REDIRECTS = 10
 RETRIES_VARIABLE = "STORE_STUDIO_HTTP_RETRIES"
 TIMEOUT_VARIABLE = "STORE_STUDIO_HTTP_TIMEOUT"
@@ -74,8 +96,12 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_DOWNLOAD = 2 << 30
 RETRY_STATUS = {429, 500, 502, 503, 504}
 REDIRECTS = {301, 302, 303, 307, 308}
-_CONTENT_RANGE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+)")
-_SIZE = re.compile(r"(?i)\s*(\d+)\s*([kmgt]?)i?b?\s*")
+# Numbers in headers: ASCII digits only (int() also reads "1²" and Arabic-Indic digits), 19 at most (under 2**63).
+_NUMBER = r"([0-9]{1,19})"
+_HEADER_FORMS = {"Content-Length": (re.compile(_NUMBER), "a length"),
+                 "Content-Range": (re.compile(rf"bytes (?:{_NUMBER}-{_NUMBER}|\*)/{_NUMBER}"),
+                                   "a byte range (bytes FIRST-LAST/SIZE)")}
+_SIZE = re.compile(r"(?i)\s*([0-9]{1,19})\s*([kmgt]?)i?b?\s*")
 
 
 class RemoteWarning(UserWarning):
@@ -105,21 +131,178 @@ class _Dropped(Exception):
     """A transient failure (a connection reset, a timeout, a 5xx): worth another try."""
 
 
+class _Deadline:
+    """The seconds one answer may keep us waiting, headers and body together; a trickling server cannot reset it.
+
+    Only time spent blocked on the server counts (a stream's reader writing to a slow disk costs the server
+    nothing); each read of ``n`` bytes adds ``n / SLOWEST_RATE`` seconds, so a large body that arrives at a
+    real rate is never cut. The socket is set by the connection that reads the answer's headers. (Connecting is
+    bounded apart: by the connect timeout, which CPython's TLS handshake holds as a deadline of its own.)
+    """
+
+    def __init__(self, seconds: float):
+        self.left = seconds
+        self.expired = False
+        self.sock: socket.socket | None = None  # set before any wait
+
+    @contextmanager
+    def waiting(self, nbytes: int = 0) -> Iterator[None]:
+        """Wait on the server for up to ``nbytes`` of body (none: the headers) within what is left."""
+        self.left += nbytes / SLOWEST_RATE
+        started = time.monotonic()
+        _watchdog.arm(self, started + self.left)
+        try:
+            yield
+        finally:
+            _watchdog.disarm(self)
+            self.left -= time.monotonic() - started
+
+    def expire(self) -> None:
+        """Shut the socket: the read blocked on it returns at once (the descriptor is closed by its owner)."""
+        self.expired = True
+        try:
+            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)  # the plain socket's: TLS's would unwrap first
+        except OSError:  # already closed
+            pass
+
+    def dropped(self, exc: BaseException) -> _Dropped:
+        return _Dropped("timed out" if self.expired else _reason(exc))
+
+    def check(self) -> None:
+        """Raise if the deadline passed: a socket shut mid-answer may read as an answer that simply ended."""
+        if self.expired:
+            raise _Dropped("timed out")
+
+
+class _Watchdog:
+    """One thread that expires the deadlines that pass while their answer is being waited for."""
+
+    def __init__(self) -> None:
+        self._due: dict[_Deadline, float] = {}  # armed deadline -> when (time.monotonic)
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: _Deadline, until: float) -> None:
+        with self._changed:
+            self._due[deadline] = until
+            if self._thread is None or not self._thread.is_alive():  # started on first use (and again in a fork)
+                self._thread = threading.Thread(target=self._run, name="store-studio-deadlines", daemon=True)
+                self._thread.start()
+            self._changed.notify()
+
+    def disarm(self, deadline: _Deadline) -> None:
+        with self._changed:
+            self._due.pop(deadline, None)
+
+    def _run(self) -> None:
+        with self._changed:
+            while True:
+                now = time.monotonic()
+                for deadline in [d for d, until in self._due.items() if until <= now]:
+                    del self._due[deadline]
+                    deadline.expire()
+                self._changed.wait(min(self._due.values(), default=now + 60.0) - now)
+
+
+_watchdog = _Watchdog()
+_requesting = threading.local()  # .deadline: the deadline of the request this thread is making
+
+
+class _HeadersOnTime:
+    """A connection that reads an answer's headers under the deadline of the request this thread is making:
+    a server trickling its headers (slow loris) is cut there."""
+
+    sock: socket.socket
+
+    def getresponse(self):  # type: ignore[no-untyped-def]
+        deadline: _Deadline = _requesting.deadline
+        deadline.sock = self.sock
+        with deadline.waiting():
+            return super().getresponse()  # type: ignore[misc]
+
+
+class _Connection(_HeadersOnTime, HTTPConnection):
+    pass
+
+
+class _TlsConnection(_HeadersOnTime, HTTPSConnection):
+    pass
+
+
+class _Pool(HTTPConnectionPool):
+    ConnectionCls = _Connection
+
+
+class _TlsPool(HTTPSConnectionPool):
+    ConnectionCls = _TlsConnection
+
+
 def pool() -> urllib3.PoolManager:
     global _pool
     with _pool_lock:
         if _pool is None:
             _pool = urllib3.PoolManager(num_pools=16, maxsize=8, retries=False,
                                         headers={"User-Agent": f"store-studio/{__version__}"})
+            _pool.pool_classes_by_scheme = {"http": _Pool, "https": _TlsPool}
         return _pool
+
+
+class _Answer:
+    """A server's answer, its body read only through ``read``: never past what was asked, always by its deadline."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse, deadline: _Deadline):
+        self.response = response
+        self.status = response.status
+        self.headers = response.headers
+        self._deadline = deadline
+
+    def read(self, length: int) -> bytes:
+        """At most ``length`` bytes of the body (fewer: it ended); ``_Dropped`` if it breaks off or runs late."""
+        try:
+            with self._deadline.waiting(length):
+                data = self.response.read(length)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise self._deadline.dropped(exc) from None
+        self._deadline.check()
+        traffic.add(len(data))
+        return data
+
+    def read_exactly(self, length: int) -> bytes:
+        data = self.read(length)
+        if len(data) != length:
+            raise _Dropped("the server closed the connection early")
+        return data
+
+    def goes_on(self) -> bool:
+        """Whether the body holds more than was read (a server sending past its declared length)."""
+        try:
+            return not self.response.closed and bool(self.read(1))
+        except _Dropped:  # it broke off instead of ending: nothing more came
+            return False
+
+    def finish(self, rest: int = 0) -> None:
+        """Give the connection back, after reading up to ``rest`` more bytes (a small rest is cheaper to read than
+        a new connection); a body that goes on past that is never drained: its connection is closed. (A body
+        read to its end gave its connection back to the pool already: ``close`` then leaves it open.)"""
+        if rest and not self.response.closed:
+            try:
+                self.read(rest)
+            except _Dropped:
+                pass
+        self.response.close()
+        self.response.release_conn()
 
 
 def retries() -> int:
     return int(_number(RETRIES_VARIABLE, DEFAULT_RETRIES))
 
 
+def timeout_seconds() -> float:
+    return _number(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT)
+
+
 def timeout() -> urllib3.Timeout:
-    seconds = float(_number(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT))
+    seconds = timeout_seconds()
     return urllib3.Timeout(connect=min(seconds, 10.0), read=seconds)
 
 
@@ -133,9 +316,10 @@ def max_download() -> int:
 
 def _number(variable: str, default: float) -> float:
     try:
-        return max(0, float(os.environ[variable]))
+        value = float(os.environ[variable])
     except (KeyError, ValueError):
         return default
+    return max(0.0, value) if math.isfinite(value) else default
 
 
 def check_full_download(where: RemoteLocation, size: int, why: str) -> None:
@@ -151,22 +335,22 @@ def open_remote(target: hub.Target) -> "RemoteFile | DownloadedFile":
     """The remote file at ``target``, read by ranges; or, if its server ignores ranges, a downloaded copy."""
     location = RemoteLocation(target.shown)
     for failure in range(retries() + 1):
-        response, url, _ = _get(location, target, target.url, f"bytes=0-{READ_AHEAD - 1}")
+        answer, url, _ = _get(location, target, target.url, f"bytes=0-{READ_AHEAD - 1}")
         try:
-            if response.status == 200:
-                return _download(location, target, response)
-            return RemoteFile(location, target, url, response)
+            if answer.status == 200:
+                return _download(location, target, answer)
+            return RemoteFile(location, target, url, answer)
         except _Dropped as exc:  # the first block broke off: ask again
             reason = str(exc)
         finally:
-            response.release_conn()
+            answer.finish()
     raise FormatError(location, f"the connection failed {retries() + 1} times while reading the first bytes ({reason})")
 
 
 class RemoteFile:
     """A file on an HTTP(S) server, read by byte ranges: the same methods as the local ``MappedFile``."""
 
-    def __init__(self, location: RemoteLocation, target: hub.Target, url: str, first: urllib3.BaseHTTPResponse):
+    def __init__(self, location: RemoteLocation, target: hub.Target, url: str, first: _Answer):
         self.path = location
         self._target = target
         self._url = url  # where the redirects ended (the Hub's CDN): later ranges go there directly
@@ -178,16 +362,16 @@ class RemoteFile:
         self._stream: _Stream | None = None  # where the last ``chunks`` left off, reading on
         self._stream_lock = threading.Lock()  # one reader at a time uses it
         self.closed = False
-        start, _, total = _content_range(location, first)
+        self._siblings = 0
+        start, last, total = _content_range(location, first)
         self.size = total
         location.size = total
         self._etag = first.headers.get("ETag")
         self._modified = first.headers.get("Last-Modified")
         if first.status == 206 and total:
-            data = _body(first)
-            if start != 0 or len(data) != min(READ_AHEAD, total):
+            if start != 0 or last != min(READ_AHEAD, total) - 1:
                 raise FormatError(location, "the server answered the first byte range with other bytes")
-            self._remember(0, data)
+            self._remember(0, first.read_exactly(last + 1))
 
     # --- the ByteSource protocol ----------------------------------------------------------
     @property
@@ -202,6 +386,7 @@ class RemoteFile:
         return None
 
     def sibling(self, name: str) -> "RemoteFile | DownloadedFile":
+        self._siblings = _open_sibling(self.path, self._siblings)
         return open_remote(self._target.sibling(name))
 
     def prefetch(self, ranges: list[tuple[int, int]]) -> None:
@@ -376,36 +561,32 @@ class RemoteFile:
                 time.sleep(min(2.0, 0.1 * 2 ** failures))
 
     def _request_range(self, start: int, length: int) -> bytes:
-        response = self.open_range(start, length)
+        answer = self.open_range(start, length)
         try:
-            data = _body(response)
-            if len(data) != length:
-                raise _Dropped("the server closed the connection early")
-            return data
+            return answer.read_exactly(length)
         finally:
-            response.release_conn()
+            answer.finish()
 
-    def open_range(self, start: int, length: int) -> urllib3.BaseHTTPResponse:
+    def open_range(self, start: int, length: int) -> _Answer:
         """The answer to one range request, its body unread, checked to hold those bytes of the file opened."""
-        response, _, _ = _get(self.path, self._target, self._url, f"bytes={start}-{start + length - 1}")
+        answer, _, _ = _get(self.path, self._target, self._url, f"bytes={start}-{start + length - 1}")
         try:
-            if response.status != 206:
-                raise FormatError(self.path, f"the server stopped answering byte ranges (HTTP {response.status})")
-            self._check_same(response)
-            first, last, _ = _content_range(self.path, response)
+            if answer.status != 206:
+                raise FormatError(self.path, f"the server stopped answering byte ranges (HTTP {answer.status})")
+            self._check_same(answer)
+            first, last, _ = _content_range(self.path, answer)
             if first != start or last != start + length - 1:
                 raise FormatError(self.path, f"the server sent bytes {first}..{last} when asked for {start}.."
                                              f"{start + length - 1}")
         except BaseException:
-            response.drain_conn()
-            response.release_conn()
+            answer.finish()
             raise
-        return response
+        return answer
 
-    def _check_same(self, response: urllib3.BaseHTTPResponse) -> None:
+    def _check_same(self, answer: _Answer) -> None:
         """Refuse an answer from a file other than the one opened (size, ETag or Last-Modified changed)."""
-        _, _, total = _content_range(self.path, response)
-        etag, modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
+        _, _, total = _content_range(self.path, answer)
+        etag, modified = answer.headers.get("ETag"), answer.headers.get("Last-Modified")
         if total != self.size or (self._etag and etag != self._etag) or (self._modified and modified != self._modified):
             self._changed = True
             raise changed_on_server(self.path)
@@ -477,10 +658,10 @@ class _Stream:
     def _read_span(self, start: int, stop: int) -> int:
         failures = 0
         while start < stop and not self._stop.is_set():
-            response = self.file.open_range(start, stop - start)
+            answer = self.file.open_range(start, stop - start)
             try:
                 while start < stop and not self._stop.is_set():
-                    piece = _piece(response, min(PIECE, stop - start))
+                    piece = answer.read_exactly(min(PIECE, stop - start))
                     self.file.verify()
                     self._put(piece)
                     start += len(piece)
@@ -491,38 +672,14 @@ class _Stream:
                     raise FormatError(self.file.path, f"the connection failed {failures} times while reading bytes "
                                                       f"{start}..{stop} ({exc})") from None
                 time.sleep(min(2.0, 0.1 * 2 ** failures))
-            finally:
-                _finish(response, stop - start)
+            finally:  # a small rest (a stream stopped near its end) is read to keep the connection
+                answer.finish(stop - start if stop - start <= SKIP else 0)
         return start
 
     def _put(self, item: "bytes | BaseException") -> None:
         """Wait for room (the reader takes pieces, or ``close`` empties the queue)."""
         if not self._stop.is_set():
             self._ready.put(item)
-
-
-def _piece(response: urllib3.BaseHTTPResponse, length: int) -> bytes:
-    """The next ``length`` bytes of an answer's body, or ``_Dropped`` if it breaks off first."""
-    try:
-        data = response.read(length)
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise _Dropped(_reason(exc)) from None
-    traffic.add(len(data))
-    if len(data) != length:
-        raise _Dropped("the server closed the connection early")
-    return data
-
-
-def _finish(response: urllib3.BaseHTTPResponse, unread: int) -> None:
-    """Give an answer's connection back: drained when little is left, else closed (a new one is cheaper)."""
-    if 0 < unread <= SKIP:
-        try:
-            response.drain_conn()
-        except (urllib3.exceptions.HTTPError, OSError):
-            pass
-    elif unread:
-        response.close()
-    response.release_conn()
 
 
 class DownloadedFile(MappedFile):
@@ -538,11 +695,21 @@ class DownloadedFile(MappedFile):
             os.unlink(copy)
         self.path = location  # type: ignore[assignment]
         self._target = target
+        self._siblings = 0
         self.note = f"The server ignores byte ranges: the whole file ({humanize.size(self.size)}) was downloaded to " \
                     "read it."
 
     def sibling(self, name: str) -> "RemoteFile | DownloadedFile":  # type: ignore[override]
+        self._siblings = _open_sibling(self.path, self._siblings)
         return open_remote(self._target.sibling(name))
+
+
+def _open_sibling(where: RemoteLocation, opened: int) -> int:
+    """How many siblings a remote file has opened with one more; past ``MAX_SIBLINGS`` the file is refused."""
+    if opened >= MAX_SIBLINGS:
+        raise FormatError(where, f"names more than {MAX_SIBLINGS} shard files, the most a remote index is read with "
+                                 "(each is a request and a header in memory); download the model to open it")
+    return opened + 1
 
 
 def changed_on_server(where: RemoteLocation) -> FormatError:
@@ -550,11 +717,11 @@ def changed_on_server(where: RemoteLocation) -> FormatError:
                               "reopen it to read the new contents")
 
 
-def _download(location: RemoteLocation, target: hub.Target, response: urllib3.BaseHTTPResponse) -> DownloadedFile:
-    length = response.headers.get("Content-Length")
-    if length is None or not length.isdigit():
+def _download(location: RemoteLocation, target: hub.Target, answer: _Answer) -> DownloadedFile:
+    """The whole file from an answer that ignored ``Range``: never more than its declared length (nor the limit)."""
+    if "Content-Length" not in answer.headers:
         raise FormatError(location, "the server ignores byte ranges and does not say the file's size")
-    size = int(length)
+    size = _header_numbers(location, answer, "Content-Length")[0]
     check_full_download(location, size, "the server ignores byte ranges (HTTP Range)")
     warnings.warn(f"{location.name}: the server ignores byte ranges; downloading all {humanize.size(size)} to read it",
                   RemoteWarning, stacklevel=3)
@@ -563,21 +730,22 @@ def _download(location: RemoteLocation, target: hub.Target, response: urllib3.Ba
         with os.fdopen(fd, "wb") as out:
             received = 0
             report(0, size)
-            pieces = response.stream(1 << 20)
-            while True:
+            while received < size:
                 try:
-                    chunk = next(pieces, None)
-                    if chunk is None:
-                        break
-                    out.write(chunk)
-                except (urllib3.exceptions.HTTPError, OSError) as exc:
+                    chunk = answer.read(min(DOWNLOAD_PIECE, size - received))
+                except _Dropped as exc:
                     raise FormatError(location, f"the download broke off after {received} of {size} bytes "
-                                                f"({_reason(exc)})") from None
+                                                f"({exc})") from None
+                if not chunk:
+                    break
+                out.write(chunk)
                 received += len(chunk)
                 report(received, size)  # the window's status bar; it raises to cancel, which removes the copy
-            traffic.add(received)
         if received != size:
             raise FormatError(location, f"the download ended after {received} of {size} bytes")
+        if answer.goes_on():
+            raise FormatError(location, f"the server sent more than the {size} bytes its Content-Length header "
+                                        "declares")
         copy = DownloadedFile(location, target, name)
     except BaseException:
         if os.path.exists(name):
@@ -588,7 +756,7 @@ def _download(location: RemoteLocation, target: hub.Target, response: urllib3.Ba
 
 
 def _get(location: RemoteLocation, target: hub.Target, url: str, byte_range: str) \
-        -> tuple[urllib3.BaseHTTPResponse, str, bool]:
+        -> tuple[_Answer, str, bool]:
     """A GET of ``byte_range`` following redirects hop by hop; the answer, where it came from, and if the token went.
 
     Transient failures (no connection, a timeout, 429/5xx) are retried; other refusals end in one line.
@@ -606,33 +774,62 @@ def _get(location: RemoteLocation, target: hub.Target, url: str, byte_range: str
 
 
 def _get_once(location: RemoteLocation, target: hub.Target, url: str, byte_range: str) \
-        -> tuple[urllib3.BaseHTTPResponse, str, bool]:
+        -> tuple[_Answer, str, bool]:
     for _ in range(MAX_REDIRECTS + 1):
         headers = {"Range": byte_range, "Accept-Encoding": "identity"}
+        # the address was checked (hub.target, _redirect): the parse that decides is the one urllib3 connects by
         sent_token = bool(target.token) and hub.origin(url) == target.token_origin
         if sent_token:
             headers["Authorization"] = f"Bearer {target.token}"
-        try:
-            response = pool().request("GET", url, headers=headers, redirect=False, retries=False,
-                                      preload_content=False, timeout=timeout())
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _Dropped(_reason(exc)) from None
-        traffic.add(requests=1)
-        if response.status in REDIRECTS and response.headers.get("Location"):
-            response.drain_conn()
-            response.release_conn()
-            url = urljoin(url, response.headers["Location"])
+        answer = _request(url, headers)
+        if answer.status in REDIRECTS and answer.headers.get("Location"):
+            answer.finish(ERROR_BODY)
+            url = _redirect(location, url, answer.headers["Location"])
             continue
-        if response.status in RETRY_STATUS:
-            response.drain_conn()
-            response.release_conn()
-            raise _Dropped(f"HTTP {response.status}")
-        if response.status not in (200, 206, 416):
-            response.drain_conn()
-            response.release_conn()
-            raise FormatError(location, _refusal(response.status, sent_token, target.token_origin is not None))
-        return response, url, sent_token
+        if answer.status in RETRY_STATUS:
+            answer.finish(ERROR_BODY)
+            raise _Dropped(f"HTTP {answer.status}")
+        if answer.status not in (200, 206, 416):
+            answer.finish(ERROR_BODY)
+            raise FormatError(location, _refusal(answer.status, sent_token, target.token_origin is not None))
+        encoding = answer.headers.get("Content-Encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            answer.finish()
+            raise FormatError(location, f"the server sent the file encoded (Content-Encoding: {shown(encoding)}) "
+                                        "although asked for its bytes as they are (Accept-Encoding: identity)")
+        return answer, url, sent_token
     raise FormatError(location, f"the server redirected more than {MAX_REDIRECTS} times")
+
+
+def _request(url: str, headers: dict[str, str]) -> _Answer:
+    """One GET, its headers read by its deadline; the body is left unread and never decoded."""
+    deadline = _Deadline(timeout_seconds())
+    _requesting.deadline = deadline
+    try:
+        response = pool().request("GET", url, headers=headers, redirect=False, retries=False, preload_content=False,
+                                  decode_content=False, timeout=timeout())
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise deadline.dropped(exc) from None
+    finally:
+        _requesting.deadline = None
+    traffic.add(requests=1)
+    answer = _Answer(response, deadline)
+    if deadline.expired:  # the headers were cut short: what came is not the server's whole answer
+        answer.finish()
+        raise _Dropped("timed out")
+    return answer
+
+
+def _redirect(location: RemoteLocation, url: str, to: str) -> str:
+    """The address a redirect's ``Location`` names, refused in one line unless it is one this app would request."""
+    try:
+        joined = urljoin(url, to)
+        hub.origin(joined)
+    except ValueError as exc:  # hub.AddressError, or urljoin's own (an unclosed IPv6 bracket)
+        reason = exc if isinstance(exc, hub.AddressError) else "is not a valid address"
+        raise FormatError(location, f"the server redirected to {hub.shown_address(to)} (its Location header), "
+                                    f"which {reason}") from None
+    return joined
 
 
 def _refusal(status: int, sent_token: bool, hub_file: bool) -> str:
@@ -648,26 +845,28 @@ def _refusal(status: int, sent_token: bool, hub_file: bool) -> str:
     return f"the server answered HTTP {status}"
 
 
-def _content_range(location: RemoteLocation, response: urllib3.BaseHTTPResponse) -> tuple[int, int, int]:
-    """``(first, last, total)`` of a 206 or 416 answer; for a 200, the whole file."""
-    if response.status == 200:
-        total = int(response.headers.get("Content-Length") or 0)
-        return 0, total - 1, total
-    match = _CONTENT_RANGE.fullmatch((response.headers.get("Content-Range") or "").strip())
-    if match is None:
+def _content_range(location: RemoteLocation, answer: _Answer) -> tuple[int, int, int]:
+    """``(first, last, total)`` of a 206 or 416 answer (a 416's, ``bytes */TOTAL``, holds no bytes: 0, -1)."""
+    if answer.headers.get("Content-Range") is None:
         raise FormatError(location, "the server's answer to a byte range does not say which bytes it holds")
-    if match[1] is None:
-        return 0, -1, int(match[3])
-    return int(match[1]), int(match[2]), int(match[3])
+    first, last, total = _header_numbers(location, answer, "Content-Range")
+    if first is None or last is None:
+        return 0, -1, total
+    if not first <= last < total:
+        raise FormatError(location, f"the server's Content-Range header {shown(answer.headers['Content-Range'])} "
+                                    "names bytes outside the file")
+    return first, last, total
 
 
-def _body(response: urllib3.BaseHTTPResponse) -> bytes:
-    try:
-        data = response.read()
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise _Dropped(_reason(exc)) from None
-    traffic.add(len(data))
-    return data
+def _header_numbers(location: RemoteLocation, answer: _Answer, name: str) -> tuple[int | None, ...]:
+    """The numbers a header holds (None for an optional one absent), or one line naming the header and its value."""
+    form, what = _HEADER_FORMS[name]
+    value = answer.headers[name]
+    match = form.fullmatch(value.strip())
+    if match is None:
+        raise FormatError(location, f"the server's {name} header {shown(value)} is not {what} in ASCII digits (at "
+                                    "most 19 each)")
+    return tuple(None if group is None else int(group) for group in match.groups())
 
 
 def _reason(exc: BaseException) -> str:
@@ -682,4 +881,6 @@ def _reason(exc: BaseException) -> str:
         return "connection dropped"
     if isinstance(exc, urllib3.exceptions.SSLError):
         return "TLS failed"
+    if isinstance(exc, urllib3.exceptions.InvalidHeader):
+        return "malformed headers"
     return type(exc).__name__

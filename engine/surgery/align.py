@@ -1,9 +1,14 @@
 """burn-store's ``LoadResult``, offline: what a plan (or store) would do when loaded into a template model.
 
-The template is a file saved from the target model: its names and shapes are exactly what the
-model expects. Names match exactly, or through enum variants the template carries and the source
-does not (template ``feature.BaseConv.weight`` takes source ``feature.weight``), as burn-store's
+The template is a file saved from the target model, or the model's Rust source: its names and shapes
+are what the model expects. Names match exactly, or through enum variants the template carries and the
+source does not (template ``feature.BaseConv.weight`` takes source ``feature.weight``), as burn-store's
 ``skip_enum_variants`` does. For each missing name the closest unused ones are suggested.
+
+A template read from source may not know everything: a dimension set at run time takes any size (the
+tensor loads, and is counted apart as ``runtime_shapes``: its shape could not be checked in full), and a
+tensor the model may or may not have (an ``Option``, a bias flag set at run time) is not missing when the
+source lacks it (``runtime_absent``). Neither is ever counted as a mismatch.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from .. import humanize
+from ..formats.rust_model.shapes import fits, is_runtime
 from ..store import Store
 from .adapters import strip_enum_variants
 from .plan import Plan
@@ -30,7 +37,7 @@ class ShapeMismatch:
 
     @property
     def matches_if_transposed(self) -> bool:
-        return len(self.source_shape) == 2 and self.source_shape[::-1] == self.template_shape
+        return len(self.source_shape) == 2 and fits(self.template_shape, self.source_shape[::-1])
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,8 @@ class AlignmentReport:
     unused: list[str] = field(default_factory=list)
     suggestions: dict[str, list[str]] = field(default_factory=dict)
     through_variants: dict[str, str] = field(default_factory=dict)  # template name -> source name
+    runtime_shapes: list[str] = field(default_factory=list)  # of ``applied``: a dimension the template sets at run time
+    runtime_absent: list[str] = field(default_factory=list)  # the model has these or not at run time; the source has not
 
     @property
     def ok(self) -> bool:
@@ -65,15 +74,21 @@ class AlignmentReport:
             "dtype_differences": [vars(d) for d in self.dtype_differences],
             "missing": self.missing, "unused": self.unused, "suggestions": self.suggestions,
             "through_variants": self.through_variants,
+            "runtime_shapes": self.runtime_shapes, "runtime_absent": self.runtime_absent,
         }
 
     def lines(self) -> list[str]:
         """The report as a user reads it in a terminal."""
         out = [f"applied {len(self.applied)}, missing {len(self.missing)}, unused {len(self.unused)}, "
-               f"shape mismatches {len(self.shape_mismatches)}, dtype differences {len(self.dtype_differences)}"]
+               f"shape mismatches {len(self.shape_mismatches)}, dtype differences {len(self.dtype_differences)}"
+               + (f", shapes set at run time {len(self.runtime_shapes)}" if self.runtime_shapes else "")
+               + (f", present at run time or not {len(self.runtime_absent)}" if self.runtime_absent else "")]
         for m in self.shape_mismatches:
             hint = " (matches if transposed)" if m.matches_if_transposed else ""
-            out.append(f"  shape mismatch {m.name}: source {list(m.source_shape)}, template {list(m.template_shape)}{hint}")
+            out.append(f"  shape mismatch {m.name}: source {list(m.source_shape)}, template "
+                       f"{humanize.shape(m.template_shape)}{hint}")
+        out += [f"  shape set at run time {name}" for name in self.runtime_shapes]
+        out += [f"  present at run time or not {name}" for name in self.runtime_absent]
         for d in self.dtype_differences:
             out.append(f"  dtype {d.name}: source {d.source_dtype}, template {d.template_dtype}")
         for name in self.missing:
@@ -83,14 +98,17 @@ class AlignmentReport:
         return out
 
 
-def align(source: Plan | Store, template: Store) -> AlignmentReport:
-    """Compare what ``source`` would provide with what ``template``'s model expects."""
+def align(source: Plan | Store, template: Store, *, closest: bool = True) -> AlignmentReport:
+    """Compare what ``source`` would provide with what ``template``'s model expects.
+
+    ``closest=False`` leaves out the closest names of each missing one: the suggestion search aligns dozens
+    of plans and reads none of them, and at 10,000 missing names they are nearly all of the cost."""
     items = source.tensors if isinstance(source, Plan) else source.entries
     provided = {t.name: t for t in items}
     report = AlignmentReport()
     matched: set[str] = set()
     unmatched_template = []
-    for entry in template.entries:
+    for entry in template.expected(provided):
         item = provided.get(entry.name)
         if item is None:
             unmatched_template.append(entry)
@@ -108,9 +126,9 @@ def align(source: Plan | Store, template: Store) -> AlignmentReport:
             report.through_variants[entry.name] = candidate
             _compare(report, entry.name, provided[candidate], entry)
         else:
-            report.missing.append(entry.name)
+            (report.runtime_absent if template.is_optional(entry.name) else report.missing).append(entry.name)
     report.unused = [name for name in provided if name not in matched]
-    report.suggestions = closest_names(report.missing, report.unused)
+    report.suggestions = closest_names(report.missing, report.unused) if closest else {}
     return report
 
 
@@ -121,10 +139,12 @@ def validate(source: Plan | Store, template: Store) -> list[ShapeMismatch]:
 
 
 def _compare(report: AlignmentReport, name: str, item: Any, entry: Any) -> None:
-    if tuple(item.shape) != tuple(entry.shape):
+    if not fits(entry.shape, tuple(item.shape)):
         report.shape_mismatches.append(ShapeMismatch(name, tuple(item.shape), tuple(entry.shape)))
         return
     report.applied.append(name)
+    if is_runtime(entry.shape):
+        report.runtime_shapes.append(name)
     if item.dtype != entry.dtype:
         report.dtype_differences.append(DtypeDifference(name, str(item.dtype), str(entry.dtype)))
 

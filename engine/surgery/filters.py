@@ -1,31 +1,33 @@
 """Which tensors a recipe keeps, with burn-store's ``PathFilter`` semantics, as plain data.
 
 burn-store keeps a tensor when the filter is empty or when any include regex matches anywhere
-in its path (``Regex::is_match``, i.e. ``re.search``), any exact full path equals it, or any
+in its path (``Regex::is_match``, in Rust's dialect: ``engine.rust_regex``), any exact full path equals it, or any
 predicate accepts it. Exclusions are ours: they drop a tensor the includes kept. Predicates are
 data (field, operator, value), never code, so a recipe can be saved, diffed and replayed safely.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping, Sequence, Union
 
+from .. import rust_regex
 from ..errors import RecipeError
 from ..humanize import quoted
+from ..rust_regex import PatternError, RustRegex, quoted_pattern
 
 FIELDS = ("name", "dtype", "ndim", "shape", "numel", "module")
 OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "contains", "matches", "in")
 
 
-def compile_pattern(pattern: str, rule: str) -> re.Pattern[str]:
-    """Compile once per (pattern, rule); the error names the rule the pattern belongs to."""
+def compile_pattern(pattern: str, rule: str) -> RustRegex:
+    """Compile once per (pattern, rule), in burn-store's dialect and in linear time (``engine.rust_regex``);
+    the error names the rule the pattern belongs to and says why it cannot be matched as burn-store would."""
     try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise RecipeError(f"{rule}: invalid regex {quoted(pattern)}: {exc}") from None
+        return rust_regex.compile(pattern)
+    except PatternError as exc:
+        raise RecipeError(f"{rule}: invalid regex {quoted_pattern(pattern)}: {exc}") from None
 
 
 compile_pattern = lru_cache(maxsize=4096)(compile_pattern)  # not a decorator: mutmut skips decorated functions
@@ -64,7 +66,7 @@ class Predicate:
             if self.op == "contains":
                 return value in actual
             if self.op == "matches":
-                return compile_pattern(str(value), f"predicate {self.label}").search(str(actual)) is not None
+                return compile_pattern(str(value), f"predicate {self.label}").search(str(actual))
             if self.op == "in":
                 return actual in value
             return {"<": actual < value, "<=": actual <= value, ">": actual > value, ">=": actual >= value}[self.op]
@@ -152,8 +154,8 @@ class Filter:
     where: tuple[Rule, ...] = ()
     exclude: tuple[str, ...] = ()
     _paths: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
-    _includes: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False, compare=False)
-    _excludes: tuple[tuple[re.Pattern[str], str], ...] = field(default=(), init=False, repr=False, compare=False)
+    _includes: tuple[RustRegex, ...] = field(default=(), init=False, repr=False, compare=False)
+    _excludes: tuple[tuple[RustRegex, str], ...] = field(default=(), init=False, repr=False, compare=False)
     _selects: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -190,23 +192,23 @@ class Filter:
         when no predicate needs facts: one regex pass a rule serves both (hot: every plan runs it)."""
         if self.where:
             raise ValueError("judge is for filters without predicates: they need each tensor's facts")
-        found = [list(map(regex.search, names)) for regex in self._includes]  # a match or None, per name
-        counts = [len(names) - column.count(None) for column in found]
+        found = [list(map(regex.search, names)) for regex in self._includes]  # whether it matches, per name
+        counts = [column.count(True) for column in found]
         if self.full_paths:
             present = set(names)
             counts += [int(path in present) for path in self.full_paths]
             paths = self._paths
-            found.append([name in paths or None for name in names])
+            found.append([name in paths for name in names])
         if not found:
             out: list[str | None] = [None] * len(names)
         elif len(found) == 1:
-            out = [None if hit is not None else "matched no include rule" for hit in found[0]]
+            out = [None if hit else "matched no include rule" for hit in found[0]]
         else:
             out = [None if any(hits) else "matched no include rule" for hits in zip(*found)]
         for regex, reason in self._excludes:  # the first exclusion that matches names the reason
             column = list(map(regex.search, names))
-            counts.append(len(names) - column.count(None))
-            out = [verdict if verdict is not None or hit is None else reason for verdict, hit in zip(out, column)]
+            counts.append(column.count(True))
+            out = [verdict if verdict is not None or not hit else reason for verdict, hit in zip(out, column)]
         return out, tuple(counts)
 
     def rule_hits(self, names: Sequence[str], tensors: Sequence[Mapping[str, Any]] | None = None) -> list[RuleHits]:

@@ -376,7 +376,8 @@ def _template_index(template: Store) -> stages.TemplateIndex:
     """The template's index, made once per opened template (a template file never changes while open)."""
     found = _TEMPLATES.get(template)
     if found is None:
-        found = _TEMPLATES[template] = stages.TemplateIndex([(e.name, e.shape) for e in template.entries])
+        found = _TEMPLATES[template] = stages.TemplateIndex([(e.name, e.shape) for e in template.entries],
+                                                            template.declared_kinds)
     return found
 
 

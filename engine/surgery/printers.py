@@ -12,13 +12,12 @@ are ``// Store Studio only:`` comments, so nothing a recipe does is silently los
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
 from typing import Sequence
 
 from ..burn_versions import NEWEST, BurnVersion
-from ..humanize import plural
+from ..humanize import plural, printable
 from ..segments import parse_index
 from ..store import Store
 from . import adapters as ad
@@ -61,10 +60,18 @@ def as_cli(recipe: Recipe, output: str = "OUT") -> str:
         args.append("--allow-partial")
     if recipe.burn_version is not NEWEST:
         args += ["--burn-version", recipe.burn_version.value]
-    line = " ".join(shlex.quote(a) for a in args)
+    line = " ".join(_shell_word(a) for a in args)
     if _needs_recipe_file(recipe):
         line += "  # predicates, casts by module or per-source filters need --recipe FILE"
     return line
+
+
+def _shell_word(word: str) -> str:
+    r"""``word`` as bash reads it back: single-quoted, or ``$'...'`` with its hidden characters escaped
+    (``$'a\n\033[2J'``, as ``ls`` quotes such a name) so that the printed line holds no control character."""
+    if word.isprintable():
+        return shlex.quote(word)
+    return "$'" + printable(word).replace("'", "\\'") + "'"
 
 
 def _filter_args(f: Filter) -> list[str]:
@@ -72,7 +79,7 @@ def _filter_args(f: Filter) -> list[str]:
     for pattern in f.include:
         args += ["--include", pattern]
     for path in f.full_paths:
-        args += ["--include", "^" + re.escape(path) + "$"]
+        args += ["--include", "^" + rust_escape(path) + "$"]
     for pattern in f.exclude:
         args += ["--exclude", pattern]
     return args
@@ -84,12 +91,15 @@ def _needs_recipe_file(recipe: Recipe) -> bool:
                 or len({s.top_level_key or recipe.top_level_key for s in recipe.sources}) > 1)
 
 
-def as_rust(recipe: Recipe, stores: Sequence[Store] | None = None, planned: Plan | None = None) -> str:
+def as_rust(recipe: Recipe, stores: Sequence[Store] | None = None, planned: Plan | None = None,
+            template: Store | None = None) -> str:
     """The burn-store builder chain(s) for ``recipe.burn_version``: one store per source, loaded in order.
 
     ``stores`` (the recipe's sources, opened as the plan reads them) and ``planned`` (their plan) let
     steps a store cannot take be printed as that file's explicit renames; without them they are comments.
+    A ``template`` read from the model's Rust source names the struct ``model`` is.
     """
+    compile_rules(recipe.remaps)  # a chain holds only patterns Rust's regex takes (a Filter checks its own)
     sources = recipe.sources or (SourceSpec("model.pt"),)
     chains = [_RustChain(recipe, spec, _store_type(spec.path)) for spec in sources]
     for index, chain in enumerate(chains):
@@ -101,7 +111,18 @@ def as_rust(recipe: Recipe, stores: Sequence[Store] | None = None, planned: Plan
     head += f"use burn_store::{{{', '.join(uses)}}};\n"
     if any(chain.uses_dtype for chain in chains):
         head += "use burn::tensor::DType;\n"
+    head += _target(template)
     return head + body + ("\n" + "\n".join(notes) if notes else "")
+
+
+def _target(template: Store | None) -> str:
+    """``// model: Net<B> ...``: the struct a template read from Rust source is, so the chain says what it loads."""
+    from ..formats.rust_model.template_store import RustTemplate  # here: printing a chain needs no Rust reader
+    if not isinstance(template, RustTemplate):
+        return ""
+    model = template.model
+    return (f"// model: {model.rust_type}, the struct {model.root.name} at {printable(model.root.where)} "
+            f"(the template), as your code builds it\n")
 
 
 def needs_sources(recipe: Recipe) -> bool:
@@ -135,7 +156,7 @@ class _RustChain:
         self.calls.append(f".{method}({args})")
 
     def left_to_do(self, what: str) -> None:
-        self.comments.append(f"// left to do: {what}")
+        self.comments.append(f"// left to do: {printable(what)}")  # a name's newline would end the comment
 
     def build(self, store: Store | None, planned: Plan | None) -> None:
         recipe, adapters = self.recipe, self.recipe.adapters
@@ -357,10 +378,10 @@ def rust_escape(text: str) -> str:
 
 
 def _rust_notes(recipe: Recipe) -> list[str]:
-    notes = [f"// Store Studio only: keep where {rule.label}" for rule in recipe.filter.where]
+    notes = [f"// Store Studio only: keep where {printable(rule.label)}" for rule in recipe.filter.where]
     for spec in recipe.sources:
         if not spec.filter.is_empty:  # burn-store filters see the model's paths, never a file's own names
-            notes.append(f"// Store Studio only: {spec.path} contributes only its own names matching "
+            notes.append(f"// Store Studio only: {printable(spec.path)} contributes only its own names matching "
                          f"{json.dumps(spec.filter.to_json())}")
     if ad.FUSE_WEIGHT_NORM in recipe.adapters:
         notes.append("// Store Studio only: weight_g/weight_v fused into weight (Burn has no weight norm)")
@@ -371,8 +392,17 @@ def _rust_notes(recipe: Recipe) -> list[str]:
 
 
 def _rust_str(text: str) -> str:
-    """A Rust raw string literal, with enough #s to hold any quotes in ``text``."""
+    """A Rust raw string literal, with enough #s to hold any quotes in ``text``; an escaped literal
+    (``"a\\u{1b}"``) when ``text`` holds a character a terminal would obey or hide."""
+    if not text.isprintable():
+        return '"' + "".join(_rust_char(char) for char in text) + '"'
     hashes = ""
     while f'"{hashes}' in text:
         hashes += "#"
     return f'r{hashes}"{text}"{hashes}'
+
+
+def _rust_char(char: str) -> str:
+    if char in '"\\':
+        return "\\" + char
+    return char if char.isprintable() else f"\\u{{{ord(char):x}}}"

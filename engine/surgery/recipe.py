@@ -14,12 +14,14 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from .. import dtypes
 from ..burn_versions import NEWEST, BurnVersion, parse_burn_version
-from ..errors import RecipeError
+from ..errors import ExportError, RecipeError
+from ..formats.regular_files import open_regular
 from ..locations import is_url
+from ..rust_regex import pattern_budget
 from .adapters import check_adapters
 from .filters import Filter
 from .modules import KINDS, check_kind
@@ -146,40 +148,58 @@ class Recipe:
         unknown = set(doc) - _FIELDS
         if unknown:
             raise RecipeError(f"recipe: unknown field(s) {', '.join(sorted(unknown))}")
-        return cls(sources=tuple(_source(s, f"sources[{i}]") for i, s in enumerate(_typed(doc, "sources", list, []))),
-                   filter=Filter.from_json(doc.get("filter")),
-                   remaps=rules_from_json(doc.get("remaps")),
-                   adapters=tuple(_strs(_typed(doc, "adapters", list, []), "adapters")),
-                   casts=tuple(_cast(c, f"casts[{i}]") for i, c in enumerate(_typed(doc, "casts", list, []))),
-                   module_overrides=_str_map(doc, "module_overrides"),
-                   top_level_key=_typed(doc, "top_level_key", str, None),
-                   metadata=_str_map(doc, "metadata"),
-                   allow_partial=_typed(doc, "allow_partial", bool, False),
-                   clear_metadata=_typed(doc, "clear_metadata", bool, False),
-                   template=_typed(doc, "template", str, None),
-                   burn_version=_burn_version(_typed(doc, "burn_version", str, NEWEST.value)))
+        with pattern_budget():  # a shared recipe's patterns, together, are read and compiled within a bound
+            return cls(sources=tuple(_source(s, f"sources[{i}]") for i, s in enumerate(_typed(doc, "sources", list, []))),
+                       filter=Filter.from_json(doc.get("filter")),
+                       remaps=rules_from_json(doc.get("remaps")),
+                       adapters=tuple(_strs(_typed(doc, "adapters", list, []), "adapters")),
+                       casts=tuple(_cast(c, f"casts[{i}]") for i, c in enumerate(_typed(doc, "casts", list, []))),
+                       module_overrides=_str_map(doc, "module_overrides"),
+                       top_level_key=_typed(doc, "top_level_key", str, None),
+                       metadata=_str_map(doc, "metadata"),
+                       allow_partial=_typed(doc, "allow_partial", bool, False),
+                       clear_metadata=_typed(doc, "clear_metadata", bool, False),
+                       template=_typed(doc, "template", str, None),
+                       burn_version=_burn_version(_typed(doc, "burn_version", str, NEWEST.value)))
 
     def with_paths(self, convert: Callable[[str], str]) -> "Recipe":
         """The same recipe with every source and template path passed through ``convert``."""
         return replace(self, sources=tuple(replace(s, path=convert(s.path)) for s in self.sources),
                        template=convert(self.template) if self.template else self.template)
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the recipe; paths under its folder are stored relative to it, others absolute."""
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False,
+             keep: Iterable[str | os.PathLike] = ()) -> Path:
+        """Write the recipe where ``check_destination`` allows, atomically as an export is written (a failure
+        leaves ``path`` as it was); paths under its folder are stored relative to it, others absolute."""
+        from ..export import atomic_file
         path = Path(path)
+        self.check_destination(path, overwrite=overwrite, keep=keep)
         folder = path.parent.resolve()
         doc = self.with_paths(lambda p: _relative_to(p, folder)).to_json()
-        try:
-            path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise RecipeError(f"{path}: cannot save the recipe there: {exc.strerror or exc}") from None
+        with atomic_file(path) as out:
+            out.write((json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
         return path
+
+    def check_destination(self, path: str | os.PathLike, *, overwrite: bool = False,
+                          keep: Iterable[str | os.PathLike] = ()) -> None:
+        """Refuse (``ExportError``) to save the recipe over a file it reads (a source, the template) or one in
+        ``keep`` (the command's output, a shard, the recipe it extends), however spelled or linked; then apply
+        an export's destination rules (an existing file only with ``overwrite``). Callable before anything is
+        read, so that a command refuses before it touches a file."""
+        from ..export import check_destination
+        path = Path(path)
+        named = [spec.path for spec in self.sources] + ([self.template] if self.template else [])
+        clash = next((other for other in (*named, *keep) if not is_url(other) and _same_file(path, other)), None)
+        if clash is not None:
+            raise ExportError(f"{path.name}: the recipe would be saved over {os.fspath(clash)}, which this command "
+                              "reads or writes; nothing was written")
+        check_destination(path, overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Recipe":
         path = Path(path)
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = json.loads(_read_text(path))
         except OSError as exc:
             raise RecipeError(f"{path}: cannot read the recipe: {exc.strerror or exc}") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -189,6 +209,24 @@ class Recipe:
         except RecipeError as exc:
             raise RecipeError(f"{path.name}: {exc}") from None
         return recipe.with_paths(lambda p: p if is_url(p) else os.path.normpath(path.parent / p))
+
+
+def _read_text(path: Path) -> str:
+    """A recipe file's text; only a regular file is opened (reading a FIFO would wait for ever)."""
+    fd, _ = open_regular(path)
+    with open(fd, encoding="utf-8") as file:
+        return file.read()
+
+
+def _same_file(path: Path, other: str | os.PathLike) -> bool:
+    """Whether two paths name one file: one inode when both exist (a link, another spelling), else one
+    resolved path (a file about to be written)."""
+    try:
+        return os.path.samefile(path, other)
+    except FileNotFoundError:
+        return os.path.realpath(path) == os.path.realpath(other)
+    except (OSError, ValueError):  # not a path any file has (a NUL in it, a file as a folder): none of ours
+        return False
 
 
 def _relative_to(path: str, folder: Path) -> str:

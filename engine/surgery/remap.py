@@ -1,27 +1,29 @@
 """Key remapping as burn-store's ``KeyRemapper`` does it: ordered regex rules, each on the previous result.
 
-A rule whose pattern matches anywhere replaces every match (``replace_all``). Replacements may be
-written Rust-style (``$1``, ``${name}``, ``$$``) as in a burn-store builder chain, or Python-style
-(``\\1``, ``\\g<name>``); both mean the same here. Everything else is literal text.
+A rule whose pattern matches anywhere replaces every match (``replace_all``, with Rust's matches:
+``engine.rust_regex``). Replacements may be written Rust-style (``$1``, ``$name``, ``${name}``, ``$$``) as
+in a burn-store builder chain, or Python-style (``\\1``, ``\\g<name>``); both mean the same here.
+Everything else is literal text, backslashes included.
 
 One spelling differs from Rust's ``regex``: there ``$1_x`` is the group *named* ``1_x`` (which
 does not exist, so it expands to nothing). Here a ``$`` followed by digits is that numbered group,
 so ``$1_x`` is group 1 then ``_x`` -- and the printed Rust chain writes every reference braced
-(``${1}_x``), so the chain does exactly what the CLI did.
+(``${1}_x``), so the chain does exactly what the CLI did. A reference to a group the pattern lacks is
+an error here, where Rust expands it to nothing.
 """
 
 from __future__ import annotations
 
 import re
-import string
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import RecipeError
-from ..humanize import quoted
+from ..rust_regex import RustRegex, quoted_pattern
 from .filters import compile_pattern
 
-_REFERENCE = re.compile(r"\$\$|\$\{(\w+)\}|\$(\d+|[A-Za-z_]\w*)|\\g<(\w+)>|\\(\d+)")
+# $$, ${name} (anything up to the brace, as Rust reads it), $name (Rust's ASCII name characters), \g<name>, \1
+_REFERENCE = re.compile(r"\$\$|\$\{([^}]+)\}|\$([0-9]+|[A-Za-z_][0-9A-Za-z_]*)|\\g<(\w+)>|\\([0-9]+)")
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,20 @@ def parse_replacement(replacement: str) -> list[tuple[bool, str]]:
     return pieces
 
 
-def python_template(replacement: str) -> str:
-    """A Python ``re.sub`` template doing what ``replacement`` says (literal backslashes escaped)."""
-    return "".join(f"\\g<{text}>" if group else text.replace("\\", "\\\\")
-                   for group, text in parse_replacement(replacement))
+def group_key(ref: str) -> int | str:
+    """A reference's group: a number when it is ASCII digits (``${٣}`` names a group, as in Rust), else a name
+    (digits too many for any group stay text, never a 5,000-digit int)."""
+    return int(ref) if ref.isascii() and ref.isdigit() and len(ref) <= 9 else ref
+
+
+def expansion(replacement: str, regex: RustRegex) -> Callable[[Any], str]:
+    """What replaces one of ``regex``'s matches: the replacement's text with each group reference filled in
+    by number (a group that took part in no match is empty text, as in Rust)."""
+    pieces = [(group, _group_number(regex, text) if group else text) for group, text in parse_replacement(replacement)]
+
+    def expand(match: Any) -> str:
+        return "".join((match.group(piece) or "") if group else piece for group, piece in pieces)
+    return expand
 
 
 def rust_replacement(replacement: str) -> str:
@@ -63,55 +75,42 @@ def rust_replacement(replacement: str) -> str:
 
 @dataclass(frozen=True)
 class CompiledRule:
-    """A checked rule. ``literal`` is the text the pattern matches when it is plain text (``at_start`` when
-    anchored by ``^``) and ``plain`` the replacement when it refers to no group: such a rule (the usual
-    ``^blocks\\.`` -> ``layers.``) is applied with string methods, which do what the regex does."""
+    """A checked rule: ``template`` makes what replaces one match. ``literal`` is the text the pattern matches
+    when it is plain text (``at_start`` when anchored by ``^``) and ``plain`` the replacement when it refers to
+    no group: such a rule (the usual ``^blocks\\.`` -> ``layers.``) is applied with string methods, which do
+    what the regex does."""
 
     index: int
-    regex: re.Pattern[str]
-    template: str
+    regex: RustRegex
+    template: Callable[[Any], str]
     literal: str | None = None
     at_start: bool = False
     plain: str | None = None
-
-
-_META = frozenset(".^$*+?{}[]|()")  # outside these (and backslash escapes), a pattern is its own text
-_ESCAPED = frozenset(string.punctuation + " ")  # ``\.``, ``\-``, ``\ ``: the character itself
-
-
-def literal_text(pattern: str) -> tuple[str, bool] | None:
-    """The text ``pattern`` matches and whether it is anchored at the start (``^text``), when it is plain
-    text; None for anything else (classes, repeats, groups, ``$``, escapes of letters or digits, empty)."""
-    at_start = pattern.startswith("^")
-    chars, i = [], int(at_start)
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            if i + 1 == len(pattern) or pattern[i + 1] not in _ESCAPED:
-                return None
-            char, i = pattern[i + 1], i + 1
-        elif char in _META:
-            return None
-        chars.append(char)
-        i += 1
-    return ("".join(chars), at_start) if chars else None
 
 
 def compile_rules(rules: Sequence[RemapRule]) -> list[CompiledRule]:
     """Check every rule up front; a bad one is a RecipeError naming its number and pattern."""
     compiled = []
     for i, rule in enumerate(rules):
-        where = f"remap rule {i + 1} ({quoted(rule.pattern)} -> {quoted(rule.replacement)})"
+        where = f"remap rule {i + 1} ({quoted_pattern(rule.pattern)} -> {quoted_pattern(rule.replacement)})"
         regex = compile_pattern(rule.pattern, where)
-        for group, ref in parse_replacement(rule.replacement):
-            known = not group or (int(ref) <= regex.groups if ref.isdigit() else ref in regex.groupindex)
-            if not known:
-                raise RecipeError(f"{where}: the replacement refers to group {ref!r}, which the pattern does not have")
         pieces = parse_replacement(rule.replacement)
-        literal = literal_text(rule.pattern)
+        missing = next((ref for group, ref in pieces if group and not _has_group(regex, group_key(ref))), None)
+        if missing is not None:
+            raise RecipeError(f"{where}: the replacement refers to group {missing!r}, which the pattern does not have")
         plain = "".join(text for _, text in pieces) if not any(group for group, _ in pieces) else None
-        compiled.append(CompiledRule(i, regex, python_template(rule.replacement), *(literal or (None, False)), plain))
+        compiled.append(CompiledRule(i, regex, expansion(rule.replacement, regex), regex.literal, regex.at_start,
+                                     plain))
     return compiled
+
+
+def _has_group(regex: RustRegex, key: int | str) -> bool:
+    return key <= regex.groups if isinstance(key, int) else key in regex.groupindex
+
+
+def _group_number(regex: RustRegex, ref: str) -> int:
+    key = group_key(ref)
+    return key if isinstance(key, int) else regex.groupindex[key]
 
 
 def remap_name(name: str, rules: Sequence[CompiledRule], hits: list[int] | None = None) -> str:

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import repeat
 from operator import attrgetter, contains
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..dtypes import DType
 from ..errors import RecipeError
+from ..formats.rust_model.shapes import fits
 from ..store import TensorEntry
 from . import adapters as ad
 from . import fused
@@ -571,9 +572,12 @@ _kind_matters = lru_cache(maxsize=4096)(_kind_matters)  # not a decorator: mutmu
 
 # --- the template --------------------------------------------------------------------------------------------
 class TemplateIndex:
-    """A template's names and shapes, also under names without enum variants (how a source spells them)."""
+    """A template's names and shapes, also under names without enum variants (how a source spells them), and the
+    module kinds it declares (a model's source code does: ``declared``, module path -> kind or None)."""
 
-    def __init__(self, names_shapes: Sequence[tuple[str, tuple[int, ...]]]):
+    def __init__(self, names_shapes: Sequence[tuple[str, tuple[int, ...]]],
+                 declared: Callable[[str], str | None] = lambda path: None):
+        self.declared = declared
         self.shapes = dict(names_shapes)
         self.modules = {module_path(name) for name in self.shapes}
         self.variants: dict[str, str] = {}
@@ -595,23 +599,33 @@ class TemplateIndex:
               guesses: Mapping[str, ModuleGuess]) -> dict[str, ModuleGuess]:
         """Module kinds the template's names and shapes prove, where they differ from the guess or settle it.
 
-        A template norm (``gamma``) is a norm, a PReLU (``alpha``) a PRelu; a 2-D weight the template
-        wants transposed is a Linear; one it wants as it is (and not square) is not a Linear. A guess
-        the template agrees with is settled too: it no longer rests on the name alone.
+        A module whose type the template's source declares is that kind. A template norm (``gamma``) is a
+        norm, a PReLU (``alpha``) a PRelu; a 2-D weight the template wants transposed is a Linear; one it
+        wants as it is (and not square) is not a Linear (a dimension set at run time decides neither way).
+        A guess the template agrees with is settled too: it no longer rests on the name alone.
         """
         found = {}
         for name, shape in zip(names, shapes):
             path, _, leaf = name.rpartition(".")
             guess = guesses.get(path)
-            if leaf != "weight" or guess is None:
+            if guess is None:
+                continue
+            declared = self.declared(path)
+            if declared is not None:
+                if guess.kind != declared or guess.guessed:
+                    found[path] = ModuleGuess(path, declared, f"the template's source declares a {declared} here")
+                continue
+            if leaf != "weight":
                 continue
             if len(shape) == 2 and shape[0] != shape[1]:
                 wanted = self.shape(name)
-                if wanted == shape[::-1] and (guess.kind != "Linear" or guess.guessed):
+                as_is = wanted is not None and fits(wanted, shape) and not fits(wanted, shape[::-1])
+                transposed = wanted is not None and fits(wanted, shape[::-1]) and not fits(wanted, shape)
+                if transposed and (guess.kind != "Linear" or guess.guessed):
                     found[path] = ModuleGuess(path, "Linear", "the template wants this weight transposed")
-                elif wanted == shape and guess.kind == "Linear":
+                elif as_is and guess.kind == "Linear":
                     found[path] = ModuleGuess(path, "Unknown", "the template wants this 2-D weight as it is")
-                elif wanted == shape and guess.guessed:
+                elif as_is and guess.guessed:
                     found[path] = ModuleGuess(path, guess.kind, "the template wants this 2-D weight as it is")
             elif self.has(f"{path}.gamma") and (guess.kind not in NORM_KINDS or guess.guessed):
                 kind = guess.kind if guess.kind in NORM_KINDS else (

@@ -116,9 +116,10 @@ def build_rows(plan: Plan, other: Store, report: AlignmentReport, values: DiffRe
                dropped: Sequence[DroppedTensor] = ()) -> list[DiffRow]:
     """Rows in natural order of name: pairs the alignment matched, what each side lacks, what the recipe dropped."""
     ours = {t.name: t for t in plan.tensors}
-    theirs = {e.name: e for e in other.entries}
+    theirs = {e.name: e for e in other.expected(ours)}  # as the alignment saw them (a Rust source's Vec elements)
     compared = {t.name: t for t in values.tensors} if values is not None else {}
     cast = {d.name: d for d in report.dtype_differences}
+    runtime = set(report.runtime_shapes)
     rows = []
     for name in report.applied:
         source_name = report.through_variants.get(name, name)
@@ -131,6 +132,8 @@ def build_rows(plan: Plan, other: Store, report: AlignmentReport, values: DiffRe
         elif renames:
             status = "renamed"
             notes.append(f"renamed from {tensor.source_name} ({', '.join(renames)})")
+        if name in runtime:
+            notes.append(f"the model sets its shape {humanize.shape(theirs[name].shape)} at run time")
         if name in cast:  # a cast matters more than a name: it changes what the model computes with
             status = "dtype"
             notes.append(f"the source is {cast[name].source_dtype}, the other file {cast[name].template_dtype}")

@@ -23,6 +23,7 @@ from engine import DType, humanize
 from engine.tree import ORDERS, TreeNode, is_buffer
 from gui.resources import icon, monospace
 from gui.visual import brush, struck
+from gui.widgets import TOOLTIP_CHARS, clipped
 from gui.workbench.marks import DROPPED, Mark
 
 Index = QModelIndex | QPersistentModelIndex
@@ -172,7 +173,9 @@ class TreeModel(QAbstractItemModel):
             if column == Column.RECIPE:
                 return mark.word if mark is not None else ""
             text = self._text(node, column)
-            return _renamed(text, node, mark) if mark is not None and column == Column.NAME else text
+            if column != Column.NAME:
+                return text
+            return clipped(_renamed(text, node, mark) if mark is not None else text)  # a name's tail may be long
         if role == _NODE:
             return node
         if role == _MARK:
@@ -197,7 +200,8 @@ class TreeModel(QAbstractItemModel):
             if column == Column.DTYPE and node.entry is not None:
                 return _dtype_tip(node.entry.dtype)
             if column in (Column.NAME, Column.RECIPE):
-                return f"{node.path}\n{mark.word}: {mark.detail}" if mark is not None else node.path
+                path = clipped(node.path, TOOLTIP_CHARS)
+                return f"{path}\n{mark.word}: {mark.detail}" if mark is not None else path
         return None
 
     @staticmethod

@@ -1,5 +1,6 @@
 """What is in this file: format, sizes, counts, parameters by dtype, metadata, Burnpack scalars and,
-for PyTorch checkpoints, the non-tensor values (``store.values``) as a tree that copies as JSON."""
+for PyTorch checkpoints, the non-tensor values (``store.values``) as a tree that copies as JSON, and a training
+checkpoint's top-level branches, each with a button that reads it alone (the recipe's top-level key)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,20 @@ import json
 from collections import Counter
 from typing import Any, Callable, Sequence
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QScrollArea,
-                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
+                               QScrollArea, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from engine import Store, burn_compatibility, humanize, scheme_description
+from engine import CheckpointBranches, Store, burn_compatibility, humanize, scheme_description
 from engine.tree import dtypes_of
 from gui.loaded_store import LoadedStore
 from gui.resources import icon, monospace
 
 MAX_CHILDREN = 1000  # a values tree lists this many items of a container, then says how many more
 CLASS_KEY = "__class__"  # how the engine marks an object of a class it did not import (a placeholder)
+KEY_PROPERTY = "topLevelKey"  # the branch a "Use this key" button reads alone
+REFERENCE_KEY = "$ref"  # how the engine shows a pointer back to a container holding it (a loop, never followed)
 
 
 def _selectable(text: str, mono: bool = False, tooltip: str = "") -> QLabel:
@@ -52,6 +55,8 @@ def fill_items(parent: QTreeWidgetItem | QTreeWidget, value: Any) -> None:
             text = f"{{{len(child):,} key{'s' if len(child) != 1 else ''}}}"
             if isinstance(child.get(CLASS_KEY), str):  # an object of a class the file names: say which
                 text = f"{child[CLASS_KEY]} {text}"
+            elif len(child) == 1 and isinstance(child.get(REFERENCE_KEY), str):  # a loop: say where it points back
+                text = f"→ {child[REFERENCE_KEY] or '(the whole checkpoint)'}"
         elif isinstance(child, (list, tuple)):
             text = f"[{len(child):,} item{'s' if len(child) != 1 else ''}]"
         else:
@@ -171,8 +176,51 @@ def _values_box(values: Any, copy_json: Callable[[], None]) -> tuple[QGroupBox, 
     return box, tree
 
 
+def _branches_box(found: CheckpointBranches, choose: Callable[[str], None]) -> QGroupBox:
+    """A training checkpoint's top-level branches, one row each (key, what it looks like, tensors and bytes),
+    each with a button that makes it the recipe's top-level key. Keys come from the file: shown as plain text,
+    hidden characters escaped."""
+    box = QGroupBox(f"Checkpoint branches ({len(found.branches):,})")
+    box.setObjectName("checkpointBranches")
+    layout = QVBoxLayout(box)
+    weights = found.weights
+    advice = (f"Converted whole, the file writes every branch. The model weights are under "
+              f"{humanize.printable(weights.key)}." if weights else "Converted whole, the file writes every branch.")
+    layout.addWidget(_plain(advice))
+    grid = QGridLayout()
+    grid.setColumnStretch(1, 1)
+    for row, branch in enumerate(found.branches):
+        grid.addWidget(_plain(humanize.printable(branch.key), mono=True), row, 0)
+        grid.addWidget(_plain(f"{branch.describe()} · {humanize.plural(branch.tensors, 'tensor')} · "
+                              f"{humanize.size(branch.nbytes)}"), row, 1)
+        grid.addWidget(_key_button(branch.key, choose), row, 2)
+    layout.addLayout(grid)
+    return box
+
+
+def _plain(text: str, mono: bool = False) -> QLabel:
+    """A selectable label that never reads its text as rich text (a key named ``<img src=...>`` stays text)."""
+    label = _selectable(text, mono)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
+
+
+def _key_button(key: str, choose: Callable[[str], None]) -> QPushButton:
+    button = QPushButton("Use this key")
+    button.setProperty(KEY_PROPERTY, key)
+    button.setToolTip(f"Set the recipe's top-level key to {humanize.printable(key)}: only this branch is converted "
+                      "(Undo brings the whole file back)")
+    button.clicked.connect(lambda: choose(key))
+    return button
+
+
 class FileInfoPanel(QWidget):
-    """A read-only page about one store; sections with nothing to show are left out, not shown empty."""
+    """A read-only page about one store; sections with nothing to show are left out, not shown empty.
+
+    ``topLevelKeyChosen(key)`` when a branch's button asks to read that branch alone: the window makes it the
+    recipe's top-level key, as one undo step."""
+
+    topLevelKeyChosen = Signal(str)
 
     def __init__(self, loaded: LoadedStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -181,6 +229,8 @@ class FileInfoPanel(QWidget):
         layout = QVBoxLayout(content)
         summary, self.burn_label = _summary(loaded)
         layout.addLayout(summary)
+        if loaded.branches is not None:
+            layout.addWidget(_branches_box(loaded.branches, self.topLevelKeyChosen.emit))
         if loaded.params_by_dtype:
             layout.addWidget(_dtype_box(loaded))
         if store.metadata:

@@ -2,8 +2,9 @@
 
 Names, shapes, what is missing and what is unused come from engine ``align``; whole-file value comparison
 from engine ``diff``; one pair's value difference and its histogram from ``value_difference``. All of it
-runs in workers with progress, so the window never waits; the panel shows results and turns a suggested
-name into a remap rule on the document (an undoable edit).
+runs in workers with progress, so the window never waits: the rows show as soon as they are compared, and the
+suggestions (engine ``suggest``, a search over chains of changes) follow from a worker of their own. The panel
+turns a suggestion, or a suggested name, into an edit of the document's recipe (one undoable step).
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QPushButton, QS
 from engine import Location, Store, location, open_store
 from engine.surgery import Plan, align, diff
 from engine.surgery.diff import ValueDifference, value_difference
-from engine.surgery.ops import Rename
-from engine.surgery.plan import PlannedTensor
-from engine.surgery.suggest import Suggestion, suggest
+from engine.surgery import Recipe
+from engine.surgery.suggest import Suggestion, remap_input_name, reopen_at_key, suggest
 from gui.dialogs import show_error
 from gui.model_picker import choose_model
 from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
@@ -31,27 +31,12 @@ from gui.workbench.diff_bars import SummaryBar
 from gui.workbench.diff_sections import DiffHeader, PairDetails, PairTable, StatusFilters
 from gui.workbench.document import RecipeDocument, RecipeState
 from gui.workbench.plan_result import PlanResult
-from gui.workbench.suggestion_list import SuggestionList
+from gui.workbench.suggestion_list import SuggestionList, WrappedLabel
 from gui.workbench.template_picker import choose_template
 from gui.workers import Failure, ProgressRelay, Task, TaskRunner
 
 DIFF_DOCK = "diffDock"
-SUGGESTIONS = 2  # recipe changes offered above the rows, best first (one line each)
-
-
-def reopen_at_key(store: Store, key: str) -> Store:
-    """A PyTorch source opened again at a top-level key, for a suggestion to prove itself on."""
-    return open_store(store.path, top_level_key=key)
-
-
-def remap_input_name(tensor: PlannedTensor) -> str:
-    """The name a newly appended remap rule sees: the file's name after the earlier rules.
-
-    A trap: remaps run before the adapters, so the planned name (``norm1.gamma``) is not what a rule
-    must match (``norm1.weight``).
-    """
-    renamed = [op.new for op in tensor.ops if isinstance(op, Rename) and op.why == "remap"]
-    return renamed[-1] if renamed else tensor.source_name
+SUGGESTIONS = 2  # chains of recipe changes offered above the rows, best first
 
 
 class DiffPanel(QWidget):
@@ -70,7 +55,9 @@ class DiffPanel(QWidget):
         self._waiting_for_plan = False
         self._generation = 0
         self._compare_task: Task | None = None
+        self._suggest_task: Task | None = None
         self._value_task: Task | None = None
+        self._fitted: Recipe | None = None  # the recipe Make It Load made, while the fit note speaks of it
         self._runner = TaskRunner(self)
         self._relay = ProgressRelay(self)
         self._relay.changed.connect(self._progress)
@@ -104,6 +91,9 @@ class DiffPanel(QWidget):
         self.filters.statusToggled.connect(self.proxy.set_status_visible)
         self.filters.textChanged.connect(self.proxy.set_text)
         self.summary_bar = SummaryBar()
+        self.fit_note = WrappedLabel("")  # what Make It Load did and what still does not load
+        self.fit_note.setObjectName("fitNote")
+        self.fit_note.hide()
         self.bulk_box = SuggestionList()  # recipe changes proven by engine suggest, with the pairs they make
         self.bulk_box.applyRequested.connect(self.apply_suggestion)
         self.table = PairTable(self.proxy)
@@ -120,7 +110,7 @@ class DiffPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)  # a dock's own frame is margin enough: the rows go to the table
         layout.setSpacing(4)
-        for widget in (self.header, self.summary_bar, self.filters, self.bulk_box):
+        for widget in (self.header, self.summary_bar, self.filters, self.fit_note, self.bulk_box):
             layout.addWidget(widget)
         layout.addWidget(self.splitter, 1)
         self._show_pair(None)
@@ -194,23 +184,22 @@ class DiffPanel(QWidget):
             self._show_message("Waiting for the recipe's plan…")
             return
         self._waiting_for_plan = False
-        if self._compare_task is not None:
-            self._compare_task.cancel()
+        for task in (self._compare_task, self._suggest_task):
+            if task is not None:
+                task.cancel()
         self._generation += 1
-        generation, other, values, reporter = self._generation, self.other, self.values_box.isChecked(), self._relay
-        plan, sources, template = self._result.plan, list(self._result.planned_stores), self._result.template
+        generation, other, reporter = self._generation, self.other, self._relay
+        values = self.values_box.isChecked() and other.has_values  # a model's Rust source has no values to compare
+        plan, sources = self._result.plan, list(self._result.planned_stores)
 
-        def work(cancelled: Callable[[], bool]) -> tuple[list[DiffRow], list[Suggestion]]:
+        def work(cancelled: Callable[[], bool]) -> list[DiffRow]:
             report = align(plan, other)
             compared = diff(plan, other, values=True, progress=reporter.reporter(cancelled)) if values else None
-            rows = build_rows(plan, other, report, compared, dropped_tensors(plan, sources))
-            found = suggest(sources, plan.recipe, other, template=template, reopen=reopen_at_key, limit=SUGGESTIONS,
-                            cancelled=cancelled)
-            return rows, found
+            return build_rows(plan, other, report, compared, dropped_tensors(plan, sources))
 
         self._show_message(f"Comparing with {other.path.name}…")
         self._set_busy(True, determinate=values)
-        self._compare_task = self._runner.run(work, lambda result: self._compared(generation, plan, *result),
+        self._compare_task = self._runner.run(work, lambda rows: self._compared(generation, plan, rows),
                                               lambda failure: self._compare_failed(generation, failure),
                                               lambda: self._compare_cancelled(generation))
 
@@ -221,18 +210,49 @@ class DiffPanel(QWidget):
     def is_idle(self) -> bool:
         return self._runner.active == 0 and not self._waiting_for_plan
 
-    def _compared(self, generation: int, plan: Plan, rows: list[DiffRow], found: list[Suggestion]) -> None:
+    def _compared(self, generation: int, plan: Plan, rows: list[DiffRow]) -> None:
         if generation != self._generation:
             return
         self._compare_task = None
         self._set_busy(False)
         selected = self.selected_row()
         self.model.set_rows(rows)
-        self.bulk_box.show_suggestions(found)
         self._update_counts()
         self._show_message(self._summary(rows, plan))
         self._reselect(selected)
+        self._suggest(generation, plan)
         self.compared.emit()
+
+    def _suggest(self, generation: int, plan: Plan) -> None:
+        """Search the recipe changes that make more of the other file load, in a worker; the rows stay usable."""
+        assert self._result is not None and self.other is not None
+        sources, template, other = list(self._result.planned_stores), self._result.template, self.other
+
+        def work(cancelled: Callable[[], bool]) -> list[Suggestion]:
+            return suggest(sources, plan.recipe, other, template=template, reopen=reopen_at_key, limit=SUGGESTIONS,
+                           cancelled=cancelled)
+
+        self._suggest_task = self._runner.run(work, lambda found: self._suggested(generation, found),
+                                              lambda failure: self._suggest_failed(generation, failure),
+                                              lambda: None)
+
+    def _suggested(self, generation: int, found: list[Suggestion]) -> None:
+        if generation == self._generation:
+            self._suggest_task = None
+            self.bulk_box.show_suggestions(found)
+
+    def _suggest_failed(self, generation: int, failure: Failure) -> None:
+        """No suggestions, said on the message line: the rows compared are still right."""
+        if generation == self._generation:
+            self._suggest_task = None
+            self.bulk_box.show_suggestions([])
+            self._show_message(f"{self.message.text()} · no suggestions: {failure.message}", problem=True)
+
+    def show_fit(self, text: str, fitted: Recipe) -> None:
+        """Say what Make It Load did (``text``) while the recipe is the one it made (``fitted``)."""
+        self._fitted = fitted
+        self.fit_note.set_text(text)
+        self.fit_note.setVisible(self._state.recipe == fitted)
 
     def _compare_failed(self, generation: int, failure: Failure) -> None:
         if generation != self._generation:
@@ -249,8 +269,10 @@ class DiffPanel(QWidget):
             self._show_message("Comparison cancelled; the rows shown are from the last comparison.")
 
     def _state_changed(self, state: RecipeState) -> None:
-        """An edit, undo or redo: keep what it handed over (the template's button follows it at once)."""
+        """An edit, undo or redo: keep what it handed over (the template's button follows it at once; the fit
+        note shows while the recipe is the one Make It Load made)."""
         self._state = state
+        self.fit_note.setVisible(self._fitted is not None and state.recipe == self._fitted)
         self._update_controls()
 
     def _show_result(self, result: PlanResult) -> None:
@@ -285,7 +307,7 @@ class DiffPanel(QWidget):
         self.template_button.setToolTip("Compare with the recipe's template (what the target model expects)" if has
                                         else "Choose a template: a file saved from the target model; the recipe "
                                              "remembers it")
-        self.values_box.setEnabled(self.other is not None)
+        self.values_box.setEnabled(self.other is not None and self.other.has_values)  # Rust source: no values
 
     def _update_counts(self) -> None:
         counts = self.model.counts()

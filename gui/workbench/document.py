@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from engine import Store, open_store
+from engine import Store, open_store, open_template
 from engine.formats.pytorch import NAME as PYTORCH
 from engine.surgery import AlignmentReport, Plan, Recipe, RemapRule, SourceSpec, align, plan
 from gui.workbench.marks import Mark, plan_marks, template_fit
@@ -222,6 +222,10 @@ class RecipeDocument(QObject):
         return self._push(replace(self._state, recipe=synced(new_recipe, self._state.stores)), text,
                           merge_key)
 
+    def set_top_level_key(self, key: str | None) -> bool:
+        """Read only the checkpoint's branch ``key`` (None: the whole file), as one undo step."""
+        return self.push(self.recipe.with_changes(top_level_key=key), f"Top-level key {key or 'none'}")
+
     def add_remap(self, pattern: str, replacement: str) -> bool:
         return self.push(self.recipe.with_changes(remaps=self.recipe.remaps + (RemapRule(pattern, replacement),)),
                          f"Add remap rule {pattern} → {replacement}")
@@ -260,10 +264,15 @@ class RecipeDocument(QObject):
 
     def set_template(self, store: Store | None) -> bool:
         """Compare with a target file (or stop), as one undo step; the document closes a template it was given."""
+        text = f"Set template {store.path.name}" if store is not None else "Clear template"
+        return self.fit_to(store, self.recipe, text)
+
+    def fit_to(self, store: Store | None, recipe: Recipe, text: str) -> bool:
+        """Make ``recipe`` current with ``store`` as its template, as one undo step (Make It Load Into… sets both
+        at once); the document closes a template it was given."""
         if store is not None:
             self._owned.add(store)
-        text = f"Set template {store.path.name}" if store is not None else "Clear template"
-        recipe = self.recipe.with_changes(template=str(store.path) if store is not None else None)
+        recipe = synced(recipe.with_changes(template=str(store.path) if store is not None else None), self._state.stores)
         return self._push(replace(self._state, recipe=recipe, template=store), text)
 
     # --- not undoable: where the recipe lives -----------------------------------------------------------
@@ -281,8 +290,10 @@ class RecipeDocument(QObject):
         self.modifiedChanged.emit(False)
 
     def save(self, path: str | Path) -> Path:
-        """Write the recipe as JSON; the current state becomes the clean (saved) one."""
-        self.path = self.recipe.save(path)
+        """Write the recipe as JSON, atomically and never over a file the tab reads (the file dialog asked before
+        replacing any other); the current state becomes the clean (saved) one."""
+        read = (*self._state.stores, *([self.template] if self.template else []))
+        self.path = self.recipe.save(path, overwrite=True, keep=[file for store in read for file in store.files])
         self.undo_stack.setClean()
         self.modifiedChanged.emit(False)
         return self.path
@@ -368,7 +379,7 @@ def load_recipe(path: Path) -> tuple[Recipe, list[Store], Path, Store | None]:
     try:
         for spec in recipe.sources[1:]:  # Recipe.load resolved relative paths from the recipe's folder
             opened.append(open_store(spec.path))  # a path or a URL, as the recipe spells it
-        template = open_store(recipe.template) if recipe.template else None
+        template = open_template(recipe.template, recipe.burn_version) if recipe.template else None
     except BaseException:
         for store in opened:
             store.close()

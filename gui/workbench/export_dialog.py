@@ -42,7 +42,8 @@ MISMATCHES_NAMED = 12  # the confirmation lists this many mismatches, then count
 def mismatch_text(mismatch: ShapeMismatch) -> str:
     """``fc.weight: here [2, 4], template [5, 4]``: one line of the mismatch list, as the CLI words it."""
     hint = " (matches if transposed)" if mismatch.matches_if_transposed else ""
-    return f"{mismatch.name}: here {list(mismatch.source_shape)}, template {list(mismatch.template_shape)}{hint}"
+    return (f"{mismatch.name}: here {list(mismatch.source_shape)}, template {humanize.shape(mismatch.template_shape)}"
+            f"{hint}")
 
 
 class ExportDialog(QDialog):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from engine import Store
+from engine import Store, humanize
 from engine.surgery import AlignmentReport, Plan, PlannedTensor
 from engine.surgery.ops import Cast, FuseSplit, FuseWeightNorm, Rename, SplitFused, Transpose
 
@@ -60,7 +60,7 @@ def template_fit(report: AlignmentReport) -> dict[str, tuple[str, str, str]]:
         hint = " (matches if transposed)" if mismatch.matches_if_transposed else ""
         fit[variants.get(mismatch.name, mismatch.name)] = (
             MISMATCH, "shape mismatch", f"shape mismatch: here {list(mismatch.source_shape)}, template "
-                                        f"{list(mismatch.template_shape)}{hint}")
+                                        f"{humanize.shape(mismatch.template_shape)}{hint}")
     for name in report.unused:
         fit[name] = (UNUSED, "unused", f"the template has no tensor named {name}")
     return fit

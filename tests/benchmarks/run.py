@@ -1,7 +1,7 @@
 """Store Studio's speed and memory, measured side by side with the tools users would otherwise use.
 
     python tests/benchmarks/run.py [--quick] [--json OUT] [--workdir DIR]
-                                   [--only burn-records|remote|plan|window|engine|listing]
+                                   [--only burn-records|remote|plan|window|engine|listing|pickles]
 
 Generates its own models, measures everything in this one run (ratios, never absolute times,
 are what a shared machine can compare) and prints a Markdown table with the targets.
@@ -151,6 +151,29 @@ def list_torch(path: Path) -> None:
     import torch
     state = torch.load(path, mmap=True, weights_only=True)
     [(k, tuple(v.shape)) for k, v in state.items()]
+
+
+def bench_config_pickles(rows: list[Row], work: Path, quick: bool) -> None:
+    """Config-heavy checkpoints (issue 39): opening one against torch.load on the same file, in turns. torch's
+    default loader unpickles in C and runs what the file names; weights_only=True is its Python loader that, like
+    ours, runs nothing."""
+    import zipfile
+
+    import torch
+    for stem, value in (("config_tables", models.config_tables(models.CONFIG_ROWS_QUICK if quick else
+                                                                 models.CONFIG_ROWS)),
+                        ("training_log", models.training_log(models.LOG_RECORDS_QUICK if quick else
+                                                             models.LOG_RECORDS))):
+        path = work / f"{stem}.pt"
+        torch.save(value, path)
+        with zipfile.ZipFile(path) as archive:
+            size = archive.getinfo(f"{stem}/data.pkl").file_size
+        ours, unsafe, safe = (run.seconds for run in measure.in_turns([
+            lambda: list_ours(path), lambda: torch.load(path, weights_only=False),
+            lambda: torch.load(path, weights_only=True)]))
+        what = f"open+list a config-heavy .pt ({models.objects(value):,} objects, {size / 1e6:.2g} MB pickle)"
+        rows.append(Row(what, ours, unsafe, "torch.load(weights_only=False)", "<= 1.5x", ours <= 1.5 * unsafe))
+        rows.append(Row(what, ours, safe, "torch.load(weights_only=True)", "<= 1.0x", ours <= safe))
 
 
 def bench_open(rows: list[Row], files: dict[str, dict[str, Path]], many: dict[str, Path]) -> None:
@@ -380,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small models: checks the suite works, times mean little")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--workdir", type=Path, help="where to generate models (default: a temporary folder)")
-    parser.add_argument("--only", choices=["burn-records", "remote", "plan", "window", "engine", "listing"],
+    parser.add_argument("--only", choices=["burn-records", "remote", "plan", "window", "engine", "listing", "pickles"],
                         help="run only these rows (the machine is shared)")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="store-studio-bench-"))
@@ -408,6 +431,10 @@ def main(argv: list[str] | None = None) -> int:
             rows = []
             bench_surgery(rows, work)
             return _report(rows, "Plan rows only.", args.json)
+        if args.only == "pickles":
+            rows = []
+            bench_config_pickles(rows, work, args.quick)
+            return _report(rows, "Config-heavy pickle rows only.", args.json)
         if args.only == "engine":
             return _report(*run_engine(work, specs), args.json)
         files = {size: models.write_all(work, models.arrays(spec), f"transformer_{size}") for size, spec in specs.items()}
@@ -415,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "many_tensors", pt=False)
         rows: list[Row] = []
         bench_open(rows, files, many)
+        bench_config_pickles(rows, work, args.quick)
         if args.only == "listing":
             return _report(rows, "Listing rows only.", args.json)
         largest = max(int(np.prod(s)) for s in specs["large"].shapes().values()) * 4

@@ -125,6 +125,7 @@ def _json(path: Location, mapped: ByteSource) -> dict:
 
 
 def _template_names(template: str | os.PathLike) -> list[tuple[str, tuple[int, ...]]]:
-    from .. import open_store  # the formats package imports this module
-    with open_store(template) as store:
+    """The template's names and shapes in its order (a model's Rust source: Burn's order, run-time sizes -1)."""
+    from .. import open_template  # the formats package imports this module
+    with open_template(template) as store:
         return [(e.name, e.shape) for e in store.entries]

@@ -21,6 +21,7 @@ from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
 from ..mapped import MappedFile
+from ..rust_model.shapes import fits
 from .record import BOOL_STORES, DTYPE_TABLES, MAX_TENSORS, Metadata, Tensor, check_size, param_id
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def _named(shown: Path, tensors: list[Tensor], names: list[str] | None) -> list[
         raise FormatError(shown, f"the record has {len(tensors)} parameters but the template has {len(names)} "
                                  "tensors: it is not the same architecture")
     for i, (t, (name, shape)) in enumerate(zip(tensors, names)):
-        if tuple(shape) != t.shape:
+        if not fits(shape, t.shape):
             raise FormatError(shown, f"parameter {i} has shape {list(t.shape)} but the template's tensor {i} "
                                      f"({name!r}) has {list(shape)}: it is not the same architecture")
         t.name = name

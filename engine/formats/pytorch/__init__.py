@@ -14,6 +14,7 @@ from typing import Any
 from .. import ZIP_SIGNATURE  # defined there, where a zip's first bytes pick this reader before the others
 from ..source import ByteSource, open_source
 from . import legacy_layout, zip_layout
+from .branches import top_level_keys
 from .checkpoint import flatten, node_budget
 from .store import NAME, PyTorchStore
 from .unpickler import MAX_PROTOCOL
@@ -56,6 +57,7 @@ def open(where: "str | os.PathLike | ByteSource", *, top_level_key: str | None =
                              values=checkpoint.values)
         store.foreign_classes = tuple(sorted(refused_by_torch))
         store.guessed_keys = tuple(checkpoint.guessed_keys)
+        store.top_level_keys = () if top_level_key else top_level_keys(root)
         store.note = "; ".join(filter(None, (_note(version, store.foreign_classes),
                                              _keys_note(store.guessed_keys)))) or None
         return store

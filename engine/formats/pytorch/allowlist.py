@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
+from ...humanize import with_article
 from .denylist import denied
 from .tensors import STORAGE_CLASSES, TORCH_DTYPES, StorageRef, TensorRef, tensor
 
@@ -190,6 +191,24 @@ def _device(path: str | os.PathLike, args: tuple) -> str:
     if not isinstance(kind, str) or not all(isinstance(i, int) for i in index):
         raise ValueError("torch.device takes a name and an optional index")
     return f"{kind}:{index[0]}" if index else kind
+
+
+def _jit_list(path: str | os.PathLike, args: tuple) -> list:
+    """``torch.jit._pickle.build_intlist(data)`` and its siblings: TorchScript's typed lists, which torch.jit
+    returns as they are (torch/jit/_pickle.py)."""
+    (items,) = _args(args, 1, 1, "a TorchScript list")
+    if not isinstance(items, list):
+        raise ValueError(f"a TorchScript list is built from a list, not {with_article(type(items).__name__)}")
+    return items
+
+
+def _restore_type_tag(path: str | os.PathLike, args: tuple) -> Any:
+    """``torch.jit._pickle.restore_type_tag(value, type_str)``: the value as it is; the tag only told TorchScript
+    its static type (``Dict[str, Tensor]``)."""
+    value, tag = _args(args, 2, 2, "restore_type_tag")
+    if not isinstance(tag, str):
+        raise ValueError("restore_type_tag's type is not text")
+    return value
 
 
 # --- builtins ---------------------------------------------------------------------------------
@@ -376,6 +395,11 @@ def _table() -> dict[tuple[str, str], Global]:
         add(module, "TypedStorage", "storage")
     for name, dtype in TORCH_DTYPES.items():
         add("torch", name, "dtype", dtype=dtype)
+    # TorchScript's pickle helpers (torch.jit.save writes them for list and dict attributes); the rest of torch.jit
+    # stays on the deny list, build_tensor_from_id (a tensor by a number only the running program knows) too.
+    for name in ("build_intlist", "build_tensorlist", "build_doublelist", "build_boollist", "build_genericlist"):
+        add("torch.jit._pickle", name, "function", _jit_list)
+    add("torch.jit._pickle", "restore_type_tag", "function", _restore_type_tag)
     add("torch", "Size", "class", _size)
     add("torch", "device", "class", _device)
     add("collections", "OrderedDict", "class", _ordered_dict)

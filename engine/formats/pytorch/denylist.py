@@ -97,7 +97,8 @@ DENIED: tuple[tuple[str, str, str], ...] = (
     ("numpy.distutils", "*", "fickling: spawns compilers"),
     ("torch", "load", "torch's own loader: would unpickle more, without weights_only"),
     ("torch.serialization", "*", "torch's own loaders (load, _load, _legacy_load)"),
-    ("torch.jit", "*", "torch.jit.load runs TorchScript; torch.jit.unsupported_tensor_ops.execWrapper runs code"),
+    ("torch.jit", "*", "torch.jit.load runs TorchScript; torch.jit.unsupported_tensor_ops.execWrapper runs code "
+                       "(its list-building pickle helpers in torch.jit._pickle are allowed by name: allowlist.py)"),
     ("torch.hub", "*", "picklescan: downloads and runs code"),
     ("torch.package", "*", "torch.package imports code from archives"),
     # torch._C: its loaders only (a module's activation may be pickled as torch._C._nn.gelu, an inert reference)

@@ -26,6 +26,8 @@ class PyTorchStore(Store):
     foreign_classes: tuple[str, ...] = ()
     # Names made from keys burn-store refuses (tuples, floats, booleans): str(key), as the note says
     guessed_keys: tuple[str, ...] = ()
+    # The checkpoint's top-level keys, when it is a dict opened whole: what its branches are named by
+    top_level_keys: tuple[str, ...] = ()
 
     def __init__(self, path: Location, mapped: ByteSource, tensors: list[tuple[str, TensorRef]],
                  **kwargs: Any):

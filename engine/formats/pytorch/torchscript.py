@@ -26,9 +26,15 @@ from .unpickler import MAX_DEPTH
 PREFIX = "__torch__."
 MAX_CODE_FILES = 4096  # distinct class source files read for one archive
 MAX_CODE_BYTES = 64 << 20  # their bytes in all
-_CLASS = re.compile(r"class (\w+)\((\w+)\):")
-_TABLE = re.compile(r" +(__parameters__|__buffers__) = \[(.*)\]")
-_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+# Every pattern runs in time linear in its line: possessive quantifiers never give back what they took, a line
+# is matched once from its start, and names are found only in a list already matched whole (a quoted-string
+# search over a hostile line, restarted at each quote, was quadratic: 300 KB of \" took about 6 minutes).
+_CLASS = re.compile(r"class (\w++)\((\w++)\):")
+_TABLE = re.compile(r" ++(__parameters__|__buffers__) = (.*+)")
+_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'  # a name as torch quotes it, a backslash escaping the next character
+_LIST = re.compile(rf"\[(?:\s*+{_STRING}\s*+,)*+\s*+(?:{_STRING}\s*+)?\]\s*+")  # ["a", "b", ] or ["a", "b"] or []
+_QUOTED = re.compile(_STRING)
+_ESCAPED = re.compile(r"\\(.)")
 
 ReadCode = Callable[[str], "bytes | None"]  # a code/ entry's bytes by its path under code/, None when absent
 
@@ -63,12 +69,13 @@ class _Converter:
         if tables is None:  # a TorchScript class that is not a module (or a native one without source): as it is
             return node
         parameters, buffers = tables
+        listed = {*parameters, *buffers}  # a set: tables and attributes may each be long, and are compared all to all
         module = Placeholder(node.qualname, ())
         self.done[id(node)] = module
         children = {}
         plain = {}
         for key, value in attributes.items():
-            if key in parameters or key in buffers:
+            if key in listed:
                 continue
             converted = self.convert(value, depth + 1)
             if isinstance(converted, Placeholder) and converted.is_module:
@@ -95,7 +102,10 @@ class _Converter:
             self.code_bytes += len(raw or b"")
             if self.code_bytes > MAX_CODE_BYTES:
                 raise FormatError(self.path, f"the TorchScript archive's class sources exceed {MAX_CODE_BYTES} bytes")
-            self.files[file] = {} if raw is None else _class_tables(raw.decode("utf-8", "replace"))
+            try:
+                self.files[file] = {} if raw is None else _class_tables(raw.decode("utf-8", "replace"))
+            except _BadTable as exc:
+                raise FormatError(self.path, f"the TorchScript archive's code/{file}: {exc}") from None
         classes = self.files[file]
         if name in classes:
             return classes[name]
@@ -109,7 +119,8 @@ def _class_tables(source: str) -> dict[str, tuple[list[str], list[str]] | None]:
     """Each class in a code/ file: its parameter and buffer names if it is a Module, else None.
 
     torch's printer (torch/csrc/jit/serialization/python_print.cpp) writes ``class Name(Module):``
-    then ``  __parameters__ = ["a", "b", ]`` and ``  __buffers__ = [...]`` as its first lines.
+    then ``  __parameters__ = ["a", "b", ]`` and ``  __buffers__ = [...]`` as its first lines. A Module's
+    table that is not such a list raises ``_BadTable`` (torch.jit.load refuses it too).
     """
     classes: dict[str, tuple[list[str], list[str]] | None] = {}
     current: str | None = None
@@ -121,10 +132,16 @@ def _class_tables(source: str) -> dict[str, tuple[list[str], list[str]] | None]:
             continue
         table = _TABLE.match(line)
         if table and current is not None and classes[current] is not None:
+            if not _LIST.fullmatch(table.group(2)):
+                raise _BadTable(f"the {table.group(1)} line of class {current} is not a list of quoted names")
             names = [_unquoted(name) for name in _QUOTED.findall(table.group(2))]
             classes[current][0 if table.group(1) == "__parameters__" else 1].extend(names)  # type: ignore[index]
     return classes
 
 
-def _unquoted(name: str) -> str:
-    return re.sub(r"\\(.)", r"\1", name)
+class _BadTable(ValueError):
+    """A Module's ``__parameters__`` or ``__buffers__`` line that torch's printer would not write."""
+
+
+def _unquoted(quoted: str) -> str:
+    return _ESCAPED.sub(r"\1", quoted[1:-1])

@@ -179,84 +179,112 @@ class _Machine:
                                              f"{exc}") from None
 
     def run_in_memory(self, data: bytes) -> Any:
-        """``run`` over a pickle held whole (a zip's data.pkl): the opcodes a state dict is made of (memo,
-        integer, text, tuple, REDUCE and BINPERSID: all but a handful) are decoded here by index into
-        ``data``, with the same checks and messages as their handlers; every other opcode, and any
-        argument that would run past the end, goes to its handler through the stream. The opcodes that
-        allocate most come first: under tracemalloc (the fuzz harness) each allocation costs a scan of
-        this function's line table up to the allocating instruction."""
-        stream, stack, marks, memo = self.stream, self.stack, self.marks, self.memo
+        """``run`` over a pickle held whole (a zip's data.pkl): the opcodes state dicts and configs are made of
+        (memo, numbers, text, tuples, lists and dicts, REDUCE and BINPERSID) are decoded here by index into
+        ``data``, with the same checks and messages as their handlers; any other opcode, any argument that would
+        run past the end and any stack these fast paths do not expect go to the handler through the stream,
+        which checks and words each refusal. The commonest opcodes come first (the benchmark's config-heavy and
+        state-dict rows): each comparison before a match is paid by every opcode that reaches it."""
+        stream, stack, marks, memo, built = self.stream, self.stack, self.marks, self.memo, self.built
         end, pos = stream.end, stream.pos
         while True:
             start = pos
             code = data[pos] if pos < end else -1
             pos += 1
             try:
-                if code == _BINUNICODE and pos + 4 <= end and pos + 4 + _U32(data, pos)[0] <= end:
+                if code == _BINGET and pos < end:
+                    value = memo.get(data[pos], _MISSING)
+                    if value is _MISSING:
+                        raise ValueError(f"memo entry {data[pos]} was never stored")
+                    stack.append(value)
+                    pos += 1
+                elif code == _LONG_BINPUT and pos + 4 <= end:
+                    if not stack or (marks and len(stack) <= marks[-1]):
+                        raise ValueError("stack underflow")
+                    memo[_U32(data, pos)[0]] = stack[-1]
+                    pos += 4
+                elif code == _BINUNICODE and pos + 4 <= end and pos + 4 + _U32(data, pos)[0] <= end:
                     n = _U32(data, pos)[0]
                     stack.append(data[pos + 4:pos + 4 + n].decode("utf-8", "surrogatepass"))
                     pos += 4 + n
+                elif code == _MARK:
+                    marks.append(len(stack))
+                elif code == _BININT1 and pos < end:
+                    stack.append(data[pos])
+                    pos += 1
+                elif code == _BINFLOAT and pos + 8 <= end:
+                    stack.append(_F64(data, pos)[0])
+                    pos += 8
+                elif code == _BINPUT and pos < end:
+                    if not stack or (marks and len(stack) <= marks[-1]):
+                        raise ValueError("stack underflow")
+                    memo[data[pos]] = stack[-1]
+                    pos += 1
+                elif code == _EMPTY_LIST:
+                    stack.append([])
+                elif code == _EMPTY_DICT:
+                    stack.append({})
+                elif code == _APPENDS or code == _SETITEMS:
+                    where = marks[-1] if marks else 0
+                    target = stack[where - 1] if where > (marks[-2] if len(marks) > 1 else 0) else None
+                    if code == _APPENDS and type(target) is list:
+                        items = stack[where:]
+                        del stack[where:]
+                        marks.pop()
+                        built(target, items)
+                        target.extend(items)
+                    elif code == _SETITEMS and type(target) is dict and (len(stack) - where) % 2 == 0:
+                        items = stack[where:]
+                        del stack[where:]
+                        marks.pop()
+                        _setitems(self, target, items)
+                    else:  # a subclass's items (a placeholder), or a stack the handler refuses in its words
+                        pos = self.through_handler(code, start, pos)
                 elif _TUPLE1 <= code <= _TUPLE3:
                     n = code - _TUPLE1 + 1
                     if len(stack) - n < (marks[-1] if marks else 0):
                         raise ValueError("stack underflow")
                     items = tuple(stack[-n:])
                     del stack[-n:]
-                    stack.append(self.built(items, items))
-                elif code == _LONG_BINPUT and pos + 4 <= end:
-                    if not stack or (marks and len(stack) <= marks[-1]):
-                        raise ValueError("stack underflow")
-                    memo[_U32(data, pos)[0]] = stack[-1]
-                    pos += 4
-                elif (code == _BINGET or code == _LONG_BINGET) and pos + (1 if code == _BINGET else 4) <= end:
-                    index = data[pos] if code == _BINGET else _U32(data, pos)[0]
-                    pos += 1 if code == _BINGET else 4
+                    stack.append(built(items, items))
+                elif code == _TUPLE and marks:
+                    where = marks.pop()
+                    items = stack[where:]
+                    del stack[where:]
+                    stack.append(built(tuple(items), items))
+                elif code == _REDUCE and len(stack) - 2 >= (marks[-1] if marks else 0):
+                    args = stack.pop()
+                    stack[-1] = self.call(stack[-1], args, "REDUCE")
+                elif code == _LONG_BINGET and pos + 4 <= end:
+                    index = _U32(data, pos)[0]
                     value = memo.get(index, _MISSING)
                     if value is _MISSING:
                         raise ValueError(f"memo entry {index} was never stored")
                     stack.append(value)
-                elif code == _BININT1 and pos < end:
-                    stack.append(data[pos])
-                    pos += 1
+                    pos += 4
                 elif code == _BININT2 and pos + 2 <= end:
                     stack.append(_U16(data, pos)[0])
                     pos += 2
                 elif code == _BININT and pos + 4 <= end:
                     stack.append(_I32(data, pos)[0])
                     pos += 4
-                elif code == _MARK:
-                    marks.append(len(stack))
-                elif code == _TUPLE:
-                    items = self.pop_mark()
-                    stack.append(self.built(tuple(items), items))
-                elif code == _EMPTY_TUPLE:
-                    stack.append(())
-                elif code == _BINPUT and pos < end:
-                    if not stack or (marks and len(stack) <= marks[-1]):
-                        raise ValueError("stack underflow")
-                    memo[data[pos]] = stack[-1]
-                    pos += 1
-                elif code == _REDUCE and len(stack) - 2 >= (marks[-1] if marks else 0):
-                    args = stack.pop()
-                    stack[-1] = self.call(stack[-1], args, "REDUCE")
-                elif code == _BINPERSID and len(stack) - 1 >= (marks[-1] if marks else 0):
-                    stack[-1] = self.persistent(stack[-1])
+                elif code == _NONE:
+                    stack.append(None)
                 elif code == _NEWFALSE:
                     stack.append(False)
-                else:  # through the handler, which reads its arguments from the stream
-                    if code < 0:
-                        stream.pos = start
-                        stream.read(1)  # past the end: the stream's own message
-                    handler = _by_code()[code]
-                    if handler is None:
-                        raise FormatError(self.path, f"{stream.what} has an unknown opcode {bytes((code,))!r} at "
-                                                     f"byte {stream.at(start)}")
+                elif code == _NEWTRUE:
+                    stack.append(True)
+                elif code == _EMPTY_TUPLE:
+                    stack.append(())
+                elif code == _BINPERSID and len(stack) - 1 >= (marks[-1] if marks else 0):
+                    stack[-1] = self.persistent(stack[-1])
+                elif code == _STOP_OPCODE:
+                    if len(stack) != 1 or marks:
+                        raise ValueError("STOP with a malformed stack")
                     stream.pos = pos
-                    if handler(self) is _STOP:
-                        if len(stack) != 1 or marks:
-                            raise ValueError("STOP with a malformed stack")
-                        return stack[0]
-                    pos = stream.pos
+                    return stack[0]
+                else:
+                    pos = self.through_handler(code, start, pos)
             except FormatError:
                 raise
             except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error,
@@ -264,6 +292,21 @@ class _Machine:
                 name = opcode_name(bytes((code,)))
                 raise FormatError(self.path, f"{stream.what} is malformed ({name} at byte {stream.at(start)}): "
                                              f"{exc}") from None
+
+    def through_handler(self, code: int, start: int, pos: int) -> int:
+        """The in-memory loop's opcode at ``start`` run by its handler, which reads its arguments from the stream;
+        where the loop goes on."""
+        stream = self.stream
+        if code < 0:
+            stream.pos = start
+            stream.read(1)  # past the end: the stream's own message
+        handler = _by_code()[code]
+        if handler is None:
+            raise FormatError(self.path, f"{stream.what} has an unknown opcode {bytes((code,))!r} at byte "
+                                         f"{stream.at(start)}")
+        stream.pos = pos
+        handler(self)
+        return stream.pos
 
     # --- stack helpers --------------------------------------------------------------------
     def pop(self) -> Any:
@@ -301,13 +344,8 @@ class _Machine:
         """Record a new container's depth from its items; refuse it past ``MAX_DEPTH``."""
         if _HOLDERS.isdisjoint(map(type, items)):  # the common case (sizes, strides, ids): one C-level pass
             return container
-        deepest = 0
-        for item in items:
-            if type(item) in _HOLDERS:
-                known = self.depths.get(id(item))
-                deepest = max(deepest, known[1] if known else 1)
-        if deepest:
-            self.deeper(container, deepest + 1)
+        known = self.depths.get
+        self.deeper(container, 1 + max(known(id(item), _ONE_DEEP)[1] for item in items if type(item) in _HOLDERS))
         return container
 
     def deeper(self, container: Any, depth: int) -> None:
@@ -389,6 +427,7 @@ _STOP = object()
 # arguments and state), and slices (slice(slice(...)) nests as deep as a pickle says).
 _HOLDERS = {tuple, list, dict, set, frozenset, Placeholder, slice}
 # Protocol 2 (torch.save's) names the builtins by their Python 2 module, __builtin__.
+_TEXT = {str}
 _HASHING_CALLS = {"builtins.set", "builtins.frozenset", "__builtin__.set", "__builtin__.frozenset",
                   "collections.OrderedDict"}
 
@@ -641,8 +680,12 @@ def _op_setitems(m: _Machine) -> None:
 
 
 def _setitems(m: _Machine, target: dict, items: list[Any]) -> None:
-    """Keys and values alternate in ``items``; text keys (a state dict's) need no hash count."""
+    """Keys and values alternate in ``items``; text keys (a state dict's, a config's) need no hash count."""
     m.built(target, items)
+    if _TEXT.issuperset(map(type, items[::2])):  # all of them at once, in C-level passes
+        pairs = iter(items)
+        target.update(zip(pairs, pairs))
+        return
     for i in range(0, len(items), 2):
         key = items[i]
         if type(key) is not str:
@@ -737,6 +780,8 @@ def _by_code() -> list[Callable[[_Machine], Any] | None]:
 
 
 _MISSING = object()
-_U16, _U32, _I32 = (struct.Struct(fmt).unpack_from for fmt in ("<H", "<I", "<i"))
-(_MARK, _TUPLE, _EMPTY_TUPLE, _TUPLE1, _TUPLE3, _BININT, _BININT1, _BININT2, _BINUNICODE, _BINGET, _LONG_BINGET,
- _BINPUT, _LONG_BINPUT, _NEWFALSE, _REDUCE, _BINPERSID) = b"(t)\x85\x87JKMXhjqr\x89RQ"
+_ONE_DEEP = (None, 1)  # the depth of a holder ``depths`` does not know: it holds no holder
+_U16, _U32, _I32, _F64 = (struct.Struct(fmt).unpack_from for fmt in ("<H", "<I", "<i", ">d"))
+(_MARK, _TUPLE, _EMPTY_TUPLE, _TUPLE1, _TUPLE3, _BININT, _BININT1, _BININT2, _BINUNICODE, _BINGET, _LONG_BINGET, _BINPUT,
+ _LONG_BINPUT, _NEWFALSE, _NEWTRUE, _NONE, _REDUCE, _BINPERSID, _BINFLOAT, _EMPTY_LIST, _APPENDS, _EMPTY_DICT, _SETITEMS,
+ _STOP_OPCODE) = b"(t)\x85\x87JKMXhjqr\x89\x88NRQG]e}u."

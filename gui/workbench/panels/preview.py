@@ -64,7 +64,8 @@ def count_line(plan: Plan) -> str:
 def template_line(report: AlignmentReport, template: Store) -> str:
     """``Template target.bpk: 10 applied · 1 shape mismatch · 2 missing · 3 unused``: the CLI's alignment counts."""
     mismatches = len(report.shape_mismatches)
-    return (f"Template {template.path.name}: {len(report.applied):,} applied · {mismatches:,} shape "
+    runtime = f" ({len(report.runtime_shapes):,} with a shape set at run time)" if report.runtime_shapes else ""
+    return (f"Template {template.path.name}: {len(report.applied):,} applied{runtime} · {mismatches:,} shape "
             f"mismatch{'es' if mismatches != 1 else ''} · {len(report.missing):,} missing · "
             f"{len(report.unused):,} unused")
 

@@ -31,12 +31,10 @@ SAMPLE = str(SAMPLES / "sample_cnn.bpk")
 @pytest.mark.parametrize("flags, says", [
     (["--metadata", "nokv"], "store-studio convert: --metadata wants KEY=VALUE, got 'nokv'\n"),
     (["--metadata", "=v"], "store-studio convert: --metadata wants KEY=VALUE, got '=v'\n"),
-    (["--include", "("], "store-studio convert: --include: invalid regex '(': missing ), unterminated subpattern "
-                         "at position 0\n"),
-    (["--exclude", "[a"], "store-studio convert: --exclude: invalid regex '[a': unterminated character set at "
-                          "position 0\n"),
-    (["--remap", "fc(", "x"], "store-studio convert: remap rule 1 ('fc(' -> 'x'): invalid regex 'fc(': missing ), "
-                              "unterminated subpattern at position 2\n"),
+    (["--include", "("], "store-studio convert: --include: invalid regex '(': unclosed group at position 0\n"),
+    (["--exclude", "[a"], "store-studio convert: --exclude: invalid regex '[a': unclosed class at position 0\n"),
+    (["--remap", "fc(", "x"], "store-studio convert: remap rule 1 ('fc(' -> 'x'): invalid regex 'fc(': unclosed "
+                              "group at position 2\n"),
     (["--module", "fc"], "store-studio convert: --module wants PATH=TYPE (e.g. tokens=Embedding), got 'fc'\n"),
     (["--module", "=Linear"], "store-studio convert: --module wants PATH=TYPE (e.g. tokens=Embedding), got '=Linear'\n"),
     (["--module", "fc="], "store-studio convert: --module wants PATH=TYPE (e.g. tokens=Embedding), got 'fc='\n"),

@@ -16,6 +16,7 @@ import json
 import os
 
 import numpy as np
+import torch
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
@@ -29,23 +30,23 @@ def saved(path) -> dict:
 def test_flags_extend_a_saved_recipe(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     os.mkdir("in")
-    save_file({"Block.fc.weight": np.ones((2, 3), np.float32), "step": np.array([1], np.int64)}, "in/a.safetensors")
+    torch.save({"ema": {"Block.fc.weight": torch.ones(2, 3), "step": torch.tensor([1])}}, "in/a.pt")
     save_file({"w": np.ones(2, np.float32)}, "t.safetensors")
-    base = {"version": 1, "sources": [{"path": "in/a.safetensors", "filter": {"exclude": ["^nothing$"]}}],
+    base = {"version": 1, "sources": [{"path": "in/a.pt", "filter": {"exclude": ["^nothing$"]}}],
             "filter": {"include": ["fc"], "exclude": ["x"]}, "remaps": [["^a", "b"]],
             "adapters": ["pytorch-to-burn", "skip-enum-variants"], "casts": [{"to": "F16"}],
             "module_overrides": {"fc": "Linear"}, "top_level_key": "model", "metadata": {"k": "recipe", "j": "1"},
             "template": "old.bpk", "burn_version": "0.20"}
     (tmp_path / "r.json").write_text(json.dumps(base))
-    assert main(["convert", "--recipe", "r.json", "./in/../in/a.safetensors", "o.bpk", "--dry-run", "--save-recipe",
+    assert main(["convert", "--recipe", "r.json", "./in/../in/a.pt", "o.bpk", "--dry-run", "--save-recipe",
                  "out.json", "--include", "step", "--exclude", "y", "--remap", "^c", "d", "--adapter",
                  "pytorch-to-burn", "--contiguous-indices", "--skip-enum-variants", "--fuse-weight-norm",
                  "--module", "Block=EnumVariant", "--metadata", "k=flag", "--allow-partial", "--clear-metadata",
-                 "--template", "t.safetensors", "--top-level-key", "ema", "--burn-version", "0.21"]) == 1
+                 "--template", "t.safetensors", "--top-level-key", "ema", "--burn-version", "0.21"]) == 0
     doc = saved(tmp_path / "out.json")
     assert doc == {
         "version": 1,
-        "sources": [{"path": "in/a.safetensors", "filter": {"exclude": ["^nothing$"]}}],  # the recipe's own spec
+        "sources": [{"path": "in/a.pt", "filter": {"exclude": ["^nothing$"]}}],  # the recipe's own spec
         "filter": {"include": ["fc", "step"], "exclude": ["x", "y"]},
         "remaps": [["^a", "b"], ["^c", "d"]],
         "adapters": ["pytorch-to-burn", "skip-enum-variants", "contiguous-indices", "fuse-weight-norm"],
@@ -71,8 +72,8 @@ def test_the_recipes_choices_stay_without_flags(tmp_path, monkeypatch):
     doc = saved(tmp_path / "b.json")  # named inputs replace the recipe's sources; a flag's cast follows the recipe's
     assert doc["sources"] == [{"path": "b.safetensors"}] and doc["casts"] == [{"to": "F16"}, {"to": "BF16"}]
     assert main(["convert", "a.safetensors", "o.bpk", "--dry-run", "--save-recipe", "plain.json",
-                 "--top-level-key", "m"]) == 1  # a SafeTensors file has no top-level keys: refused, recipe saved first
-    assert saved(tmp_path / "plain.json") == {"version": 1, "sources": [{"path": "a.safetensors"}], "top_level_key": "m"}
+                 "--top-level-key", "m"]) == 1  # a SafeTensors file has no top-level keys: refused as it is opened,
+    assert not (tmp_path / "plain.json").exists()  # before the recipe is saved (its shards are known once it is open)
 
 
 def test_metadata_flags_win_over_carried_fields(tmp_path, capsys):

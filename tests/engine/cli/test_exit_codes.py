@@ -113,15 +113,15 @@ def bad_recipe(tmp_path: Path, text: str) -> str:
 
 @pytest.mark.child
 @pytest.mark.parametrize("case, flags, says", [
-    ("save-recipe to a missing folder", lambda t: ["--save-recipe", str(t / "no" / "r.json")], "cannot save the recipe there"),
-    ("save-recipe under a file", lambda t: ["--save-recipe", not_a_folder(t)], "cannot save the recipe there"),
+    ("save-recipe to a missing folder", lambda t: ["--save-recipe", str(t / "no" / "r.json")], "does not exist"),
+    ("save-recipe under a file", lambda t: ["--save-recipe", not_a_folder(t)], "file is not a folder"),
     ("recipe that is not JSON", lambda t: ["--recipe", bad_recipe(t, "remaps: [x]")], "not a JSON recipe"),
     ("recipe that is JSON but no recipe", lambda t: ["--recipe", bad_recipe(t, "[1, 2]")], "must be a JSON object"),
     ("recipe without a version", lambda t: ["--recipe", bad_recipe(t, "{}")], "field 'version' is missing"),
     ("recipe that is missing", lambda t: ["--recipe", str(t / "none.json")], "cannot read the recipe"),
     ("recipe that is a folder", lambda t: ["--recipe", str(t)], "cannot read the recipe"),
     ("template that is missing", lambda t: ["--template", str(t / "none.bpk")], "cannot open it in"),
-    ("template that is a folder", lambda t: ["--template", str(t)], "is a folder"),
+    ("template that is a folder without Rust source", lambda t: ["--template", str(t)], "holds no .rs file"),
     ("template that is no model", lambda t: ["--template", bad_recipe(t, "{}")], "not a Burnpack, SafeTensors, PyTorch"),
 ])
 def test_former_tracebacks_are_one_line_exit_1(tmp_path, case, flags, says):

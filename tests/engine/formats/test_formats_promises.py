@@ -46,7 +46,8 @@ PyTorch files:
 - quantized/sparse/nested/meta tensors refused -> pt/test_pytorch_whole_models.py::test_a_quantized_tensor_is_refused_saying_so
 - a TorchScript class without source refused -> pt/test_pytorch_whole_models.py::test_a_torchscript_module_without_its_class_source_is_refused_saying_why (checked);
   an object of a native class without source is a placeholder -> pt/test_torchscript_native_class.py (whole module; checked)
-- a checkpoint that contains itself refused -> pt/test_pytorch_forged.py::test_checkpoint_that_contains_itself
+- a loop among non-tensor objects reads (its pointer back as {"$ref": ...}), a loop around tensors refused ->
+  pt/test_pytorch_forged.py::test_checkpoint_that_contains_itself
 
 Burn versions, bools and quantized tensors:
 - `--burn-version` on convert decides the Bool spelling per release -> fmt/test_burn_targets.py::test_bools_are_spelled_as_the_target_version_reads_them (checked);

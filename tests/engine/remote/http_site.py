@@ -20,6 +20,7 @@ class Request:
     range: str | None
     authorization: str | None
     host: str
+    client_port: int  # one per connection: requests on a kept-alive connection share it
 
 
 @dataclass
@@ -57,7 +58,7 @@ class Handler(BaseHTTPRequestHandler):
         site = self.server.site  # type: ignore[attr-defined]
         path = self.path.split("?")[0]
         site.log.append(Request(path, self.headers.get("Range"), self.headers.get("Authorization"),
-                                self.headers.get("Host", "")))
+                                self.headers.get("Host", ""), self.client_address[1]))
         if path in site.stall:
             site.stop.wait()
             self.close_connection = True

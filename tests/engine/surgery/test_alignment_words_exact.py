@@ -39,7 +39,7 @@ def test_the_report_lists_each_kind_of_difference():
             {"name": "enc.v.weight", "source_shape": [4], "template_shape": [2, 2], "matches_if_transposed": False}],
         "dtype_differences": [{"name": "enc.k.weight", "source_dtype": "F16", "template_dtype": "F32"}],
         "missing": ["enc.q.weight"], "unused": ["enc.q.bias"], "suggestions": {"enc.q.weight": ["enc.q.bias"]},
-        "through_variants": {"feature.BaseConv.weight": "feature.weight"}}
+        "through_variants": {"feature.BaseConv.weight": "feature.weight"}, "runtime_shapes": [], "runtime_absent": []}
     assert not report.ok
     assert [m.name for m in validate(source, template)] == ["enc.q_proj.weight", "enc.v.weight"]
 

@@ -70,8 +70,11 @@ def test_a_predicate_that_cannot_compare_names_itself():
     (lambda: Predicate("ndim", "~", 1), "predicate ndim ~ 1: unknown operator '~' (one of ==, !=, <, <=, >, >=, "
                                         "contains, matches, in)"),
     (lambda: Predicate("dtype", "in", "F32"), "predicate dtype in 'F32': 'in' wants a list of values"),
-    (lambda: Predicate("name", "matches", "(a"), "predicate name matches '(a': invalid regex '(a': missing ), "
-                                                 "unterminated subpattern at position 0"),
+    (lambda: Predicate("name", "matches", "(a"), "predicate name matches '(a': invalid regex '(a': unclosed group "
+                                                 "at position 0"),
+    (lambda: Predicate("name", "matches", "(?<=a)b"), "predicate name matches '(?<=a)b': invalid regex '(?<=a)b': "
+                                                      "look-around ((?=, (?!, (?<=, (?<!) is not supported by Rust's "
+                                                      "regex at position 0"),
     (lambda: PredicateGroup("xor", ()), "predicate group: combine must be 'and' or 'or', not 'xor'"),
 ])
 def test_a_bad_predicate_is_refused_naming_it(make, says):
@@ -83,10 +86,10 @@ def test_a_bad_predicate_is_refused_naming_it(make, says):
 def test_a_bad_include_or_exclude_names_its_rule_by_number():
     with pytest.raises(RecipeError) as error:
         Filter(include=("a", "("))
-    assert str(error.value) == "include rule 2: invalid regex '(': missing ), unterminated subpattern at position 0"
+    assert str(error.value) == "include rule 2: invalid regex '(': unclosed group at position 0"
     with pytest.raises(RecipeError) as error:
         Filter(exclude=("[",))
-    assert str(error.value) == "exclude rule 1: invalid regex '[': unterminated character set at position 0"
+    assert str(error.value) == "exclude rule 1: invalid regex '[': unclosed class at position 0"
 
 
 def test_groups_combine_with_and_or():

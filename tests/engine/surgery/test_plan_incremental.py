@@ -7,10 +7,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import ArrayStore
+from engine import ArrayStore, rust_regex
 from engine.surgery import CastRule, Filter, Recipe, RemapRule, SourceSpec, plan, stages
 from engine.surgery.plan import _REAPER, StageCache
-from engine.surgery.remap import compile_rules, literal_text, remap_name
+from engine.surgery.remap import compile_rules, remap_name
 
 AFTER_REMAP = ["module inference", "adapters", "filter", "cast", "guesses", "merge"]
 
@@ -128,10 +128,16 @@ def test_editing_a_later_remap_rule_reruns_only_the_rules_from_it_on():
         (r"^blocks\.", 6), (r"\.fc\.", 4), ("weight$", 3)]
 
 
+def literal_text(pattern: str) -> tuple[str, bool] | None:
+    regex = rust_regex.compile(pattern)
+    return (regex.literal, regex.at_start) if regex.literal is not None else None
+
+
 def test_plain_text_patterns_are_told_from_regexes():
     assert literal_text(r"^blocks\.") == ("blocks.", True) and literal_text(r"\.fc\.") == (".fc.", False)
     assert literal_text(r"a\ b\-c") == ("a b-c", False) and literal_text("ünï") == ("ünï", False)
-    for regex in ("", "^", "a.b", r"\d", r"a\1", "a$", "(a)", "[ab]", "a+", "a{2}", "a|b", "^^a", "a\\"):
+    assert literal_text(r"\x41\u00e9\n") == ("Aé\n", False)  # escapes Rust reads as characters are text too
+    for regex in ("", "^", "a.b", r"\d", "a$", "(a)", "[ab]", "a+", "a{2}", "a|b", "^^a", "(?i)a", r"\Aa"):
         assert literal_text(regex) is None, regex
     rule, = compile_rules([RemapRule(r"^blocks\.", "layers.")])
     assert (rule.literal, rule.at_start, rule.plain) == ("blocks.", True, "layers.")

@@ -17,7 +17,7 @@ import json
 import pytest
 
 from engine.burn_versions import BurnVersion
-from engine.errors import RecipeError
+from engine.errors import ExportError, RecipeError
 from engine.surgery import CastRule, Filter, Recipe, RemapRule, SourceSpec
 
 
@@ -102,9 +102,9 @@ def test_a_recipe_file_that_cannot_be_read_says_why(tmp_path):
     with pytest.raises(RecipeError) as error:
         Recipe.load(tmp_path / "latin.json")
     assert str(error.value).startswith("latin.json: not a JSON recipe: 'utf-8' codec can't decode byte 0xe9")
-    with pytest.raises(RecipeError) as error:
+    with pytest.raises(ExportError) as error:  # saved by export's destination rules (issue 38)
         Recipe().save(tmp_path / "no" / "r.json")
-    assert str(error.value) == f"{tmp_path / 'no' / 'r.json'}: cannot save the recipe there: No such file or directory"
+    assert str(error.value) == f"r.json: the folder {tmp_path / 'no'} does not exist; create it first"
 
 
 def test_paths_travel_with_the_recipe(tmp_path):

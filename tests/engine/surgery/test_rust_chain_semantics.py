@@ -2,7 +2,8 @@
 
 Rust's ``regex`` reads ``$1_x`` as the group *named* ``1_x`` (empty when absent); Store Studio reads it
 as group 1 then ``_x`` and prints ``${1}_x``. The expander below follows the regex crate's documented
-replacement rules, and every rule any test (or sample recipe) uses is run through both.
+replacement rules (matches are Rust's, as ``engine.rust_regex`` finds them: tests/engine/test_rust_regex.py
+holds them to the crate's), and every rule any test (or sample recipe) uses is run through both.
 """
 
 from __future__ import annotations
@@ -11,20 +12,21 @@ import ast
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from engine import RecipeError
+from engine import RecipeError, rust_regex
 from engine.surgery import Recipe, RemapRule
 from engine.surgery.printers import as_rust
-from engine.surgery.remap import compile_rules, remap_name
+from engine.surgery.remap import compile_rules, remap_name, rust_replacement
 
 ROOT = Path(__file__).parents[3]
 TRICKY = [(r"^(\w+)\.(\d+)", "$1_x.$2"), (r"^(\w+)", "${1}_x"), (r"(?P<head>\w+)\.w", "$head.weight"),
           (r"^(\w+)", r"\1x"), (r"^(a)", "$$1"), (r"^(\w+)", "cost$"), (r"(\w+)", r"\g<1>_"), (r"^(\w+)\.", "${1}$")]
 
 
-def rust_expand(template: str, match: re.Match[str]) -> str:
+def rust_expand(template: str, match: Any, groupindex: dict[str, int]) -> str:
     """Rust regex's ``Captures::expand``: ``$$``, ``${name}``, ``$name`` (longest [_0-9A-Za-z]), else a literal ``$``."""
     out, i = [], 0
     while i < len(template):
@@ -45,12 +47,26 @@ def rust_expand(template: str, match: re.Match[str]) -> str:
             continue
         name = found.group(1)
         try:
-            value = match.group(int(name)) if name.isdigit() else match.group(name)
-        except (IndexError, re.error):
+            value = match.group(int(name) if name.isascii() and name.isdigit() else groupindex[name])
+        except (IndexError, KeyError):
             value = None
         out.append(value or "")
         i += found.end()
     return "".join(out)
+
+
+def rust_str(tag: str) -> str:
+    """A regex for a Rust string literal, as group ``tag``: raw (``r#"..."#``, as many #s as it needs), or escaped
+    where the text holds a control character."""
+    return rf'(?P<{tag}>r(?P<{tag}_hashes>#*)".*?"(?P={tag}_hashes)|"(?:[^"\\]|\\.)*")'
+
+
+def rust_value(literal: str) -> str:
+    r"""The text a Rust string literal holds: a raw one as it is, an escaped one with ``\u{1b}``, ``\\`` and
+    ``\"`` read back."""
+    if literal.startswith("r"):
+        return literal[1:].strip("#")[1:-1]
+    return re.sub(r'\\u\{([0-9a-f]+)\}|\\(.)', lambda m: chr(int(m[1], 16)) if m[1] else m[2], literal[1:-1])
 
 
 def rules_in_tests() -> set[tuple[str, str]]:
@@ -114,16 +130,33 @@ def test_the_suite_has_rules_and_names_to_check():
 def test_the_printed_rust_chain_renames_as_the_cli_does(pattern, replacement):
     rule = RemapRule(pattern, replacement)
     compiled = compile_rules([rule])
-    printed = re.search(r'\.with_key_remapping\(r(#*)"(.*?)"\1, r(#*)"(.*?)"\3\)', as_rust(Recipe(remaps=(rule,))))
-    assert printed and printed.group(2) == pattern
-    rust = printed.group(4)
+    printed = re.search(rf'\.with_key_remapping\({rust_str("pattern")}, {rust_str("replacement")}\)',
+                        as_rust(Recipe(remaps=(rule,))))
+    assert printed and rust_value(printed["pattern"]) == pattern
+    rust = rust_value(printed["replacement"])
     matched = 0
     for name in NAMES:
         ours = remap_name(name, compiled)
-        theirs = re.compile(pattern).sub(lambda m: rust_expand(rust, m), name)
+        regex = rust_regex.compile(pattern)
+        theirs = regex.subn(lambda m: rust_expand(rust, m, regex.groupindex), name)[0]
         assert ours == theirs, f"{name!r}: CLI gives {ours!r}, the Rust chain {theirs!r}"
         matched += ours != name
-    assert matched or not any(re.search(pattern, n) for n in NAMES)
+    assert matched or not any(rust_regex.compile(pattern).search(n) for n in NAMES)
+
+
+RENAMES = json.loads((ROOT / "tests" / "fixtures" / "rust_regex_cases.json").read_text(encoding="utf-8"))["renames"]
+
+
+def test_the_printed_replacement_renames_in_rusts_regex_as_the_cli_does():
+    """Against the crate itself: each rule's printed replacement, run by Rust's regex 1.13.1's ``replace_all``
+    (tests/fixtures/rust_regex_cases.json), gives the name the CLI gives."""
+    wrong = []
+    for pattern, replacement, printed, name, by_rust in RENAMES:
+        assert rust_replacement(replacement) == printed
+        ours = remap_name(name, compile_rules([RemapRule(pattern, replacement)]))
+        if ours != by_rust:
+            wrong.append(f"{pattern!r} -> {replacement!r} on {name!r}: CLI {ours!r}, Rust {by_rust!r}")
+    assert not wrong and len(RENAMES) == 198, "\n".join(wrong)
 
 
 def test_dollar_digits_then_word_characters_is_group_then_text_and_prints_braced():

@@ -16,9 +16,9 @@ import torch
 from torch import nn
 
 from engine import ArrayStore, Store, export, open_store
-from engine.surgery import Recipe, align, plan
-from engine.surgery.suggest import (ADAPTER, CAST, LINEAR, RENAME, TOP_LEVEL_KEY, name_votes, suggest,
-                                    suggest_recipe)
+from engine.surgery import Recipe, RemapRule, align, plan
+from engine.surgery.suggest import (ADAPTER, CAST, LINEAR, RENAME, TOP_LEVEL_KEY, Change, Suggestion, fit,
+                                    name_votes, suggest)
 
 
 class Mnist(nn.Module):
@@ -92,11 +92,17 @@ def loads(stores: list[Store], recipe: Recipe, target: Store) -> bool:
     return align(plan(stores, recipe, template=target), target).ok
 
 
+def only(suggestion: Suggestion) -> Change:
+    """The one change of a suggestion that is a single change."""
+    (change,) = suggestion.changes
+    return change
+
+
 def test_mnist_from_pytorch_gets_the_adapter_first_with_the_pairs_it_makes(tmp_path):
     sd = state(Mnist())
     source, target = write_pt(tmp_path / "mnist.pt", sd), write_bpk(tmp_path / "mnist.bpk", burn_named(sd))
     found = suggest([source], Recipe(), target, template=target)
-    assert [s.kind for s in found] == [ADAPTER] and found[0].adapter == "pytorch-to-burn"
+    assert len(found) == 1 and only(found[0]).kind == ADAPTER and only(found[0]).adapter == "pytorch-to-burn"
     pairs = {(p.source, p.target, p.shape) for p in found[0].pairs}
     assert pairs == {("norm1.weight", "norm1.gamma", (24,)), ("norm1.bias", "norm1.beta", (24,)),
                      ("norm2.weight", "norm2.gamma", (10,)), ("norm2.bias", "norm2.beta", (10,)),
@@ -122,25 +128,28 @@ def test_a_name_match_that_shapes_contradict_is_never_suggested(tmp_path):
     assert suggest([source], recipe, target, template=target) == []
 
 
-def test_a_sequential_with_relus_needs_the_adapter_and_contiguous_indices(tmp_path):
+def test_a_sequential_with_relus_needs_the_adapter_and_contiguous_indices_together(tmp_path):
     sd = state(Mlp())
     source, target = write_pt(tmp_path / "mlp.pt", sd), write_bpk(tmp_path / "mlp.bpk", burn_named(sd))
-    (first,) = suggest([source], Recipe(), target, template=target)
-    assert first.adapter == "pytorch-to-burn"  # renumbering alone would pair fc.2's [8, 12] with fc.1's [12, 8]
-    (then,) = suggest([source], first.apply(Recipe()), target, template=target)
-    assert then.adapter == "contiguous-indices"
-    assert {(p.source, p.target) for p in then.pairs} == {(f"fc.{a}.{leaf}", f"fc.{b}.{leaf}") for a, b in ((2, 1), (4, 2))
-                                                          for leaf in ("weight", "bias")}
-    recipe, steps = suggest_recipe([source], Recipe(), target, template=target)
-    assert [s.adapter for s in steps] == ["pytorch-to-burn", "contiguous-indices"]
-    assert set(recipe.adapters) == {"pytorch-to-burn", "contiguous-indices"} and loads([source], recipe, target)
+    (both,) = suggest([source], Recipe(), target, template=target)  # one chain: each alone loads a part
+    assert [c.adapter for c in both.changes] == ["contiguous-indices", "pytorch-to-burn"]
+    renumber, transpose = both.steps  # renumbered, fc.2's [8, 12] meets fc.1's [12, 8]: the adapter settles it
+    assert {(p.source, p.target) for p in renumber.pairs} == {("fc.2.bias", "fc.1.bias"), ("fc.4.bias", "fc.2.bias")}
+    assert {(p.source, p.target, p.shape) for p in transpose.pairs} == {
+        ("fc.0.weight", "fc.0.weight", (6, 12)), ("fc.2.weight", "fc.1.weight", (12, 8)),
+        ("fc.4.weight", "fc.2.weight", (8, 3))}
+    assert set(both.pairs) == set(renumber.pairs) | set(transpose.pairs) and both.fixes == both.missing == 5
+    assert loads([source], both.apply(Recipe()), target)
+    made = fit([source], Recipe(), target, template=target)
+    assert [s.change.adapter for s in made.steps] == ["contiguous-indices", "pytorch-to-burn"]
+    assert made.recipe.adapters == ("contiguous-indices", "pytorch-to-burn") and made.report.ok
 
 
 def test_a_batchnorm_net_gets_gamma_and_beta_through_the_adapter(tmp_path):
     sd = state(NormNet())
     source, target = write_pt(tmp_path / "bn.pt", sd), write_bpk(tmp_path / "bn.bpk", burn_named(sd))
     (found,) = suggest([source], Recipe(), target, template=target)
-    assert found.adapter == "pytorch-to-burn"
+    assert only(found).adapter == "pytorch-to-burn"
     assert {(p.source, p.target) for p in found.pairs} == {("norm1.weight", "norm1.gamma"), ("norm1.bias", "norm1.beta")}
     result = plan([source], found.apply(Recipe()), template=target)
     assert align(result, target).unused == ["norm1.num_batches_tracked"]  # Burn has no field for it: left unused
@@ -152,7 +161,7 @@ def test_a_prefix_family_becomes_one_rename_only_where_the_shapes_agree(tmp_path
     target = write_bpk(tmp_path / "wrapped.bpk", burn_named(sd, lambda n: f"model.{n}"))
     recipe = Recipe(adapters=("pytorch-to-burn",))
     (found,) = suggest([source], recipe, target, template=target)
-    assert found.kind == RENAME and found.remap.pattern == "^" and found.remap.replacement == "model."
+    assert only(found).kind == RENAME and only(found).remap == RemapRule("^", "model.")
     assert found.fixes == 18 and ("conv1.weight", "model.conv1.weight", (8, 1, 3, 3)) in \
         {(p.source, p.target, p.shape) for p in found.pairs}
     assert loads([source], found.apply(recipe), target)
@@ -178,7 +187,7 @@ def test_a_transposed_module_the_adapter_misses_is_settled_as_linear(tmp_path):
     target = write_bpk(tmp_path / "t.bpk", {"embed.weight": np.zeros((3, 4), np.float32)})
     recipe = Recipe(adapters=("pytorch-to-burn",))
     (found,) = suggest([source], recipe, target)
-    assert found.kind == LINEAR and found.linear_modules == ("embed",)
+    assert only(found).kind == LINEAR and only(found).linear_modules == ("embed",)
     assert found.apply(recipe).module_overrides == {"embed": "Linear"} and loads([source], found.apply(recipe), target)
 
 
@@ -188,7 +197,7 @@ def test_a_dtype_the_target_has_everywhere_becomes_a_cast(tmp_path):
     target = write_bpk(tmp_path / "t.bpk", {"w": np.zeros(3, np.float16), "b": np.zeros(2, np.float16),
                                             "steps": np.zeros(1, np.int64)})
     (found,) = suggest([source], Recipe(), target)
-    assert found.kind == CAST and found.cast.to == "F16" and found.dtypes_fixed == 2
+    assert only(found).kind == CAST and only(found).cast.to == "F16" and found.dtypes_fixed == 2
     assert found.line() == "suggest: cast float tensors to F16: fixes 2 dtype difference(s): cast F16"
     assert not align(plan([source], found.apply(Recipe())), target).dtype_differences
 
@@ -202,12 +211,13 @@ def test_a_checkpoint_branch_is_offered_as_its_top_level_key(tmp_path):
         return open_store(store.path, top_level_key=key)
 
     found = suggest([source], Recipe(), target, reopen=reopen)
-    assert found[0].kind == TOP_LEVEL_KEY and found[0].top_level_key == "model" and found[0].fixes == len(sd)
-    assert all(s.kind != RENAME for s in found)  # the same pairs as stripping the prefix: the key is what is meant
-    recipe, steps = suggest_recipe([source], Recipe(), target, reopen=reopen)
-    assert recipe.top_level_key == "model" and [s.kind for s in steps] == [TOP_LEVEL_KEY]
-    assert suggest([source], Recipe(), target) and all(s.kind != TOP_LEVEL_KEY
-                                                        for s in suggest([source], Recipe(), target))
+    assert only(found[0]).kind == TOP_LEVEL_KEY and only(found[0]).top_level_key == "model"
+    assert found[0].fixes == len(sd)
+    assert len(found) == 1  # stripping the prefix pairs the same and leaves the optimizer's lr behind: the key is meant
+    made = fit([source], Recipe(), target, reopen=reopen)
+    assert made.recipe.top_level_key == "model" and [s.change.kind for s in made.steps] == [TOP_LEVEL_KEY]
+    assert suggest([source], Recipe(), target) and all(c.kind != TOP_LEVEL_KEY
+                                                        for s in suggest([source], Recipe(), target) for c in s.changes)
 
 
 NAMES = ["conv1.weight", "conv1.bias", "fc.weight", "fc.bias", "norm1.weight"]

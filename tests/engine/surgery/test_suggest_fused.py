@@ -24,7 +24,7 @@ def test_pytorch_fused_modules_against_burn_gates_get_a_split_with_the_pairs_it_
     source, target, sd = _files(tmp_path)
     with source, target:
         found = suggest([source], Recipe(), target, template=target)
-        assert [s.kind for s in found] == [FUSED] and found[0].adapter == "pytorch-to-burn"
+        assert [[(c.kind, c.adapter) for c in s.changes] for s in found] == [[(FUSED, "pytorch-to-burn")]]
         assert found[0].description == ("split the fused LSTM gates of lstm, GRU gates of gru, attention q/k/v of "
                                         "attn (the pytorch-to-burn adapter)")
         pairs = {(p.source, p.target, p.shape) for p in found[0].pairs}
@@ -44,7 +44,7 @@ def test_burn_gates_against_pytorch_fused_modules_get_the_fuse(tmp_path):
     source, target, sd = _files(tmp_path)
     with source, target:
         found = suggest([target], Recipe(), source, template=source)
-        assert found[0].kind == FUSED and found[0].adapter == "burn-to-pytorch"
+        assert [(c.kind, c.adapter) for c in found[0].changes] == [(FUSED, "burn-to-pytorch")]
         assert found[0].description.startswith("fuse Burn's LSTM gates of lstm, GRU gates of gru")
         made = {p.target: p for p in found[0].pairs}
         assert made["lstm.weight_ih_l0"].shape == (16, 3)
@@ -71,7 +71,7 @@ def test_without_fused_modules_the_adapter_keeps_its_plain_name(tmp_path):
     export(ArrayStore({"fc.weight": np.ones((2, 3), np.float32), "fc.bias": np.zeros(3, np.float32)}).entries,
            tmp_path / "fc.bpk")
     with open_store(tmp_path / "fc.pt") as source, open_store(tmp_path / "fc.bpk") as target:
-        assert [s.kind for s in suggest([source], Recipe(), target, template=target)] == [ADAPTER]
+        assert [[c.kind for c in s.changes] for s in suggest([source], Recipe(), target, template=target)] == [[ADAPTER]]
 
 
 def test_the_cli_prints_the_split_and_its_saved_recipe_converts_to_the_templates_names_and_shapes(tmp_path, capsys):

@@ -1,19 +1,20 @@
 """Suggestions step by step, word for word: what ``diff --suggest`` and the diff view print (issue 25).
 
 Promises (README "### Surgery", the diff view and ``diff A B --suggest``) -> tests:
-- each suggestion is proven on top of the ones before it (the template lends the plan module kinds, as the
+- each step is proven on top of the ones before it (the template lends the plan module kinds, as the
   recipe's own template does; a top-level key step reads the first source at that key for the steps after it,
   and the other sources stay) -> ``test_the_template_settles_module_kinds_while_steps_are_proven``,
   ``test_steps_after_a_top_level_key_read_the_keyed_source_beside_the_others``
-- at most eight steps are taken -> ``test_eight_steps_at_most_unless_asked_for_more``
+- at most eight changes are made, and what still does not load comes with its closest names ->
+  ``test_eight_steps_at_most_unless_asked_for_more``
 - each suggestion lists the pairs it makes (`source → target [shape]`) ->
   ``test_a_pair_prints_as_source_arrow_target_and_shape``
 - a transpose settles the modules as Linear, the first three named ->
   ``test_a_transpose_of_four_modules_names_three_and_counts_the_rest``
 - fused modules at the file's top level are named "(top level)", both ways ->
   ``test_a_top_level_lstm_is_split_or_fused_as_the_top_level``
-- a stripped prefix is offered as a top-level key only when it is one key (escapes undone) ->
-  ``test_a_stripped_branch_is_a_top_level_key_only_when_it_is_one_key``
+- the first segment of a stripped prefix is offered as a top-level key (escapes undone), the rest stripped after
+  it -> ``test_a_stripped_branchs_first_segment_is_the_top_level_key``
 - a prefix of up to three segments is added, stripped or replaced ->
   ``test_prefixes_of_two_segments_are_added_and_replaced_whole``
 - a cast is offered only where it removes a dtype difference and adds none ->
@@ -26,7 +27,7 @@ Promises (README "### Surgery", the diff view and ``diff A B --suggest``) -> tes
 - "treat as Linear" names only the transposed modules that are not Linear yet, under their file names, never the
   top level -> ``test_treat_as_linear_names_only_modules_not_linear_yet``
 - a top-level key is offered only for a PyTorch source that can be reopened -> ``test_no_top_level_key_without_a_reopenable_checkpoint``
-- five suggestions at most, best first -> ``test_five_suggestions_at_most``
+- five suggestions at most, best first, none a variation of a better one -> ``test_five_suggestions_at_most``
 - a segment renamed is the segments' differing start (their shared ending cut) ->
   ``test_a_renamed_segment_is_the_differing_start_of_the_two``
 """
@@ -38,12 +39,16 @@ import torch
 
 from engine import ArrayStore, Store, export, open_store
 from engine.surgery import Recipe, align, plan
-from engine.surgery.suggest import ADAPTER, LINEAR, RENAME, TOP_LEVEL_KEY, name_votes, suggest, suggest_recipe
+from engine.surgery.suggest import ADAPTER, LINEAR, RENAME, TOP_LEVEL_KEY, Suggestion, fit, name_votes, suggest
 
 
 def _bpk(path, arrays: dict[str, np.ndarray]) -> Store:
     export(ArrayStore(arrays).entries, path, overwrite=True)
     return open_store(path)
+
+
+def _kinds(found: list[Suggestion]) -> list[tuple[str, ...]]:
+    return [tuple(change.kind for change in suggestion.changes) for suggestion in found]
 
 
 def test_the_template_settles_module_kinds_while_steps_are_proven(tmp_path):
@@ -53,13 +58,14 @@ def test_the_template_settles_module_kinds_while_steps_are_proven(tmp_path):
     target = _bpk(tmp_path / "t.bpk", {"embed.weight": np.zeros((3, 4), np.float32),
                                        "fc.weight": np.zeros((3, 2), np.float32), "fc.bias": np.zeros(2, np.float32)})
     with source, target:
-        recipe, steps = suggest_recipe([source], Recipe(), target, template=target)
-        assert [s.line() for s in steps] == [
+        made = fit([source], Recipe(), target, template=target)
+        assert [s.line() for s in made.steps] == [
             "suggest: add the pytorch-to-burn adapter (Linear weights, norm parameters): fixes 2 of 2 missing or "
             "mismatched: adapter pytorch-to-burn"]
-        assert recipe.adapters == ("pytorch-to-burn",) and align(plan([source], recipe, template=target), target).ok
-        _, without = suggest_recipe([source], Recipe(), target)  # no template: the name decides, a second step
-        assert [s.kind for s in without] == [ADAPTER, LINEAR]
+        assert made.recipe.adapters == ("pytorch-to-burn",)
+        assert align(plan([source], made.recipe, template=target), target).ok
+        without = fit([source], Recipe(), target).steps  # no template: the name decides, a second step
+        assert [s.change.kind for s in without] == [ADAPTER, LINEAR]
 
 
 def test_steps_after_a_top_level_key_read_the_keyed_source_beside_the_others(tmp_path):
@@ -76,12 +82,13 @@ def test_steps_after_a_top_level_key_read_the_keyed_source_beside_the_others(tmp
         return opened[-1]
 
     with open_store(tmp_path / "ck.pt") as checkpoint, head, target:
-        recipe, steps = suggest_recipe([checkpoint, head], Recipe(), target, template=target, reopen=reopen)
+        made = fit([checkpoint, head], Recipe(), target, template=target, reopen=reopen)
+    recipe, steps = made.recipe, made.steps
     assert [s.line() for s in steps] == [
         "suggest: read the checkpoint's top-level key 'model': fixes 2 of 3 missing or mismatched: top-level key 'model'",
         "suggest: add the pytorch-to-burn adapter (Linear weights, norm parameters): fixes 1 of 1 missing or "
         "mismatched: adapter pytorch-to-burn"]  # the adapter's pair is the other source's fc.weight
-    assert [s.kind for s in steps] == [TOP_LEVEL_KEY, ADAPTER]
+    assert [s.change.kind for s in steps] == [TOP_LEVEL_KEY, ADAPTER]
     assert recipe.top_level_key == "model" and recipe.adapters == ("pytorch-to-burn",) and not recipe.remaps
 
 
@@ -93,12 +100,14 @@ def test_eight_steps_at_most_unless_asked_for_more(tmp_path):
     source = _bpk(tmp_path / "s.bpk", {f"{w}.{w}_{k}": np.zeros(1, np.float32) for w in WORDS for k in "wb"})
     target = _bpk(tmp_path / "t.bpk", {f"{w[::-1]}.{w}_{k}": np.zeros(1, np.float32) for w in WORDS for k in "wb"})
     with source, target:
-        recipe, steps = suggest_recipe([source], Recipe(), target)
-        assert [s.kind for s in steps] == [RENAME] * 8
-        assert steps[0].line() == "suggest: rename the prefix ant. to tna.: fixes 2 of 18 missing or mismatched: remap '^ant\\.' -> 'tna.'"
-        assert align(plan([source], recipe), target).missing == ["lwo.owl_w", "lwo.owl_b"]
-        recipe, steps = suggest_recipe([source], Recipe(), target, rounds=9)
-        assert len(steps) == 9 and align(plan([source], recipe), target).ok
+        made = fit([source], Recipe(), target)
+        assert [s.change.kind for s in made.steps] == [RENAME] * 8
+        assert made.steps[0].line() == ("suggest: rename the prefix ant. to tna.: fixes 2 of 18 missing or mismatched: "
+                                        "remap '^ant\\.' -> 'tna.'")
+        assert made.report.missing == ["lwo.owl_w", "lwo.owl_b"]
+        assert made.report.suggestions == {"lwo.owl_w": ["owl.owl_w"], "lwo.owl_b": ["owl.owl_b"]}  # closest names
+        made = fit([source], Recipe(), target, rounds=9)
+        assert len(made.steps) == 9 and align(plan([source], made.recipe), target).ok
 
 
 def test_a_pair_prints_as_source_arrow_target_and_shape(tmp_path):
@@ -120,12 +129,12 @@ def test_a_transpose_of_four_modules_names_three_and_counts_the_rest(tmp_path):
 
 def test_a_renamed_segment_is_the_differing_start_of_the_two():
     assert set(name_votes(["norm.x"], ["bn.x"])) == {  # no common ending: the whole segments
-        (r"^norm\.", "bn.", "rename the prefix norm. to bn."), (r"(^|\.)norm(?=\d*(?:\.|$))", "${1}bn", "rename norm to bn")}
-    assert (r"(^|\.)layer(?=\d*(?:\.|$))", "${1}block", "rename layer to block") in \
+        (r"^norm\.", "bn.", "rename the prefix norm. to bn."), (r"(^|\.)norm(\d*)(\.|$)", "${1}bn${2}${3}", "rename norm to bn")}
+    assert (r"(^|\.)layer(\d*)(\.|$)", "${1}block${2}${3}", "rename layer to block") in \
         name_votes(["layer12.w"], ["block12.w"])  # "12" shared: cut, then any number follows
-    assert (r"(^|\.)n(?=bn(?:\.|$))", "${1}", "drop n from names") in name_votes(["nbn.w"], ["bn.w"])  # all of bn shared
-    assert (r"(^|\.)norm(?=\d*(?:\.|$))", "${1}bn", "rename norm to bn") in name_votes(["enc.norm.x"], ["enc.bn.x"])
-    assert (r"(^|\.)conv(?=_w(?:\.|$))", "${1}lin", "rename conv to lin") in \
+    assert (r"(^|\.)n(bn)(\.|$)", "${1}${2}${3}", "drop n from names") in name_votes(["nbn.w"], ["bn.w"])  # all of bn shared
+    assert (r"(^|\.)norm(\d*)(\.|$)", "${1}bn${2}${3}", "rename norm to bn") in name_votes(["enc.norm.x"], ["enc.bn.x"])
+    assert (r"(^|\.)conv(_w)(\.|$)", "${1}lin${2}${3}", "rename conv to lin") in \
         name_votes(["conv_w.x"], ["lin_w.x"])  # an ending that is no number must follow as it is
 
 
@@ -160,7 +169,7 @@ def test_a_top_level_lstm_is_split_or_fused_as_the_top_level(tmp_path):
             "mismatched: adapter burn-to-pytorch"]
 
 
-def test_a_stripped_branch_is_a_top_level_key_only_when_it_is_one_key(tmp_path):
+def test_a_stripped_branchs_first_segment_is_the_top_level_key(tmp_path):
     state = {"fc.weight": torch.ones(2, 3), "fc.bias": torch.ones(2)}
     torch.save({"ema-model": state, "opt": {"lr": torch.tensor(0.1)}}, tmp_path / "dashed.pt")
     torch.save({"model": {"module": state}, "opt": {"lr": torch.tensor(0.1)}}, tmp_path / "nested.pt")
@@ -173,9 +182,10 @@ def test_a_stripped_branch_is_a_top_level_key_only_when_it_is_one_key(tmp_path):
             assert suggest([source], Recipe(), target, reopen=reopen)[0].line() == (  # the rule has "ema\\-model"
                 "suggest: read the checkpoint's top-level key 'ema-model': fixes 2 of 2 missing or mismatched: "
                 "top-level key 'ema-model'")
-        with open_store(tmp_path / "nested.pt") as source:
+        with open_store(tmp_path / "nested.pt") as source:  # the key leaves "opt" out, the strip would not
             assert [s.line() for s in suggest([source], Recipe(), target, reopen=reopen)] == [
-                "suggest: strip the prefix model.module.: fixes 2 of 2 missing or mismatched: remap '^model\\.module\\.' -> ''"]
+                "suggest: read the checkpoint's top-level key 'model' + strip the prefix module.: fixes 2 of 2 missing "
+                "or mismatched: top-level key 'model'; remap '^module\\.' -> ''"]
 
 
 def test_a_cast_is_offered_only_when_it_fixes_and_breaks_nothing(tmp_path):
@@ -198,7 +208,7 @@ def test_a_pair_through_an_enum_variant_names_the_file_name(tmp_path):
                                        "feat.fc.bias": np.zeros(2, np.float32)})
     with source, target:
         (found,) = suggest([source], Recipe(adapters=("skip-enum-variants",)), target)
-    assert found.adapter == "pytorch-to-burn"
+    assert [change.adapter for change in found.changes] == ["pytorch-to-burn"]
     assert [pair.line() for pair in found.pairs] == ["feat.Lin.fc.weight → feat.fc.weight [3, 2]"]
 
 
@@ -219,7 +229,7 @@ def test_a_template_that_settles_a_transpose_leaves_nothing_to_suggest(tmp_path)
     with _bpk(tmp_path / "s.bpk", {"embed.weight": _z(4, 3)}) as source, \
             _bpk(tmp_path / "t.bpk", {"embed.weight": _z(3, 4)}) as target:
         assert suggest([source], TO_BURN, target, template=target) == []  # the template makes embed a Linear
-        assert [s.kind for s in suggest([source], TO_BURN, target)] == [LINEAR]  # the name alone: an Embedding
+        assert _kinds(suggest([source], TO_BURN, target)) == [(LINEAR,)]  # the name alone: an Embedding
 
 
 def test_treat_as_linear_names_only_modules_not_linear_yet(tmp_path):
@@ -228,10 +238,11 @@ def test_treat_as_linear_names_only_modules_not_linear_yet(tmp_path):
             return [s.line() for s in suggest([a], recipe, b)]
 
     # fc is a Linear already (its bias says so) saved in Burn's layout: the adapter transposes it away, and settling
-    # it as Linear again changes nothing
+    # it as Linear again changes nothing; taking the recipe's adapter out is what makes fc load (and embed not)
     assert lines({"embed.weight": _z(4, 3), "fc.weight": _z(3, 2), "fc.bias": _z(2)},
                  {"embed.weight": _z(3, 4), "fc.weight": _z(3, 2), "fc.bias": _z(2)}) == [
-        "suggest: transpose: treat embed as Linear: fixes 1 of 2 missing or mismatched: module embed=Linear"]
+        "suggest: transpose: treat embed as Linear: fixes 1 of 2 missing or mismatched: module embed=Linear",
+        "suggest: remove the pytorch-to-burn adapter: fixes 1 of 2 missing or mismatched: remove adapter pytorch-to-burn"]
     assert lines({"weight": _z(4, 3)}, {"weight": _z(3, 4)}) == []  # a top-level tensor has no module to settle
     assert lines({"feat.Emb.embed.weight": _z(4, 3)}, {"feat.embed.weight": _z(3, 4)},
                  Recipe(adapters=("pytorch-to-burn", "skip-enum-variants"))) == [
@@ -250,12 +261,15 @@ def test_no_top_level_key_without_a_reopenable_checkpoint(tmp_path):
             open_store(tmp_path / "ck.pt") as checkpoint, _bpk(tmp_path / "t.bpk", {"x.w": _z(2), "x.b": _z(2)}) as target:
         assert [s.line() for s in suggest([burnpack], Recipe(), target, reopen=reopen)] == strip  # not a checkpoint
         assert [s.line() for s in suggest([checkpoint], Recipe(), target)] == strip  # no way to reopen it
-        assert suggest([checkpoint], Recipe(), target, reopen=reopen)[0].kind == TOP_LEVEL_KEY
+        assert _kinds(suggest([checkpoint], Recipe(), target, reopen=reopen))[0] == (TOP_LEVEL_KEY,)
 
 
 def test_five_suggestions_at_most(tmp_path):
     source = _bpk(tmp_path / "s.bpk", {f"{w}.{w}_{k}": _z(1) for w in WORDS for k in "wb"})
     target = _bpk(tmp_path / "t.bpk", {f"{w[::-1]}.{w}_{k}": _z(1) for w in WORDS for k in "wb"})
     with source, target:
-        assert [s.description for s in suggest([source], Recipe(), target)] == [
-            f"rename the prefix {w}. to {w[::-1]}." for w in WORDS[:5]]
+        found = suggest([source], Recipe(), target)
+    assert [s.description for s in found] == [  # the best chain the bounds reach, then what it leaves undone
+        "rename the prefix ant. to tna. + rename the prefix bee. to eeb. + rename the prefix cat. to tac.",
+        *(f"rename the prefix {w}. to {w[::-1]}." for w in WORDS[3:7])]
+    assert [s.fixes for s in found] == [6, 2, 2, 2, 2]

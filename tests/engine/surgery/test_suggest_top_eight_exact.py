@@ -32,6 +32,6 @@ def test_a_key_is_offered_only_from_a_front_running_strip_rule(tmp_path):
         front = [rule for rule, _ in votes.most_common(NAME_CANDIDATES)]
         strip = ("^a\\.", "", "strip the prefix a.")
         assert strip in votes and strip not in front and ("^a\\.", "b.", "rename the prefix a. to b.") in front
-        assert [s.line() for s in suggest([source], Recipe(), burn, reopen=reopen, limit=20)] == [
-            "suggest: rename c to d: fixes 16 of 22 missing or mismatched: remap '(^|\\.)c(?=\\d*(?:\\.|$))' -> '${1}d'",
-            "suggest: rename the prefix a. to b.: fixes 5 of 22 missing or mismatched: remap '^a\\.' -> 'b.'"]
+        assert [s.line() for s in suggest([source], Recipe(), burn, reopen=reopen, limit=20)] == [  # no key 'a'
+            "suggest: rename c to d + rename the prefix a. to b.: fixes 21 of 22 missing or mismatched: "
+            "remap '(^|\\.)c(\\d*)(\\.|$)' -> '${1}d${2}${3}'; remap '^a\\.' -> 'b.'"]

@@ -47,10 +47,10 @@ def test_the_split_is_offered_with_its_pairs_and_applying_it_makes_every_tensor_
     panel.compare_with_file(burn)
     qtbot.waitUntil(lambda: panel.is_idle() and bool(panel.bulk_box.suggestions), timeout=30_000)
     (row,) = panel.bulk_box.rows()
-    assert row.suggestion.adapter == "pytorch-to-burn"
-    assert row.title.full_text.startswith("split the fused LSTM gates of lstm, attention q/k/v of attn (the "
-                                          "pytorch-to-burn adapter): fixes 24 of 24 missing or mismatched")
-    assert "pairs lstm.weight_ih_l0 → lstm.input_gate.input_transform.weight [3, 4]" in row.title.full_text
+    assert [c.adapter for c in row.suggestion.changes] == ["pytorch-to-burn"]
+    assert row.title.full_text == ("split the fused LSTM gates of lstm, attention q/k/v of attn (the "
+                                   "pytorch-to-burn adapter): fixes 24 of 24 missing or mismatched")
+    assert "lstm.weight_ih_l0 → lstm.input_gate.input_transform.weight [3, 4]" in row.title.toolTip().splitlines()
     assert "attn.in_proj_bias → attn.value.bias [4]" in row.title.toolTip()  # every pair, before applying
 
     row.apply_button.click()

@@ -67,7 +67,7 @@ def test_a_failed_save_says_why_and_keeps_the_tab_and_its_edits(window: MainWind
     qtbot.waitUntil(lambda: error_box(window) is not None, timeout=30_000)
     box = error_box(window)
     assert box.text() == "Store Studio could not save the recipe as r.recipe.json."
-    assert "No such file or directory" in box.informativeText()
+    assert f"the folder {target.parent} does not exist; create it first" in box.informativeText()
     assert window.tabs.count() == 1 and document.is_modified and document.path is None
     assert not target.exists()
     box.close()

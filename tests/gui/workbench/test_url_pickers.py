@@ -82,5 +82,5 @@ def test_the_template_can_be_an_address(window: MainWindow, surgery, qtbot, url)
     titles = answer_picker(url)
     assert choose_template(window, document, window.work, document.store.path)
     qtbot.waitUntil(lambda: document.template is not None, timeout=10_000)
-    assert titles == ["Choose a template: a file saved from the target model"]
+    assert titles == ["Choose a template: a file saved from the target model, or its Rust source"]
     assert document.template.path == RemoteLocation(url) and "extra.weight" in document.template.names
