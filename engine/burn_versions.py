@@ -2,7 +2,7 @@
 
 A Burnpack written for one release must load in that release: the Bool dtype's spelling, the
 quantization scheme's generation and the burn-store methods a printed Rust chain may call all
-changed between releases (see README, "Formats"). One enum, shared by the CLI's
+changed between releases (see docs/formats.md). One enum, shared by the CLI's
 ``--burn-version``, recipes and the export dialog, so every writer and printer asks the same question.
 """
 

@@ -18,7 +18,7 @@ RESERVED = ("format", "producer", "version")  # burn-store's default_metadata, i
 RECIPE_KEY = "store_studio.recipe"  # the digest of the recipe that made a file: it describes only that file
 PRODUCER = "store-studio"
 
-# A format's own records, renamed wherever they go (README, "Metadata and recipes", lists the mapping)
+# A format's own records, renamed wherever they go (docs/cli.md, "Metadata and recipes", lists the mapping)
 SOURCE_FIELDS: Mapping[str, Mapping[str, str]] = {
     "pytorch": {"version": "pytorch.archive_version", "byteorder": "pytorch.byteorder"},
 }

@@ -1,7 +1,7 @@
 """Burn's quantized tensors (``DType::QFloat``): the scheme, the byte layout, and dequantization.
 
 Every rule here is read from Burn's source; the citations are ``file:line`` at the tag named.
-Two generations of the scheme exist (see README, "Quantized Burnpack tensors"):
+Two generations of the scheme exist (see docs/formats.md, "Burn versions, bools and quantized tensors"):
 
 - generation 1, Burn 0.20 to 0.22.0-pre.2: a map ``value, param, store, level, mode``
   (cubecl-common 0.10.0 ``crates/cubecl-common/src/quant/scheme.rs:8-21``);

@@ -94,7 +94,7 @@ def install(window: ActionHost) -> Actions:
         open=_action(window, "&Open…", window.open_dialog, keys.Open, "Open model files", "open"),
         open_url=_action(window, "Open &URL…", window.open_url_dialog, "Ctrl+Shift+L",
                          "Open a model on a web server or the Hugging Face Hub (only its index is downloaded)"),
-        # Ctrl+W everywhere, as the README says: StandardKey.Close is Ctrl+F4 alone outside GNOME, KDE and macOS
+        # Ctrl+W everywhere, as the user guide says: StandardKey.Close is Ctrl+F4 alone outside GNOME, KDE and macOS
         close_tab=_action(window, "&Close File", window.close_current, "Ctrl+W", "Close the current file"),
         quit=_action(window, "&Quit", window.close, keys.Quit, "Quit Store Studio"),
         find=_action(window, "&Find Tensors…", window.focus_search, keys.Find, "Filter tensors by name", "search"),
