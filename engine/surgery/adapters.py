@@ -94,6 +94,7 @@ def weight_norm_pairs(names: Iterable[str]) -> dict[str, tuple[str, str]]:
     return {m: (p["weight_g"], p["weight_v"]) for m, p in found.items() if len(p) == 2}
 
 
+@lru_cache(maxsize=1024)
 def layout(direction: str, leaf: str, ndim: int, kind: str) -> tuple[str | None, bool]:
     """What ``direction`` asks of a ``kind`` module's tensor ``leaf``: ``(new leaf or None, transpose?)``.
 
@@ -107,6 +108,3 @@ def layout(direction: str, leaf: str, ndim: int, kind: str) -> tuple[str | None,
         norm, prelu = _LEAVES[direction]
         return (prelu if kind == "PRelu" else norm).get(leaf), False
     return None, False
-
-
-layout = lru_cache(maxsize=1024)(layout)  # not a decorator: mutmut skips decorated functions

@@ -21,6 +21,7 @@ FIELDS = ("name", "dtype", "ndim", "shape", "numel", "module")
 OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "contains", "matches", "in")
 
 
+@lru_cache(maxsize=4096)
 def compile_pattern(pattern: str, rule: str) -> RustRegex:
     """Compile once per (pattern, rule), in burn-store's dialect and in linear time (``engine.rust_regex``);
     the error names the rule the pattern belongs to and says why it cannot be matched as burn-store would."""
@@ -28,9 +29,6 @@ def compile_pattern(pattern: str, rule: str) -> RustRegex:
         return rust_regex.compile(pattern)
     except PatternError as exc:
         raise RecipeError(f"{rule}: invalid regex {quoted_pattern(pattern)}: {exc}") from None
-
-
-compile_pattern = lru_cache(maxsize=4096)(compile_pattern)  # not a decorator: mutmut skips decorated functions
 
 
 @dataclass(frozen=True)

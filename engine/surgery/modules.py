@@ -255,6 +255,7 @@ def module_label(path: str) -> str:
     return _label(path) if last.startswith(_INDEX_STARTS) else last
 
 
+@lru_cache(maxsize=65536)
 def _label(path: str) -> str:
     """The segment that names a module: the last that is not an index (``fc.0`` in a Sequential is ``fc``)."""
     for segment in reversed(path.split(".")):
@@ -263,9 +264,7 @@ def _label(path: str) -> str:
     return ""
 
 
-_label = lru_cache(maxsize=65536)(_label)  # not a decorator: mutmut skips decorated functions
-
-
+@lru_cache(maxsize=4096)
 def _guess(label: str, leaves: tuple[tuple[str, tuple[int, ...]], ...]) -> ModuleGuess:
     """The kind for a module named ``label`` holding ``leaves`` (path left empty: the caller fills it).
 
@@ -301,9 +300,6 @@ def _guess(label: str, leaves: tuple[tuple[str, tuple[int, ...]], ...]) -> Modul
             return ModuleGuess("", "ConvTranspose", f"{ndim}-D weight, and the name {label!r} says transposed")
         return ModuleGuess("", f"Conv{ndim - 2}d", f"{ndim}-D weight")
     return ModuleGuess("", "Unknown", f"{ndim}-D weight fits no known layer")
-
-
-_guess = lru_cache(maxsize=4096)(_guess)  # not a decorator: mutmut skips decorated functions
 
 
 def _lone_1d_weight(label: str) -> ModuleGuess:

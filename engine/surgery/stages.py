@@ -552,6 +552,7 @@ def _guesses(name: str, source_name: str, variants: tuple[str, ...], guess: Modu
     return found
 
 
+@lru_cache(maxsize=4096)
 def _kind_matters(direction: str | None, leaf: str, ndim: int, floating: bool, casts: tuple[CastRule, ...], kind: str,
                   alternatives: tuple[str, ...]) -> tuple[bool, bool]:
     """Whether another of ``alternatives`` would change a ``kind`` tensor's outcome (its name, the kinds of
@@ -565,9 +566,6 @@ def _kind_matters(direction: str | None, leaf: str, ndim: int, floating: bool, c
     ours = outcome(kind)
     others = [outcome(other) for other in alternatives if other != kind]
     return any(other != ours for other in others), any(Transpose in other[0][1] for other in others)
-
-
-_kind_matters = lru_cache(maxsize=4096)(_kind_matters)  # not a decorator: mutmut skips decorated functions
 
 
 # --- the template --------------------------------------------------------------------------------------------

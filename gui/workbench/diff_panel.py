@@ -16,7 +16,7 @@ from PySide6.QtCore import QItemSelection, Qt, Signal
 from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QPushButton, QSplitter, QVBoxLayout,
                                QWidget)
 
-from engine import Location, Store, location, open_store
+from engine import Location, Store, location, open_template
 from engine.surgery import Plan, align, diff
 from engine.surgery.diff import ValueDifference, value_difference
 from engine.surgery import Recipe
@@ -146,7 +146,8 @@ class DiffPanel(QWidget):
         self._generation += 1
         self._show_message(f"Opening {path.name}…")
         self._set_busy(True, determinate=False)
-        self._runner.run(lambda cancelled: open_store(path),
+        version = self.document.recipe.burn_version  # a Rust source's modules as that release saves them
+        self._runner.run(lambda cancelled: open_template(path, version),
                          lambda store: self.compare_with(store, role=role, values=values, owned=True),
                          lambda failure: self._open_failed(path, failure),
                          lambda: self._set_busy(False))

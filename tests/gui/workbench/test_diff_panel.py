@@ -233,3 +233,46 @@ def test_the_summary_bar_and_the_worst_pairs_first(window, document, template, q
     assert panel.proxy.index(0, 0).data(ROW_ROLE).name == "conv1.weight"  # the 0.125 added to every value
     assert panel.proxy.index(0, Column.DELTA).data() == "0.125"
     assert panel.proxy.index(0, Column.DELTA).data(SHARE_ROLE) == 1.0
+
+
+SAMPLE_MODEL_RS = """
+use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, conv::{Conv2d, Conv2dConfig}};
+use burn::prelude::*;
+
+#[derive(Module, Debug)]
+pub struct SampleCnn<B: Backend> {
+    conv1: Conv2d<B>,
+    norm1: BatchNorm<B>,
+    conv2: Conv2d<B>,
+    norm2: BatchNorm<B>,
+    fc1: Linear<B>,
+    fc2: Linear<B>,
+}
+
+impl<B: Backend> SampleCnn<B> {
+    pub fn new(device: &B::Device) -> Self {
+        Self {
+            conv1: Conv2dConfig::new([1, 16], [3, 3]).init(device),
+            norm1: BatchNormConfig::new(16).init(device),
+            conv2: Conv2dConfig::new([16, 32], [3, 3]).init(device),
+            norm2: BatchNormConfig::new(32).init(device),
+            fc1: LinearConfig::new(32 * 5 * 5, 128).init(device),
+            fc2: LinearConfig::new(128, 10).init(device),
+        }
+    }
+}
+"""
+
+
+def test_compare_with_a_models_rust_source_aligns_names_and_shapes_without_values(window, document, qtbot, tmp_path):
+    source = tmp_path / "model.rs"
+    source.write_text(SAMPLE_MODEL_RS)
+    panel = show_diff_dock(window, document)
+    panel.compare_with_file(source)
+    _compared(panel, qtbot)
+    statuses = {row.name: row.status for row in panel.model.rows}
+    assert {name for name, status in statuses.items() if status not in ("applied", "renamed")} == {
+        "norm1.num_batches_tracked", "norm2.num_batches_tracked"}  # Burn's BatchNorm keeps no counter
+    assert len(statuses) == 18 and statuses["fc1.weight"] == "applied"  # [800, 128] once the adapter transposed it
+    assert not panel.values_box.isEnabled()
+    assert "model.rs" in panel.against.text()
