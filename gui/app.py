@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import engine
+from engine.cli import terminal
 
 SCREENSHOT_SIZE = (1400, 900)
 SCREENSHOT_TIMEOUT = 60.0  # seconds to wait for files and statistics before giving up
@@ -221,32 +222,32 @@ def screenshot(window: "MainWindow", files: list[Path], out: Path, select: str |
     window.show()
     window.open_files(files)
     if not _wait(window.is_idle, SCREENSHOT_TIMEOUT):
-        print("store-studio: timed out opening files", file=sys.stderr)
+        terminal.err("store-studio: timed out opening files")
         return 1
     view = window.current_view()
     if view is None:
-        print(f"store-studio: {'; '.join(failures) or 'nothing opened'}", file=sys.stderr)
+        terminal.err(f"store-studio: {'; '.join(failures) or 'nothing opened'}")
         _grab(window, out, size)  # the error state, as a user would see it; still a failure to report
         return 1
     problem = _arrange(view, select, panel)
     if problem:
-        print(f"store-studio: {problem}", file=sys.stderr)
+        terminal.err(f"store-studio: {problem}")
         return 2
     _start_surgery(window, recipe, dock)
     if not _wait(window.is_idle, SCREENSHOT_TIMEOUT):
-        print("store-studio: timed out computing statistics", file=sys.stderr)
+        terminal.err("store-studio: timed out computing statistics")
         return 1
     if recipe is not None and (view.document is None or view.document.path is None):
-        print(f"store-studio: could not apply the recipe {recipe}", file=sys.stderr)
+        terminal.err(f"store-studio: could not apply the recipe {recipe}")
         return 1
     if diff is not None:
         _start_surgery(window, None, None, diff)
         if not _wait(lambda: window.is_idle() and window.diff_panel().is_idle(), SCREENSHOT_TIMEOUT):
-            print("store-studio: timed out comparing", file=sys.stderr)
+            terminal.err("store-studio: timed out comparing")
             return 1
     QApplication.processEvents()
     if not _grab(window, out, size):
-        print(f"store-studio: cannot write {out}", file=sys.stderr)
+        terminal.err(f"store-studio: cannot write {out}")
         return 1
     window.close()
     return 0

@@ -246,3 +246,16 @@ def test_a_latin1_terminal_gets_what_it_cannot_encode_escaped(tmp_path):
     assert missing.returncode == 1 and missing.stdout == b""
     [line] = missing.stderr.decode("latin-1").split("\n")[:-1]
     assert line.startswith("store-studio: ") and r"\u574f.safetensors" in line
+
+
+@pytest.mark.child
+def test_a_screenshot_that_cannot_open_its_file_names_it_escaped_in_one_line(tmp_path):
+    """``store-studio FILE --screenshot out.png`` runs with no window to show an error in: the file's name,
+    which holds a screen clear, reaches stderr as text."""
+    hostile = tmp_path / "a\x1b[2Jb.pt"
+    hostile.write_bytes(b"garbage")
+    done = subprocess.run([sys.executable, "-m", "gui.launch", str(hostile), "--screenshot", str(tmp_path / "x.png")],
+                          capture_output=True, timeout=120, cwd=REPO,
+                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    ours = [line for line in text_lines(done.stderr) if line.startswith("store-studio:")]
+    assert done.returncode == 1 and len(ours) == 1 and r"a\033[2Jb.pt: " in ours[0], done.stderr
