@@ -11,13 +11,10 @@ RECIPE_FILES = "Store Studio recipes (*.recipe.json *.json);;All files (*)"
 
 
 def as_sentence(text: str) -> str:
-    """``text`` capitalised and ended with a full stop, unless it opens with a file's name (``model.rs: ...``),
-    which is shown as the file spells it."""
     text = text.strip()
     if not text:
         return text
-    if not text.split(" ", 1)[0].endswith(":"):
-        text = text[0].upper() + text[1:]
+    text = text[0].upper() + text[1:]
     return text if text[-1] in ".!?" else text + "."
 
 

@@ -146,7 +146,7 @@ class DiffPanel(QWidget):
         self._generation += 1
         self._show_message(f"Opening {path.name}…")
         self._set_busy(True, determinate=False)
-        version = self.document.recipe.burn_version  # a Rust source's modules as that release saves them
+        version = self._state.recipe.burn_version  # a Rust source's modules as that release saves them
         self._runner.run(lambda cancelled: open_template(path, version),
                          lambda store: self.compare_with(store, role=role, values=values, owned=True),
                          lambda failure: self._open_failed(path, failure),
