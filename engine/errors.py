@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .locations import RemoteLocation
+from .sources.locations import RemoteLocation
 
 
 class StoreStudioError(Exception):

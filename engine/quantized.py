@@ -17,7 +17,7 @@ allocation, not the offset: cubecl-environment ``bytes/base.rs:588-617``.)
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
 
@@ -418,7 +418,7 @@ class DequantizedValues:
     worked out: statistics and ``convert --dequantize`` of 64 Mi Q2S values (16 MiB stored) hold a chunk's
     values, where dequantizing them whole held 256 MiB of them and a gigabyte of unpacking temporaries. The
     stored scales (no more than the stored tensor) are read once. Has the chunked-values interface of
-    ``engine.chunked`` (``dtype``, ``size``, ``reader``).
+    ``engine.values.chunked`` (``dtype``, ``size``, ``reader``).
     """
 
     def __init__(self, scheme: QuantScheme, shape: tuple[int, ...], nbytes: int, read: ByteReader):
@@ -524,39 +524,6 @@ class _ScaleBlocks:
         distinct = np.arange(first, int(rows[-1]) + 1)  # a chunk's rows are consecutive: each one worked out once
         coords = np.unravel_index(distinct, shape)
         return np.ravel_multi_index(tuple(c // b for c, b in zip(coords, dims)), grid)[rows - first]
-
-
-class Dequantized:
-    """A quantized tensor source written as its F32 values (``convert --dequantize``): what Burn's
-    ``dequantize`` gives, computed a step at a time when the export reaches it."""
-
-    def __init__(self, source: Any):
-        from .dtypes import F32  # dtypes imports this module
-        self.source = source
-        self.name, self.shape, self.param_id = source.name, tuple(source.shape), source.param_id
-        self.dtype = F32
-        self.nbytes = 4 * math.prod(self.shape)
-
-    def byte_range(self) -> None:
-        return None
-
-    def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[memoryview]:
-        import numpy as np
-
-        from .chunked import dequantized_values  # it imports this module
-        values = dequantized_values(self.source)
-        step = max(1, min(chunk_size // 4, DEQUANTIZE_STEP))
-        for start in range(0, values.size, step):
-            chunk = values.values(start, min(values.size, start + step))
-            yield memoryview(chunk.astype("<f4", copy=False).view(np.uint8))
-
-    def verify(self) -> None:
-        self.source.verify()
-
-    def release(self) -> None:
-        release = getattr(self.source, "release", None)
-        if release:
-            release()
 
 
 def scheme_description(dtype: Any) -> str | None:

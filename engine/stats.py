@@ -2,7 +2,7 @@
 
 Chunking keeps memory bounded (a 256 MB tensor is never copied whole, and narrow floats are widened a
 chunk at a time) and lets a caller cancel between chunks; a large tensor's chunks are shared out in pieces to
-the machine's cores (``engine.parallel``). Pure numpy: the GUI runs this in a worker.
+the machine's cores (``engine.values.parallel``). Pure numpy: the GUI runs this in a worker.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import quantized
-from .chunked import ArrayValues, Reader, Values, chunked_values
 from .errors import StoreStudioError
-from .parallel import run_pieces
 from .store import TensorEntry
+from .values.chunked import ArrayValues, Reader, Values, chunked_values
+from .values.parallel import run_pieces
 
 CHUNK_ELEMENTS = 1 << 17  # elements per chunk: two threads' float64 scratch (1 MiB each) stay in the shared caches
 PIECE_ELEMENTS = 1 << 19  # elements one thread takes in a row; a tensor this small is summarized on the caller alone
@@ -114,7 +114,7 @@ def _summarize(source: Values, repeats: int, bins: int, cancel: Callable[[], boo
     how often each value stands for itself (a broadcast view's).
 
     A tensor of more than PIECE_ELEMENTS values is summarized in contiguous pieces on the machine's cores
-    (``engine.parallel``). Pieces start on chunk boundaries and their chunks' moments are merged in tensor
+    (``engine.values.parallel``). Pieces start on chunk boundaries and their chunks' moments are merged in tensor
     order, extremes and counts are exact: the result is the single thread's to the last digit.
     """
     kind = source.dtype.kind

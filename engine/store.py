@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 import operator
 import os
-from collections import deque
-from itertools import compress, repeat
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Protocol
 
 import msgspec
@@ -18,12 +16,12 @@ from msgspec.structs import force_setattr
 
 from .dtypes import DType
 from .errors import FormatError
-from .locations import Location, RemoteLocation, location
+from .sources import CHUNK
+from .sources.locations import Location, RemoteLocation, location
 
 if TYPE_CHECKING:
     import numpy as np
 
-CHUNK = 16 << 20  # bytes moved at a time when streaming a tensor
 _NAME, _STORE = operator.attrgetter("name"), operator.attrgetter("store")
 
 
@@ -139,9 +137,8 @@ class Store:
         self.values: Any = values if values is not None else {}
         self.files: list[Location] = files or [self.path]
         self.entries: list[TensorEntry] = list(entries)
-        # Formats make entries before their store exists; attaching here avoids copying 100,000 of them.
-        # Both passes run in C (``map``): a quarter of opening a small file went to these loops in Python.
-        deque(map(force_setattr, self.entries, repeat("store"), repeat(self)), maxlen=0)
+        for entry in self.entries:  # formats make entries before their store exists
+            force_setattr(entry, "store", self)
         self._index: dict[str, TensorEntry] | None = None if names_checked else _name_index(path, self.entries)
         self.closed = False
 
@@ -268,8 +265,9 @@ class Store:
         (a tenth of opening a small file went to collecting the store listed before)."""
         self.closed = True
         stand_in = _ClosedStore(self.path.name)
-        mine = compress(self.entries, map(operator.is_, map(_STORE, self.entries), repeat(self)))
-        deque(map(force_setattr, mine, repeat("store"), repeat(stand_in)), maxlen=0)
+        for entry in self.entries:
+            if entry.store is self:
+                force_setattr(entry, "store", stand_in)
 
     def __enter__(self) -> "Store":
         return self
@@ -334,6 +332,7 @@ class ArrayStore(Store):
     def __init__(self, arrays: dict[str, np.ndarray], *, name: str = "<memory>", param_ids: dict[str, int] | None = None,
                  **kwargs: Any):
         import numpy as np
+
         from .dtypes import from_numpy
         self._arrays = {k: np.asarray(v) for k, v in arrays.items()}
         ids = param_ids or {}

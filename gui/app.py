@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import engine
-from engine.cli import terminal
+from engine import terminal
 
 SCREENSHOT_SIZE = (1400, 900)
 SCREENSHOT_TIMEOUT = 60.0  # seconds to wait for files and statistics before giving up
@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.screenshot is not None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
         _forget_settings()
-    from engine.samples import default_sample
+    from gui.samples import default_sample
 
     app = create_app([sys.argv[0]], args.theme)
     from gui.main_window import MainWindow  # after the palette: the window's colours follow it
@@ -122,7 +122,7 @@ def recipe_home(recipe: Path | None) -> list[Path]:
 
     An unreadable recipe opens nothing here; applying it then reports why.
     """
-    from engine.errors import RecipeError
+    from engine import RecipeError
     from engine.surgery import Recipe
 
     if recipe is None:

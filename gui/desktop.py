@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Mapping
 from xml.sax.saxutils import quoteattr
 
-from engine.samples import SAMPLES
+from gui.samples import SAMPLES
 
 APP_ID = "store-studio"
 ICON = SAMPLES.parent / "icons" / "app.svg"

@@ -10,9 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine import CheckpointBranches, RemoteLocation, Store, checkpoint_branches, open_store, watch_downloads
-from engine.collector import collector_paused
-from engine.tree import TreeNode, build_tree, first_levels, values_by_dtype
+from engine import (
+    CheckpointBranches,
+    RemoteLocation,
+    Store,
+    TreeNode,
+    build_tree,
+    checkpoint_branches,
+    collector_paused,
+    first_levels,
+    open_store,
+    values_by_dtype,
+    watch_downloads,
+)
 
 SMALL_STORE = 64  # a store this small opens fully expanded: everything in it at a glance
 LATE_LEVELS_FROM = 5_000  # tensors from which a tab shows its tree first and opens its first levels after

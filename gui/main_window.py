@@ -10,23 +10,33 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable
 
-from PySide6.QtCore import QByteArray, QTimer, Qt, Signal
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QUndoGroup
-from PySide6.QtWidgets import (QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar, QPushButton,
-                               QSizePolicy, QStackedWidget, QTabWidget, QToolBar)
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QStackedWidget,
+    QTabWidget,
+    QToolBar,
+)
 
 import engine
 from engine import FormatError, Location, RemoteLocation, StoreStudioError, humanize, is_url, location
-from engine.surgery.printers import as_cli, as_rust
-from engine.surgery.suggest import Fit
+from engine.surgery import Fit, as_cli, as_rust
 from gui import settings
 from gui.actions import install
 from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
 from gui.download_status import STEPS, Download
-from gui.resources import icon
-from gui.stale_watch import StaleWatch
 from gui.loaded_store import LoadedStore, load_store
 from gui.open_url import OpenUrlDialog
+from gui.resources import icon
+from gui.stale_watch import StaleWatch
 from gui.store_view import StoreView
 from gui.workbench.diff_panel import DiffPanel
 from gui.workbench.docks import WorkbenchDocks

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QDialogButtonBox, QFileDialog, QPushButton, QWidget
 
-from engine import Location, RemoteLocation, is_url, location
-from engine.formats.rust_model import split_struct
+from engine import Location, RemoteLocation, is_url, location, split_struct
 from gui import settings
 from gui.dialogs import MODEL_FILES
 from gui.open_url import OpenUrlDialog

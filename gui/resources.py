@@ -1,4 +1,4 @@
-"""Icons, stylesheet and fonts from ``resources/`` beside the packages, found the way engine.samples does."""
+"""Icons, stylesheet and fonts from ``resources/`` beside the packages, found the way gui.samples finds the samples."""
 
 from __future__ import annotations
 

@@ -7,8 +7,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QSplitter, QTabWidget, QToolButton,
-                               QTreeView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QSplitter,
+    QTabWidget,
+    QToolButton,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gui.loaded_store import LoadedStore
 from gui.models.tree_model import Column, TreeModel

@@ -11,10 +11,8 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QSplitter, QVBoxLayout, QWidget
 
-from engine.collector import collector_paused
-from engine.rust_regex import PatternError
-from engine.surgery.modules import ModuleFinder, ModuleGuess, logical_leaf
-from engine.tree import TreeNode, build_tree, filter_entries, first_levels, name_matcher
+from engine import PatternError, TreeNode, build_tree, collector_paused, filter_entries, first_levels, name_matcher
+from engine.surgery import ModuleFinder, ModuleGuess, logical_leaf
 from gui.loaded_store import SMALL_STORE, LoadedStore, freeze_lasting_objects, release_frozen_objects
 from gui.models.tree_model import Column, TreeModel
 from gui.resources import monospace

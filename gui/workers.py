@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
-from engine.errors import StoreStudioError
+from engine import StoreStudioError
 
 Work = Callable[[Callable[[], bool]], Any]  # receives "has this been cancelled?" and returns a result
 

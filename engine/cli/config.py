@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..formats import open_store
-from ..segments import parse_index
+from ..tree import parse_index
 from . import terminal
 
 NAME = "config"

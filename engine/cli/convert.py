@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Iterable
 from .. import humanize
 from ..burn_versions import CHOICES, NEWEST, parse_burn_version
 from ..errors import ExportError, FormatError, RecipeError
-from ..export import export
+from ..exporting import export
+from ..exporting.metadata import carried_fields, carried_scalars
 from ..formats import format_for_path, open_store, open_template
-from ..locations import Location, is_url
-from ..metadata_keys import carried_fields, carried_scalars
+from ..sources.locations import Location, is_url
 from ..store import Store, TensorEntry
 from . import exits, progress, terminal
 from .exits import UsageError
@@ -292,7 +292,7 @@ def fitted(recipe: Recipe, stores: list[Store], template: Store, output: str,
     (engine ``fit``), printed as the command that replays it and one line per change, and the sources as its
     plan reads them (opened again at a top-level key the chain reads)."""
     from ..surgery.printers import as_cli
-    from ..surgery.suggest import fit, reopen_at_key
+    from ..surgery.suggestions import fit, reopen_at_key
     made = fit(stores, recipe, template, template=template, reopen=reopen_at_key)
     if not made.steps:
         done = made.report.ok and not made.report.dtype_differences

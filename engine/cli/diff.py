@@ -16,12 +16,12 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from ..formats import open_store, open_template
+from ..store import Store
 from ..surgery.align import AlignmentReport, align
 from ..surgery.diff import DiffReport, diff
 from ..surgery.plan import Plan, plan
-from ..store import Store
 from ..surgery.recipe import Recipe, SourceSpec
-from ..surgery.suggest import Step, fit, reopen_at_key
+from ..surgery.suggestions import Step, fit, reopen_at_key
 from . import exits, progress, terminal
 from .convert import files_of, save_recipe
 from .exits import UsageError

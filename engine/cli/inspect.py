@@ -7,8 +7,8 @@ import shlex
 from typing import TYPE_CHECKING, Any, Iterable
 
 from .. import humanize
-from ..burn_compat import burn_compatibility
 from ..formats import open_store
+from ..formats.burn_compat import burn_compatibility
 from ..quantized import scheme_description
 from ..store import Store, TensorEntry
 from . import terminal

@@ -14,10 +14,10 @@ from pathlib import Path
 from .. import humanize
 from ..burn_versions import NEWEST, parse_burn_version
 from ..errors import StoreStudioError
-from ..export import export
+from ..exporting import export
+from ..exporting.metadata import carried_fields
 from ..formats import SNIFF_BYTES, burn_record, open_store
-from ..formats.regular_files import open_regular
-from ..metadata_keys import carried_fields
+from ..sources.regular_files import open_regular
 from . import progress, terminal
 from .convert import add_burn_version_flag
 

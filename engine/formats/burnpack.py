@@ -11,19 +11,20 @@ import struct
 from typing import TYPE_CHECKING, Any, BinaryIO, Sequence
 
 from .. import dtypes, quantized
-from ..burn_compat import Compatibility, compatibility
 from ..burn_versions import NEWEST, BurnVersion
 from ..errors import FormatError, shown
+from ..sources.byte_source import ByteSource, open_source
 from ..store import TensorEntry, TensorSource
 from . import cbor
+from .burn_compat import Compatibility, compatibility
 from .mapped import RangeStore, build_entries
-from .source import ByteSource, open_source
 
 if TYPE_CHECKING:
     import numpy as np
 
 NAME = "burnpack"
 EXTENSIONS = (".bpk",)
+LABEL = "Burnpack"
 MAGIC = 0x4255524E
 VERSION = 1
 HEADER = struct.Struct("<IHI")  # magic, version, metadata size
@@ -52,7 +53,7 @@ class BurnpackStore(RangeStore):
         if entry.dtype.kind != "quantized":
             return super().read_entry(entry)
         self._check_open()
-        from ..chunked import dequantized_values  # numpy: not at start-up
+        from ..values.chunked import dequantized_values  # numpy: not at start-up
         try:
             return dequantized_values(entry).array()  # a step at a time: only the F32 result is held whole
         except quantized.SchemeError as exc:

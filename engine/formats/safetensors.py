@@ -20,15 +20,16 @@ import msgspec
 
 from .. import dtypes
 from ..errors import FormatError, nesting, shown
+from ..sources.byte_source import ByteSource, open_source
 from ..store import Store, TensorEntry, TensorSource, make_entries
 from .mapped import MAX_NDIM, RangeStore, build_entries, entries_from_columns
-from .source import ByteSource, open_source
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 NAME = "safetensors"
 EXTENSIONS = (".safetensors",)
+LABEL = "SafeTensors"
 MAX_HEADER = 100_000_000
 HEADER_ALIGN = 8
 METADATA_KEY = "__metadata__"
@@ -59,13 +60,15 @@ class SafeTensorsStore(RangeStore):
     format = NAME
 
 
-def open(where: "str | os.PathLike | ByteSource", **options: Any) -> Store:
-    """A SafeTensors file, or a sharded index (SafeTensors or PyTorch shards) as one store."""
+def open(where: "str | os.PathLike | ByteSource", open_shard: "Callable[[ByteSource], Store] | None" = None,
+         **options: Any) -> Store:
+    """A SafeTensors file, or a sharded index (SafeTensors or PyTorch shards) as one store. Shards that are not
+    SafeTensors open through ``open_shard`` (``formats.open_store`` passes itself: each opens by its bytes)."""
     mapped = open_source(where)
     try:
         first = mapped.pread(0, min(mapped.size, 9), "the header")
         if first[8:9] != b"{":
-            return _open_index(mapped)
+            return _open_index(mapped, open_shard)
         entries, metadata = _parse(mapped, _header_size(mapped, first))
     except BaseException:
         mapped.close()
@@ -395,7 +398,7 @@ def _bracket_depth(raw: bytes) -> int:
     return int(np.cumsum(steps).max(initial=0))
 
 
-def _open_index(index_file: ByteSource) -> Store:
+def _open_index(index_file: ByteSource, open_shard: "Callable[[ByteSource], Store] | None") -> Store:
     """Open a sharded checkpoint's index as one store over all its shard files (read once, then closed).
 
     Shards sit next to the index, on the same disk or server (``sibling``); only their headers are
@@ -433,7 +436,7 @@ def _open_index(index_file: ByteSource) -> Store:
             shards.append(mapped)
             first = mapped.pread(0, min(mapped.size, 9), "the shard's header")
             if not sniff(first) and not entries:
-                return _open_other_shards(index_file, shards.pop(), wanted, metadata)
+                return _open_other_shards(index_file, shards.pop(), wanted, metadata, open_shard)
             size = _header_size(mapped, first)
             header_bytes += size
             if size <= MAX_HEADER < header_bytes:  # a shard's own header past the limit is refused by _parse
@@ -457,15 +460,17 @@ def _open_index(index_file: ByteSource) -> Store:
 
 
 def _open_other_shards(index_file: ByteSource, first: ByteSource, wanted: dict[str, dict[str, str]],
-                       metadata: dict[str, str]) -> Store:
+                       metadata: dict[str, str], open_shard: "Callable[[ByteSource], Store] | None") -> Store:
     """An index whose shards are not SafeTensors (PyTorch's ``.bin`` shards): each opens by its own bytes."""
-    from . import open_store  # the formats package imports this module
     from .sharded import ShardedStore
     path = index_file.path
+    if open_shard is None:
+        first.close()
+        raise FormatError(path, "index names shards that are not SafeTensors; open it with engine.open_store")
     stores: list[Store] = []
     try:
         for i, (shard_path, names) in enumerate(wanted.items()):
-            shard = open_store(first if i == 0 else index_file.sibling(shard_path))
+            shard = open_shard(first if i == 0 else index_file.sibling(shard_path))
             stores.append(shard)
             missing = next((n for n in names if n not in shard), None)
             if missing is not None:

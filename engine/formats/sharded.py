@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from msgspec.structs import replace
 
-from ..locations import Location
-from ..store import CHUNK, Store, TensorEntry
+from ..sources import CHUNK
+from ..sources.locations import Location
+from ..store import Store, TensorEntry
 
 if TYPE_CHECKING:
     import numpy as np

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Iterable, Sequence
 
 from ..errors import RecipeError
-from ..segments import parse_index
+from ..tree import parse_index
 from .modules import NORM_KINDS, logical_leaf
 
 PYTORCH_TO_BURN = "pytorch-to-burn"
@@ -41,7 +41,7 @@ def contiguous_indices(names: Sequence[str]) -> dict[str, str]:
 
     The parent of an index is the path before it *as written in the file*, so nested Sequentials
     (``layers.2.block.4``) are renumbered at every level independently. A segment is an index when
-    Rust's ``parse::<usize>()`` says so (``engine.segments``): ``+5`` is 5 and becomes ``0``, ``²`` stays.
+    Rust's ``parse::<usize>()`` says so (``engine.tree``): ``+5`` is 5 and becomes ``0``, ``²`` stays.
     """
     seen: dict[str, set[int]] = {}
     split = [name.split(".") for name in names]

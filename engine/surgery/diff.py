@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..chunked import values_of
-from ..parallel import run_pieces
 from ..store import Store
+from ..values.chunked import values_of
+from ..values.parallel import run_pieces
 from .plan import Plan
 
 CHUNK_ELEMENTS = 1 << 17  # elements read from each file per step: both chunks stay in the caches while compared
@@ -136,7 +136,7 @@ def _values(x: Any, y: Any, same_dtype: bool, values: bool, rtol: float, atol: f
     """Stream both tensors in chunks; equal bytes skip the arithmetic, the rest runs in cache-sized blocks.
 
     A tensor of more than PIECE_ELEMENTS values is compared in contiguous pieces on the machine's cores
-    (``engine.parallel``), each thread reading into its own buffers. Pieces start on chunk boundaries, so
+    (``engine.values.parallel``), each thread reading into its own buffers. Pieces start on chunk boundaries, so
     every block is the one a single thread would compare, and the blocks' sums are added in tensor order:
     the result is the single thread's to the last digit, on every run.
     """

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..segments import is_index
+from ..tree import is_index
 from .ops import FuseSplit, Op, Rename, SplitFused
 
 LSTM_GATES = ("input_gate", "forget_gate", "cell_gate", "output_gate")  # PyTorch's row order: i, f, g, o

@@ -18,7 +18,7 @@ from operator import itemgetter, ne
 from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from ..errors import RecipeError
-from ..segments import is_index
+from ..tree import is_index
 
 ENUM_VARIANT = "EnumVariant"  # an override kind only: the path's last segment is a Burn enum variant, not a module
 KINDS = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose", "Embedding",

@@ -18,7 +18,6 @@ import itertools
 import math
 import operator
 import os
-import queue
 import threading
 import weakref
 from collections import Counter, OrderedDict
@@ -32,9 +31,10 @@ from ..burn_versions import BurnVersion
 from ..collector import collector_paused
 from ..dtypes import DType
 from ..errors import ExportError
-from ..export import Cancel, Progress, export, header_metadata
-from ..metadata_keys import RECIPE_KEY, carried_fields, carried_scalars
-from ..store import CHUNK, Store, TensorEntry
+from ..exporting import Cancel, Progress, export, header_metadata
+from ..exporting.metadata import RECIPE_KEY, carried_fields, carried_scalars
+from ..sources import CHUNK
+from ..store import Store, TensorEntry
 from . import adapters as ad
 from . import stages
 from .filters import Filter, RuleHits, facts
@@ -210,7 +210,7 @@ class Plan:
 def carried_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str | None) -> tuple[dict[str, str], dict[str, Any] | None]:
     """The metadata (and Burnpack scalars) an export of ``stores`` keeps: the sources', merged in order.
 
-    Metadata travels across formats under names that keep each key's meaning (``engine.metadata_keys``:
+    Metadata travels across formats under names that keep each key's meaning (``engine.exporting.metadata``:
     a PyTorch archive's ``version`` is ``pytorch.archive_version``, never Burn's ``version``).
     ``recipe.clear_metadata`` drops it all (burn-store's ``clear_metadata``); ``recipe.metadata`` is
     added by ``Plan.export``. Scalars only survive to Burnpack from a single Burnpack or Burn record
@@ -243,66 +243,24 @@ def _filter_rules(f: Filter) -> str:
 _TOKENS = itertools.count(1)  # every computed stage result gets its own number: what later stages are keyed by
 
 
-class _Reaper:
-    """Frees the results a cache lets go on a thread of its own, once the plan that let them go is returned.
-
-    Freeing 10,000-tensor stage results (their names, ops and guesses) took 3-8 ms of a 90 ms re-plan; the
-    window waits for the plan, not for that. One daemon thread, started on first use.
-    """
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[list[Any]] = queue.SimpleQueue()  # lists of results, or [Event] to set
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def drop(self, results: list[Any]) -> None:
-        """Hand over ``results`` (the caller keeps no other reference to them)."""
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="plan-reaper", daemon=True)
-                self._thread.start()
-        self._queue.put(results)
-
-    def settled(self) -> None:
-        """Wait until everything handed over so far is freed (what a test or a memory profile needs)."""
-        done = threading.Event()
-        self.drop([done])
-        done.wait()
-
-    def _run(self) -> None:
-        while True:
-            results = self._queue.get()
-            if results and isinstance(results[0], threading.Event):
-                results[0].set()
-            results.clear()  # the last references: the results are freed here
-            del results
-
-
-_REAPER = _Reaper()
-
-
 class StageCache:
     """Each stage's last few results, keyed by its inputs: the previous stage's result (its token) and the
     part of the recipe the stage reads. An edit therefore re-runs only the stages after the part it changed.
 
     A stage keeps at most ``SIZE`` results, and fewer for big sources: their tensors count against
     ``TENSORS`` (one 100,000-tensor source keeps two: the current plan and the one before, what undo
-    and a typo's correction come back to). What it lets go is freed after the plan, on the reaper's
-    thread, unless it is big (``FREE_LATER``): a live edit's plan waits for no freeing, a big one holds
-    no extra generation. ``ran`` counts the stages actually computed (what a test, or
+    and a typo's correction come back to); what it lets go is freed at once. ``ran`` counts the stages actually computed (what a test, or
     a profile, asks). A key that cannot be hashed (a predicate holding a list) is simply not cached.
     """
 
     SIZE = 4
     TENSORS = 200_000
-    FREE_LATER = 20_000  # results up to this many tensors are freed after the plan; bigger ones at once (memory)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._items: dict[str, OrderedDict[Any, tuple[int, Any, int]]] = {}
         self._same: dict[str, OrderedDict[int, tuple[int, Any]]] = {}
         self._last: dict[tuple[str, int], Any] = {}
-        self._evicted: list[Any] = []
         self.ran: Counter[str] = Counter()
 
     def last(self, stage: str, source: int) -> Any:
@@ -334,17 +292,8 @@ class StageCache:
                 items[key] = (token, result, tensors)
                 while len(items) > 1 and (len(items) > self.SIZE
                                           or sum(size for _, _, size in items.values()) > self.TENSORS):
-                    evicted = items.popitem(last=False)
-                    if evicted[1][2] <= self.FREE_LATER:
-                        self._evicted.append(evicted)
+                    items.popitem(last=False)
         return token, result
-
-    def free_later(self) -> None:
-        """Hand what this cache let go to the reaper thread, off the plan's path."""
-        with self._lock:
-            evicted, self._evicted = self._evicted, []
-        if evicted:
-            _REAPER.drop(evicted)
 
     def same(self, stage: str, token: int, result: Any, content: Callable[[], Any], tensors: int = 0) -> tuple[int, Any]:
         """The earlier ``(token, result)`` whose ``content()`` equals this one's, else ``(token, result)``.
@@ -405,12 +354,10 @@ def plan(stores: Sequence[Store], recipe: Recipe | None = None, *, template: Sto
     (``cache``, shared by default), so a re-plan after an edit re-runs only the stages after it.
     """
     cache = cache or _STAGES
-    try:
-        # tens of thousands of long-lived objects, no garbage: scans were 40% of a re-plan
-        with collector_paused(long_lived=True):
-            return _plan(stores, recipe or Recipe(), template, cache)
-    finally:
-        cache.free_later()
+    # Tens of thousands of long-lived objects, no garbage: without the pause the benchmark row "re-plan 10,000
+    # tensors after a remap edit" takes 25-30% longer (tests/benchmarks/run.py, bench_surgery).
+    with collector_paused(long_lived=True):
+        return _plan(stores, recipe or Recipe(), template, cache)
 
 
 def _plan(stores: Sequence[Store], recipe: Recipe, template: Store | None, cache: StageCache) -> Plan:

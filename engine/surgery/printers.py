@@ -18,8 +18,8 @@ from typing import Sequence
 
 from ..burn_versions import NEWEST, BurnVersion
 from ..humanize import plural, printable
-from ..segments import parse_index
 from ..store import Store
+from ..tree import parse_index
 from . import adapters as ad
 from . import burn_store_api as api
 from .burn_store_api import TAGS

@@ -19,9 +19,9 @@ from typing import Any, Callable, Iterable
 from .. import dtypes
 from ..burn_versions import NEWEST, BurnVersion, parse_burn_version
 from ..errors import ExportError, RecipeError
-from ..formats.regular_files import open_regular
-from ..locations import is_url
 from ..rust_regex import pattern_budget
+from ..sources.locations import is_url
+from ..sources.regular_files import open_regular
 from .adapters import check_adapters
 from .filters import Filter
 from .modules import KINDS, check_kind
@@ -171,7 +171,7 @@ class Recipe:
              keep: Iterable[str | os.PathLike] = ()) -> Path:
         """Write the recipe where ``check_destination`` allows, atomically as an export is written (a failure
         leaves ``path`` as it was); paths under its folder are stored relative to it, others absolute."""
-        from ..export import atomic_file
+        from ..exporting import atomic_file
         path = Path(path)
         self.check_destination(path, overwrite=overwrite, keep=keep)
         folder = path.parent.resolve()
@@ -186,7 +186,7 @@ class Recipe:
         ``keep`` (the command's output, a shard, the recipe it extends), however spelled or linked; then apply
         an export's destination rules (an existing file only with ``overwrite``). Callable before anything is
         read, so that a command refuses before it touches a file."""
-        from ..export import check_destination
+        from ..exporting import check_destination
         path = Path(path)
         named = [spec.path for spec in self.sources] + ([self.template] if self.template else [])
         clash = next((other for other in (*named, *keep) if not is_url(other) and _same_file(path, other)), None)

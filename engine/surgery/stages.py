@@ -26,8 +26,17 @@ from . import adapters as ad
 from . import fused
 from .filters import Filter, facts
 from .guesses import Guess, kind_guess, placed_guess, variant_guess
-from .modules import (ENUM_VARIANT, NORM_KINDS, ModuleGuess, Siblings, group_columns, guess_groups, module_path, repathed,
-                      split_names)
+from .modules import (
+    ENUM_VARIANT,
+    NORM_KINDS,
+    ModuleGuess,
+    Siblings,
+    group_columns,
+    guess_groups,
+    module_path,
+    repathed,
+    split_names,
+)
 from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose
 from .recipe import CastRule
 from .remap import CompiledRule

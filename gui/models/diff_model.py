@@ -26,10 +26,8 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QBrush, QColor, QIcon, QPainter, QPainterPath, QPen, QPixmap
 
-from engine import Store, TensorEntry, humanize
-from engine.surgery import AlignmentReport, DiffReport, Plan
-from engine.surgery.ops import Rename
-from engine.tree import natural_key
+from engine import Store, TensorEntry, humanize, natural_key
+from engine.surgery import AlignmentReport, DiffReport, Plan, Rename
 from gui.numbers import format_number
 from gui.resources import monospace
 from gui.visual import TONE_COLOURS

@@ -16,11 +16,9 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     Qt,
 )
-
 from PySide6.QtGui import QFont
 
-from engine import DType, humanize
-from engine.tree import ORDERS, TreeNode, is_buffer
+from engine import ORDERS, DType, TreeNode, humanize, is_buffer
 from gui.resources import icon, monospace
 from gui.visual import brush, struck
 from gui.widgets import TOOLTIP_CHARS, clipped

@@ -11,13 +11,21 @@ from __future__ import annotations
 # its first selection. Imported with the panel instead, before the window shows.
 import numpy.ma  # noqa: F401
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QProgressBar,
-                               QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
-from engine import humanize, scheme_description
-from engine.stats import TensorStats, stats_for
-from engine.surgery.modules import ModuleGuess
-from engine.tree import TreeNode, is_buffer
+from engine import TensorStats, TreeNode, humanize, is_buffer, scheme_description, stats_for
+from engine.surgery import ModuleGuess
 from gui.numbers import DEFAULT_DIGITS, digits_for, format_number, format_percent
 from gui.panels.histogram import HistogramWidget
 from gui.resources import monospace

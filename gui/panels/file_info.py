@@ -10,11 +10,22 @@ from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QScrollArea, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
-from engine import CheckpointBranches, Store, burn_compatibility, humanize, scheme_description
-from engine.tree import dtypes_of
+from engine import CheckpointBranches, Store, burn_compatibility, dtypes_of, humanize, scheme_description
 from gui.loaded_store import LoadedStore
 from gui.resources import icon, monospace
 

@@ -12,7 +12,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from engine.stats import TensorStats
+from engine import TensorStats
 from gui.numbers import DEFAULT_DIGITS, format_number
 
 TICKS = 5  # about this many labelled ticks on the value axis

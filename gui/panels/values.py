@@ -11,11 +11,19 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QLinearGradient, QMouseEvent, QPainter, QPaintEvent, QPalette, QWheelEvent
-from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QSpinBox, QTableView, QTabWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSpinBox,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
-from engine import humanize, stored_values, why_undecoded
-from engine.store import TensorEntry
+from engine import TensorEntry, humanize, stored_values, why_undecoded
 from gui.models.slice_model import SliceModel
 from gui.numbers import digits_for, format_number
 from gui.workers import Failure, Task, TaskRunner

@@ -5,16 +5,14 @@ Both panels offer a top-level key (the recipe's, and one source's own); neither 
 
 from __future__ import annotations
 
-from engine import Store
-from engine.formats.pytorch import NAME as PYTORCH
-from engine.tree import natural_key
+from engine import Store, natural_key, takes_top_level_key
 
 WHOLE_FILE = "(whole file)"  # the key choice that keeps every branch
 
 
 def top_level_keys(store: Store) -> list[str]:
     """Branches a PyTorch checkpoint could be narrowed to: first name segments, and dict-valued entries."""
-    if store.format != PYTORCH:
+    if not takes_top_level_key(store):
         return []
     found = {name.split(".", 1)[0] for name in store.names if "." in name}
     found |= {key for key, value in store.values.items() if isinstance(value, dict)}

@@ -13,18 +13,33 @@ import re
 from typing import Callable
 
 from PySide6.QtCore import QItemSelection, Qt, Signal
-from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QPushButton, QSplitter, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from engine import Location, Store, location, open_template
-from engine.surgery import Plan, align, diff
-from engine.surgery.diff import ValueDifference, value_difference
-from engine.surgery import Recipe
-from engine.surgery.suggest import Suggestion, remap_input_name, reopen_at_key, suggest
+from engine.surgery import (
+    Plan,
+    Recipe,
+    Suggestion,
+    ValueDifference,
+    align,
+    diff,
+    remap_input_name,
+    reopen_at_key,
+    suggest,
+    value_difference,
+)
 from gui.dialogs import show_error
 from gui.model_picker import choose_model
-from gui.models.diff_model import (STATUSES, TONE_COLOURS, Column, DiffFilterModel, DiffModel, DiffRow, build_rows,
-                                   dropped_tensors)
+from gui.models.diff_model import (
+    STATUSES,
+    TONE_COLOURS,
+    Column,
+    DiffFilterModel,
+    DiffModel,
+    DiffRow,
+    build_rows,
+    dropped_tensors,
+)
 from gui.numbers import format_number
 from gui.resources import monospace
 from gui.workbench.diff_bars import SummaryBar

@@ -16,8 +16,7 @@ from typing import Callable, Mapping, Sequence
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from engine import Store, open_store, open_template
-from engine.formats.pytorch import NAME as PYTORCH
+from engine import Store, open_store, open_template, takes_top_level_key
 from engine.surgery import AlignmentReport, Plan, Recipe, RemapRule, SourceSpec, align, plan
 from gui.workbench.marks import Mark, plan_marks, template_fit
 from gui.workbench.plan_result import PlanResult
@@ -83,7 +82,7 @@ def keys(stores: Sequence[Store], recipe: Recipe) -> list[str | None]:
     for i, store in enumerate(stores):
         spec = recipe.source_spec(i)
         key = (spec.top_level_key if spec else None) or recipe.top_level_key
-        out.append(key if key and store.format == PYTORCH else None)
+        out.append(key if key and takes_top_level_key(store) else None)
     return out
 
 

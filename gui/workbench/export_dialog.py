@@ -13,12 +13,26 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QDialog, QFileDialog, QFormLayout, QLabel, QMainWindow, QMessageBox, QProgressDialog,
-                               QVBoxLayout)
+from PySide6.QtWidgets import (
+    QDialog,
+    QFileDialog,
+    QFormLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressDialog,
+    QVBoxLayout,
+)
 
-from engine import BurnVersion, RemoteLocation, humanize
-from engine.dtypes import writable_to
-from engine.formats import burnpack, format_for_path, writer
+from engine import (
+    WRITABLE_FORMATS,
+    BurnVersion,
+    RemoteLocation,
+    format_for_path,
+    humanize,
+    writable_format,
+    writable_to,
+)
 from engine.surgery import Plan, ShapeMismatch, carried_metadata, export_metadata, validate
 from gui.dialogs import show_error
 from gui.models.diff_model import TONE_COLOURS
@@ -132,7 +146,7 @@ class ExportDialog(QDialog):
         source = self._state.home.path
         if isinstance(source, RemoteLocation):
             source = Path.home() / source.name
-        ext = burnpack.EXTENSIONS[0]
+        ext = WRITABLE_FORMATS[0].extensions[0]  # Burnpack's: the format a Burn user exports to
         candidates = [source.with_suffix(ext)] + [
             source.with_name(f"{source.stem}-export{f'-{n}' if n > 1 else ''}{ext}") for n in range(1, 1000)]
         return next(path for path in candidates if not path.exists())
@@ -195,7 +209,7 @@ class ExportDialog(QDialog):
             return
         current = format_for_path(path)
         if current != self.format() and (current is not None or not path.suffix):
-            self.path_edit.setText(str(path.with_suffix(writer(self.format()).EXTENSIONS[0])))
+            self.path_edit.setText(str(path.with_suffix(writable_format(self.format()).extensions[0])))
 
     def metadata(self) -> dict[str, str]:
         """The table as text to text; rows without a key are ignored, a later key wins."""

@@ -13,7 +13,7 @@ from typing import Callable
 from PySide6.QtWidgets import QWidget
 
 from engine import Location, Store, humanize, open_template
-from engine.surgery.suggest import Fit, fit, reopen_at_key
+from engine.surgery import Fit, fit, reopen_at_key
 from gui.dialogs import show_error
 from gui.model_picker import choose_model
 from gui.workbench.document import RecipeDocument

@@ -11,8 +11,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from engine import Store, humanize
-from engine.surgery import AlignmentReport, Plan, PlannedTensor
-from engine.surgery.ops import Cast, FuseSplit, FuseWeightNorm, Rename, SplitFused, Transpose
+from engine.surgery import (
+    AlignmentReport,
+    Cast,
+    FuseSplit,
+    FuseWeightNorm,
+    Plan,
+    PlannedTensor,
+    Rename,
+    SplitFused,
+    Transpose,
+)
 
 TRANSFORMED, DROPPED, CONFLICT = "transformed", "dropped", "conflict"
 MISMATCH, UNUSED = "mismatch", "unused"  # against the template: the shape differs / the template has no such name

@@ -6,8 +6,7 @@ name, filters that keep or drop nothing, exact names the file lacks. The workben
 
 from __future__ import annotations
 
-from engine.surgery import Plan
-from engine.surgery.filters import REMAP
+from engine.surgery import REMAP, Plan
 
 
 def misfit(plan: Plan) -> str:

@@ -14,10 +14,9 @@ import re
 
 from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QSizePolicy, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
-from engine.surgery.suggest import Suggestion
+from engine.surgery import Suggestion
 from gui.widgets import MIN_PANEL, TOOLTIP_CHARS, clipped
 
 BREAK = "\u200b"  # a zero-width space: where a long name may wrap (after its dots and underscores)

@@ -17,7 +17,7 @@ import pytest
 
 from engine import ArrayStore, ExportCancelled, ExportError, export, open_store
 
-export_module = importlib.import_module("engine.export")  # the package re-exports the function under this name
+export_module = importlib.import_module("engine.exporting")  # the package re-exports the function under this name
 
 
 def model(n: int = 4, size: int = 1000) -> ArrayStore:

@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 from engine import ArrayStore, ExportCancelled, ExportError, FormatError, export, open_store
-from engine.export import PARTIAL, _partial_prefix, _RangeCopier
+from engine.exporting import PARTIAL, _partial_prefix, _RangeCopier
 
-export_module = importlib.import_module("engine.export")  # the package re-exports the function under this name
+export_module = importlib.import_module("engine.exporting")  # the package re-exports the function under this name
 
 
 def refusal(dest: Path) -> str:

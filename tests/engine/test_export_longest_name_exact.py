@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from engine import ArrayStore, export, open_store
-from engine.export import PARTIAL
+from engine.exporting import PARTIAL
 
 LARGEST_PID = 2**22 - 1  # the largest pid Linux can give (pid_max's upper bound is 2**22)
 

@@ -20,10 +20,10 @@ import stat
 import numpy as np
 import pytest
 import safetensors.numpy
+from test_export import no_signal_arrives
 
 from engine import ArrayStore, ExportError, __version__, export, open_store
-from engine.export import PARTIAL, _os_message, _partial_prefix, _RangeCopier
-from test_export import no_signal_arrives
+from engine.exporting import PARTIAL, _os_message, _partial_prefix, _RangeCopier
 
 
 def arrays() -> dict[str, np.ndarray]:

@@ -17,10 +17,10 @@ from safetensors.numpy import save_file
 from safetensors.torch import save_file as save_torch_file
 
 from engine import FormatError, open_store
-from engine import parallel
 from engine import stats as stats_module
 from engine.stats import StatsCancelled, compute_stats, stats_for
 from engine.surgery import diff
+from engine.values import parallel
 
 diff_module = importlib.import_module("engine.surgery.diff")  # the package exports the function as `diff`
 CHUNK = 1_000  # with pieces of 3 chunks, a 10,007-value tensor is 4 pieces, the last one short

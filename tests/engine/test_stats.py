@@ -6,7 +6,7 @@ import pytest
 
 from engine import ArrayStore, TensorEntry, open_store
 from engine.dtypes import quantized
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from engine.stats import (PERCENTILE_SAMPLE, StatsCancelled, StatsUnavailable, compute_stats,
                           stats_for)
 

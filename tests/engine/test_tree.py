@@ -7,7 +7,7 @@ import pytest
 from engine import ArrayStore, TensorEntry, open_store
 from engine.dtypes import F32, DType
 from engine.rust_regex import PatternError
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from engine.tree import (ORDERS, build_tree, filter_entries, first_levels, is_buffer, name_matcher, natural_key,
                          values_by_dtype)
 

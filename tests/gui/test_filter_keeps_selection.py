@@ -3,7 +3,7 @@ the user chose stay on screen rather than being read again (gui/store_view.py, _
 
 from __future__ import annotations
 
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 
 
 def test_a_filter_keeping_the_selected_tensor_keeps_its_statistics_and_slice(window, open_view, qtbot):

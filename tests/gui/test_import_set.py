@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 
 REPO = Path(__file__).resolve().parent.parent.parent
 QT_MODULES = {"PySide6.QtCore", "PySide6.QtGui", "PySide6.QtWidgets"}  # PySide6.support.* is binding plumbing

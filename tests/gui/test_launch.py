@@ -12,10 +12,10 @@ import pytest
 from PySide6.QtGui import QColor, QImage
 
 import engine
-from engine.samples import SAMPLES
+from engine.cli.dispatch import mistyped_command
 from gui.app import main as window_main
 from gui.app import parser as window_parser
-from gui.launch import mistyped_command
+from tests.helpers.samples import SAMPLES
 
 REPO = Path(__file__).resolve().parent.parent.parent
 

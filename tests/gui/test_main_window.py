@@ -13,7 +13,7 @@ from PySide6.QtGui import QDropEvent, QGuiApplication
 from PySide6.QtWidgets import QApplication, QLabel, QMessageBox, QPushButton
 
 from engine import open_store
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from gui.dialogs import ERROR_DIALOG
 from gui.panels import details as details_module
 from gui.main_window import MainWindow

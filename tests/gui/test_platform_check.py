@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from gui.platform_check import PACKAGES, install_advice, missing_libraries, startup_problem, xcb_plugin
 
 REPO = Path(__file__).resolve().parent.parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QMessageBox
 
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from gui.dialogs import ERROR_DIALOG
 from gui.main_window import MainWindow
 

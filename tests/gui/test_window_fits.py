@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 from safetensors.numpy import save_file
 
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from gui.main_window import DEFAULT_SIZE, MainWindow, default_size
 from gui.models.tree_model import Column
 

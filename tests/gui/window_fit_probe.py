@@ -119,7 +119,7 @@ def main(theme: str, shots: Path) -> None:
     from gui.app import create_app
 
     app = create_app([sys.argv[0]], theme)
-    from engine.samples import SAMPLES
+    from tests.helpers.samples import SAMPLES
     from gui.main_window import MainWindow
 
     shots.mkdir(parents=True, exist_ok=True)

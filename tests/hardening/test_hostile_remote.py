@@ -19,7 +19,7 @@ import pytest
 from safetensors.numpy import save as save_safetensors
 
 from engine.cli import main
-from engine.remote.http import MAX_SIBLINGS
+from engine.sources.http import MAX_SIBLINGS
 from tests.engine.remote.http_site import Server, Site
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

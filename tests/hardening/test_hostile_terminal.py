@@ -25,7 +25,7 @@ from safetensors.numpy import save_file
 from engine import open_store
 from engine.cli import main
 from engine.cli.progress import ERASE
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))

@@ -80,7 +80,7 @@ import ml_dtypes, numpy
 from engine import open_store
 from engine.cli import main
 from engine.stats import stats_for
-import engine.chunked, engine.cli.convert, engine.export, engine.formats.burnpack, engine.formats.safetensors
+import engine.values.chunked, engine.cli.convert, engine.exporting, engine.formats.burnpack, engine.formats.safetensors
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 """

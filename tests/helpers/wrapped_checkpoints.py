@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 
 SAMPLE_PT = SAMPLES / "sample_cnn.pt"
 SAMPLE_BPK = SAMPLES / "sample_cnn.bpk"

@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...errors import FormatError
-from ...locations import Location
-from ..mapped import MappedFile
-from ..source import ByteSource, open_source, spool
+from ...sources.byte_source import ByteSource, open_source, spool
+from ...sources.local import MappedFile
+from ...sources.locations import Location
 from . import bincode, gz, mpk, named
 from .record import NAME, BurnRecordStore, metadata_from
+
+if TYPE_CHECKING:
+    from ...store import Store
 
 EXTENSIONS = (".mpk", ".mpk.gz", ".bin", ".bin.gz", ".json", ".json.gz")
 MAX_JSON_BYTES = 256 << 20  # JSON spells every byte as a number: larger files would need gigabytes of memory
@@ -51,8 +54,9 @@ def _kind(head: bytes) -> str | None:
 
 
 def open(where: "str | os.PathLike | ByteSource", *, template: str | os.PathLike | None = None,
-         **options: Any) -> BurnRecordStore:
-    """Open a record; ``template`` names a Bin record's parameters (and checks their shapes).
+         open_template: "Callable[[str | os.PathLike], Store] | None" = None, **options: Any) -> BurnRecordStore:
+    """Open a record; ``template`` names a Bin record's parameters (and checks their shapes), opened through
+    ``open_template`` (``formats.open_store`` hands down ``formats.open_template``).
 
     A ``.gz`` record inflates (streaming, from any source) to a temporary file that is then read.
     A Bin record is decoded from a whole-file memory map, which needs a local descriptor: a remote
@@ -71,7 +75,7 @@ def open(where: "str | os.PathLike | ByteSource", *, template: str | os.PathLike
             temporary = gz.inflate(source) if compressed else spool(source)
             source.close()
             source = MappedFile(temporary)
-        return _open(path, source, compressed, template, temporary)
+        return _open(path, source, compressed, template, open_template, temporary)
     except BaseException:
         source.close()
         if temporary:
@@ -80,11 +84,11 @@ def open(where: "str | os.PathLike | ByteSource", *, template: str | os.PathLike
 
 
 def _open(path: Location, mapped: ByteSource, compressed: bool, template: str | os.PathLike | None,
-          temporary: Path | None) -> BurnRecordStore:
+          open_template: "Callable[[str | os.PathLike], Store] | None", temporary: Path | None) -> BurnRecordStore:
     kind = _kind(mapped.pread(0, min(mapped.size, 4096), "the first bytes"))
     label = f"{kind} (gzip)" if compressed else kind
     if kind == "Bin":
-        names = _template_names(template) if template is not None else None
+        names = _template_names(template, open_template) if template is not None else None
         meta, tensors, encoding = bincode.read(mapped, path, names)
         note = {"burn.names": POSITIONAL if names is None else f"from the template {Path(template).name}",
                 "burn.encoding": encoding}
@@ -124,8 +128,10 @@ def _json(path: Location, mapped: ByteSource) -> dict:
     return root
 
 
-def _template_names(template: str | os.PathLike) -> list[tuple[str, tuple[int, ...]]]:
+def _template_names(template: str | os.PathLike, open_template: "Callable[[str | os.PathLike], Store] | None"
+                    ) -> list[tuple[str, tuple[int, ...]]]:
     """The template's names and shapes in its order (a model's Rust source: Burn's order, run-time sizes -1)."""
-    from .. import open_template  # the formats package imports this module
+    if open_template is None:
+        raise TypeError("a template needs open_template (engine.open_store hands it down)")
     with open_template(template) as store:
         return [(e.name, e.shape) for e in store.entries]

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
-from ..mapped import MappedFile
+from ...sources.local import MappedFile
 from ..rust_model.shapes import fits
 from .record import BOOL_STORES, DTYPE_TABLES, MAX_TENSORS, Metadata, Tensor, check_size, param_id
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 MAX_TEXT = 1 << 20  # a metadata string (the recorder's type name is ~100 characters)
 SNIFFED = 4096  # the first bytes a record's kind is told by (burn_record.open reads as many)

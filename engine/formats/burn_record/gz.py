@@ -16,7 +16,7 @@ from ... import humanize
 from ...errors import FormatError
 
 if TYPE_CHECKING:
-    from ..source import ByteSource
+    from ...sources.byte_source import ByteSource
 
 MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 20

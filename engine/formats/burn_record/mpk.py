@@ -13,7 +13,7 @@ from typing import Any
 import msgpack
 
 from ...errors import FormatError
-from ..source import ByteSource
+from ...sources.byte_source import ByteSource
 from .named import Blob
 from .record import MAX_DEPTH
 

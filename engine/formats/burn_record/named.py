@@ -21,13 +21,12 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from ...errors import FormatError
-from .record import MAX_DEPTH, Metadata, Tensor, check_size, dtype_by_name, param_id, shape_of, \
-    values_array
+from .record import MAX_DEPTH, Metadata, Tensor, check_size, dtype_by_name, param_id, shape_of, values_array
 
 RANK_KEY = "__rank"  # module_optimizer.rs:24 at main: the per-parameter scalar holding the state's rank
 _RANK = re.compile(r"Rank([0-9])")

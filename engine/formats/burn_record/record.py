@@ -9,7 +9,6 @@ found by their pattern (``bincode``).
 from __future__ import annotations
 
 import math
-import os
 import re
 import weakref
 from pathlib import Path
@@ -20,10 +19,11 @@ import msgspec
 from ... import dtypes
 from ...dtypes import DType
 from ...errors import FormatError
-from ...store import CHUNK, TensorEntry
-from ...locations import Location, location
+from ...sources import CHUNK
+from ...sources.byte_source import ByteSource
+from ...sources.locations import Location, location
+from ...store import TensorEntry
 from ..mapped import RangeStore, build_entries
-from ..source import ByteSource
 
 if TYPE_CHECKING:
     import numpy as np

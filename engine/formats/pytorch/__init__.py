@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ...sources.byte_source import ByteSource, open_source
 from .. import ZIP_SIGNATURE  # defined there, where a zip's first bytes pick this reader before the others
-from ..source import ByteSource, open_source
 from . import legacy_layout, zip_layout
 from .branches import top_level_keys
 from .checkpoint import flatten, node_budget

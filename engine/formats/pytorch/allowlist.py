@@ -22,7 +22,7 @@ from .denylist import denied
 from .tensors import STORAGE_CLASSES, TORCH_DTYPES, StorageRef, TensorRef, tensor
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 Builder = Callable[[str | os.PathLike, tuple], Any]
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import FormatError
-from ..source import ByteSource
+from ...sources.byte_source import ByteSource
 from .allowlist import Global
 from .tensors import StorageRef, storage_from_pid, storage_view
-from .unpickler import PickleStream, load as unpickle
+from .unpickler import PickleStream
+from .unpickler import load as unpickle
 
 MAGIC = 0x1950A86A20F9469CFC6C
 PROTOCOL = 1001

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ...errors import FormatError
-from ...store import CHUNK, Store, TensorEntry, make_entries
-from ...locations import Location
-from ..source import ByteSource
+from ...sources import CHUNK
+from ...sources.byte_source import ByteSource
+from ...sources.locations import Location
+from ...store import Store, TensorEntry, make_entries
 from .tensors import StorageRef, TensorRef, check_total
 
 if TYPE_CHECKING:

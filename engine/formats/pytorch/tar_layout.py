@@ -17,10 +17,11 @@ import tarfile
 from typing import Any
 
 from ...errors import FormatError
-from ..source import ByteSource, SourceReader
+from ...sources.byte_source import ByteSource, SourceReader
 from .allowlist import Global
 from .tensors import MAX_DIMS, StorageRef, TensorRef, storage_dtype, storage_from_pid, tensor
-from .unpickler import PickleStream, load as unpickle
+from .unpickler import PickleStream
+from .unpickler import load as unpickle
 
 MEMBERS = ("sys_info", "storages", "tensors", "pickle")
 OPTIONAL = ("tensors",)  # absent in the layout burn-store's fixtures use

@@ -16,10 +16,11 @@ import zlib
 from typing import Any
 
 from ...errors import FormatError
-from ..source import ByteSource, SourceReader
+from ...sources.byte_source import ByteSource, SourceReader
 from . import torchscript
 from .tensors import StorageRef, storage_from_pid
-from .unpickler import PickleStream, load as unpickle
+from .unpickler import PickleStream
+from .unpickler import load as unpickle
 
 LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., file name length, extra field length
 LOCAL_SIGNATURE = b"PK\x03\x04"

@@ -30,16 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 from ...burn_versions import NEWEST, BurnVersion
 from ...errors import FormatError
-from ...locations import is_url
+from ...sources.locations import is_url
 from .shapes import RUNTIME_DIM, fits, is_runtime
 
 if TYPE_CHECKING:
     from .template_store import RustTemplate
 
-NAME = "rust"
 STRUCT_SEPARATOR = "::"  # model.rs::Net names the struct
 
-__all__ = ["NAME", "RUNTIME_DIM", "RustTemplate", "fits", "is_runtime", "is_rust_source", "open_rust_template"]
+__all__ = ["RUNTIME_DIM", "RustTemplate", "fits", "is_runtime", "is_rust_source", "open_rust_template"]
 
 
 def split_struct(where: str | os.PathLike) -> tuple[Path, str | None]:

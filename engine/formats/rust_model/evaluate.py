@@ -20,8 +20,27 @@ from ...burn_versions import BurnVersion
 from ...errors import FormatError
 from . import burn_nn, shapes
 from .syntax import Crate, Declared, Function, Node, line_of, parse_expression, text
-from .values import (NONE, UNKNOWN, Built, Closure, Config, ConfigVariant, Items, Mapped, Maybe, OpenVec, Shaped,
-                     Span, Struct, Value, Variant, as_vec, join, join_all, product)
+from .values import (
+    NONE,
+    UNKNOWN,
+    Built,
+    Closure,
+    Config,
+    ConfigVariant,
+    Items,
+    Mapped,
+    Maybe,
+    OpenVec,
+    Shaped,
+    Span,
+    Struct,
+    Value,
+    Variant,
+    as_vec,
+    join,
+    join_all,
+    product,
+)
 
 MAX_STEPS = 50_000  # syntax nodes read (and elements copied) in all: Burn's examples' constructors take about 200
 MAX_DEPTH = 120  # expressions nested inside each other, calls included (each takes a few of Python's 1,000 frames)

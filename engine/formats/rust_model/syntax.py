@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...errors import FormatError
-from ..regular_files import open_regular
+from ...sources.regular_files import open_regular
 
 SUFFIX = ".rs"
 MAX_SOURCE_BYTES = 4 << 20  # all files together: a model crate's src/ is a few hundred KiB; parsing is linear in it
@@ -179,8 +179,8 @@ def _read(path: Path, root: Path, budget: int) -> bytes:
 
 @lru_cache(maxsize=1)
 def _language() -> Any:
-    from tree_sitter import Language  # here: only a Rust template needs tree-sitter
     import tree_sitter_rust
+    from tree_sitter import Language  # here: only a Rust template needs tree-sitter
     return Language(tree_sitter_rust.language())
 
 

@@ -13,9 +13,10 @@ from msgspec.structs import force_setattr
 
 from ...errors import FormatError
 from ...store import Store, TensorEntry
-from . import NAME
 from .shapes import OPEN, is_runtime
 from .template import MAX_TENSORS, ModelTemplate, TemplateTensor
+
+NAME = "rust"  # the format a store read from Rust source reports
 
 INDEX = "([0-9]{1,20})"  # an index segment (20 digits hold any usize; a longer run of digits is no index)
 

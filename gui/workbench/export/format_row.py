@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QWidget
 
-from engine import BURN_VERSIONS, BurnVersion, parse_burn_version
-from engine.formats import burnpack, safetensors, writer
-
-FORMATS = ((burnpack.NAME, "Burnpack"), (safetensors.NAME, "SafeTensors"))
+from engine import BURN_VERSIONS, WRITABLE_FORMATS, BurnVersion, parse_burn_version
 
 
 class FormatRow(QWidget):
@@ -18,8 +15,8 @@ class FormatRow(QWidget):
         super().__init__(parent)
         self.format_combo = QComboBox()
         self.format_combo.setObjectName("exportFormat")
-        for name, label in FORMATS:
-            self.format_combo.addItem(f"{label} ({writer(name).EXTENSIONS[0]})", name)
+        for fmt in WRITABLE_FORMATS:
+            self.format_combo.addItem(f"{fmt.label} ({fmt.extensions[0]})", fmt.name)
         self.burn_combo = QComboBox()
         self.burn_combo.setObjectName("exportBurnVersion")
         self.burn_combo.setToolTip("The Burn release the Burnpack must load in: it decides how bools and "
@@ -60,6 +57,6 @@ class FormatRow(QWidget):
         return True
 
     def show_burn_choice(self) -> None:
-        burnpack_chosen = self.format() == burnpack.NAME
+        burnpack_chosen = self.format() == WRITABLE_FORMATS[0].name
         self.burn_combo.setVisible(burnpack_chosen)
         self.burn_label.setVisible(burnpack_chosen)

@@ -29,9 +29,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.surgery import ENUM_VARIANT, KINDS, CastRule, ModuleGuess, Plan
-from engine.surgery import adapters as ad
-from engine.tree import natural_key
+from engine import natural_key
+from engine.surgery import (
+    BURN_TO_PYTORCH,
+    CONTIGUOUS_INDICES,
+    ENUM_VARIANT,
+    FUSE_WEIGHT_NORM,
+    KINDS,
+    PYTORCH_TO_BURN,
+    SKIP_ENUM_VARIANTS,
+    CastRule,
+    ModuleGuess,
+    Plan,
+)
 from gui.models.tree_model import Index
 from gui.resources import monospace
 from gui.visual import AMBER
@@ -39,11 +49,11 @@ from gui.workbench.checkpoint_keys import WHOLE_FILE, top_level_keys
 from gui.workbench.panels.base import DocumentPanel
 
 ADAPTER_LABELS = {
-    ad.PYTORCH_TO_BURN: ("PyTorch → Burn", "Transpose Linear weights; norm weight/bias become gamma/beta"),
-    ad.BURN_TO_PYTORCH: ("Burn → PyTorch", "Transpose Linear weights; norm gamma/beta become weight/bias"),
-    ad.CONTIGUOUS_INDICES: ("Contiguous indices", "Renumber layers.0, layers.2, layers.4 as 0, 1, 2"),
-    ad.SKIP_ENUM_VARIANTS: ("Skip enum variants", "Drop Burn's CamelCase enum segments (feature.BaseConv.weight)"),
-    ad.FUSE_WEIGHT_NORM: ("Fuse weight norm", "Replace weight_g/weight_v by the weight they stand for"),
+    PYTORCH_TO_BURN: ("PyTorch → Burn", "Transpose Linear weights; norm weight/bias become gamma/beta"),
+    BURN_TO_PYTORCH: ("Burn → PyTorch", "Transpose Linear weights; norm gamma/beta become weight/bias"),
+    CONTIGUOUS_INDICES: ("Contiguous indices", "Renumber layers.0, layers.2, layers.4 as 0, 1, 2"),
+    SKIP_ENUM_VARIANTS: ("Skip enum variants", "Drop Burn's CamelCase enum segments (feature.BaseConv.weight)"),
+    FUSE_WEIGHT_NORM: ("Fuse weight norm", "Replace weight_g/weight_v by the weight they stand for"),
 }
 NO_CAST = "no cast"
 CASTS = (NO_CAST, "F16", "BF16", "F32")
@@ -230,7 +240,7 @@ class AdaptersPanel(DocumentPanel):
             return
         adapters = [a for a in self.state.recipe.adapters if a != name]
         if on:
-            opposite = {ad.PYTORCH_TO_BURN: ad.BURN_TO_PYTORCH, ad.BURN_TO_PYTORCH: ad.PYTORCH_TO_BURN}.get(name)
+            opposite = {PYTORCH_TO_BURN: BURN_TO_PYTORCH, BURN_TO_PYTORCH: PYTORCH_TO_BURN}.get(name)
             adapters = [a for a in adapters if a != opposite] + [name]  # the two directions undo each other
         label = ADAPTER_LABELS[name][0]
         self.push(lambda recipe: recipe.with_changes(adapters=tuple(adapters)), f"{'Use' if on else 'Stop using'} {label}")

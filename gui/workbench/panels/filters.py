@@ -25,9 +25,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.errors import RecipeError
-from engine.surgery import Filter, Plan, Predicate, PredicateGroup
-from engine.surgery.filters import EXCLUDE, FIELDS, INCLUDE, OPERATORS, PATH, WHERE, Rule, compile_pattern
+from engine import RecipeError
+from engine.surgery import (
+    EXCLUDE,
+    FIELDS,
+    INCLUDE,
+    OPERATORS,
+    PATH,
+    WHERE,
+    Filter,
+    Plan,
+    Predicate,
+    PredicateGroup,
+    Rule,
+    compile_pattern,
+)
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
 from gui.widgets import FlowLayout

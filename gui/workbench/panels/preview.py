@@ -24,17 +24,15 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
-    QSizePolicy,
     QPushButton,
+    QSizePolicy,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
-from engine import Store, humanize
-from engine.surgery import AlignmentReport, Guess, Plan
-from engine.surgery.plan import Dropped, PlannedTensor
-from engine.tree import natural_key
+from engine import Store, humanize, natural_key
+from engine.surgery import AlignmentReport, Dropped, Guess, Plan, PlannedTensor
 from gui.models.tree_model import Index
 from gui.resources import icon, monospace
 from gui.visual import ERROR_TEXT_STYLE, brush, struck

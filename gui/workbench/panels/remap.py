@@ -29,11 +29,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.errors import RecipeError
-from engine.surgery import Plan, RemapRule
-from engine.surgery.filters import REMAP
-from engine.surgery.ops import Rename
-from engine.surgery.remap import compile_rules, remap_name
+from engine import RecipeError
+from engine.surgery import REMAP, Plan, RemapRule, Rename, compile_rules, remap_name
 from gui.models.tree_model import Index
 from gui.resources import monospace
 from gui.visual import AMBER, ERROR_TEXT_STYLE, INVALID_STYLE

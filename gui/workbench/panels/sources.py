@@ -22,10 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import Location, Store, open_store
-from engine.errors import RecipeError
-from engine.surgery import Filter, Plan
-from engine.surgery.filters import compile_pattern
+from engine import Location, RecipeError, Store, open_store
+from engine.surgery import Filter, Plan, compile_pattern
 from gui.dialogs import show_error
 from gui.model_picker import choose_model
 from gui.resources import monospace

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engine import ArrayStore, export, open_store
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

@@ -132,7 +132,7 @@ def test_inspect_json_holds_the_values(checkpoint, capsys):
 
 
 def test_inspect_of_a_burnpack_says_which_burn_releases_load_it(capsys):
-    from engine.samples import SAMPLES
+    from tests.helpers.samples import SAMPLES
     assert main(["inspect", str(SAMPLES / "sample_cnn.bpk")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[:3] == ["sample_cnn.bpk · Burnpack v1", "loads in: Burn 0.20, 0.21, 0.22",

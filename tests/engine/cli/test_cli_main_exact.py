@@ -23,7 +23,7 @@ from engine import FormatError
 from engine.cli import COMMANDS, main, needed, parser, suggest_command
 from engine.cli import inspect as inspect_command
 from engine.cli.exits import SUMMARY, UsageError
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 
 SAMPLE = str(SAMPLES / "sample_cnn.bpk")
 

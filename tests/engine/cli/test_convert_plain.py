@@ -10,7 +10,7 @@ import pytest
 
 from engine import FormatError, open_store
 from engine.cli import convert, main
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 
 SOURCES = ["sample_cnn.bpk", "sample_cnn.pt", "sample_cnn.safetensors"]
 

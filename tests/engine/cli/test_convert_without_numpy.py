@@ -32,7 +32,7 @@ modules = sorted(sys.modules)
 import json  # after the count: json is one of the modules a conversion must not need
 print(json.dumps({"code": code, "out": out.getvalue(), "modules": modules}))
 """
-NOT_NEEDED = {"numpy", "ml_dtypes", "PySide6", "engine.surgery", "engine.chunked", "engine.stats"}
+NOT_NEEDED = {"numpy", "ml_dtypes", "PySide6", "engine.surgery", "engine.values.chunked", "engine.stats"}
 # What a plain conversion's start-up no longer pays for (issue 23: against cp, start-up is what it adds):
 # `dataclasses` (a frozen dataclass compiled its methods at import), `pickletools` and `tarfile` (a zip
 # `.pt` needs neither), json (only writing SafeTensors needs it), cbor2 (only reading a Burnpack header needs
@@ -102,7 +102,7 @@ def test_a_plain_conversion_imports_only_what_it_needs_and_writes_the_same_bytes
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["code"] == 0
-    assert "engine.export" in report["modules"]  # the probe saw the conversion's own imports
+    assert "engine.exporting" in report["modules"]  # the probe saw the conversion's own imports
     assert READERS.get(source, "engine.formats.burnpack") in report["modules"]
     assert not_needed_for(source, target).isdisjoint(report["modules"]), \
         sorted(not_needed_for(source, target) & set(report["modules"]))

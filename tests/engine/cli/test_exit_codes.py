@@ -11,7 +11,7 @@ import pytest
 
 from engine import ArrayStore, export
 from engine.cli import main
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 
 SAMPLE = str(SAMPLES / "sample_cnn.bpk")
 

@@ -19,7 +19,7 @@ import torch
 
 from engine import open_store
 from engine.cli import main
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from tests.engine.formats.pytorch.training_checkpoints import lightning_checkpoint, plain_training_checkpoint, trained
 
 BRANCH_LINES = ["the tensors sit under 3 top-level keys:",

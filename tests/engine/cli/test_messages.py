@@ -8,7 +8,7 @@ import numpy as np
 
 from engine import ArrayStore, export, humanize
 from engine.cli import main
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 
 
 def test_one_tensor_is_counted_in_the_singular(tmp_path, capsys):

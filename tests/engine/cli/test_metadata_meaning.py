@@ -16,7 +16,7 @@ from safetensors.torch import save_file as torch_save_file
 import engine
 from engine import ArrayStore, open_store
 from engine.cli import main
-from engine.metadata_keys import carried_fields
+from engine.exporting.metadata import carried_fields
 from engine.surgery import Recipe, carried_metadata, plan
 
 

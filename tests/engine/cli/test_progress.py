@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from engine.cli.progress import ERASE, ProgressLine
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from terminal_helpers import stderr_on_a_pty
 
 SAMPLE = str(SAMPLES / "sample_cnn.bpk")

@@ -46,7 +46,7 @@ def test_inspect_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_path):
     save_file({"w": np.arange(3, dtype=np.float32)}, path)
     report = probe("inspect", str(path))
     assert report["code"] == 0 and "w" in report["out"]
-    assert not {"ml_dtypes", "PySide6", "engine.surgery", "engine.export", "engine.formats.pytorch"} & set(report["modules"])
+    assert not {"ml_dtypes", "PySide6", "engine.surgery", "engine.exporting", "engine.formats.pytorch"} & set(report["modules"])
     assert {m for m in report["modules"] if m.startswith("gui.")} == {"gui.launch"}
 
 
@@ -59,7 +59,7 @@ def test_a_plain_convert_loads_no_qt_no_surgery_and_no_ml_dtypes_for_f32(tmp_pat
     from engine import open_store
     with open_store(out) as written:
         assert written.read("w").tolist() == [0.0, 1.0, 2.0] and written.metadata["who"] == "me"
-    assert "engine.export" in report["modules"]  # the probe saw the conversion's imports
+    assert "engine.exporting" in report["modules"]  # the probe saw the conversion's imports
     assert not {"ml_dtypes", "PySide6", "engine.surgery", "engine.formats.pytorch"} & set(report["modules"])
     assert {m for m in report["modules"] if m.startswith("gui.")} == {"gui.launch"}
 
@@ -77,6 +77,6 @@ def test_a_bfloat16_tensor_still_reads_once_ml_dtypes_is_needed(tmp_path):
 
 @pytest.mark.child
 def test_engine_export_stays_the_function_after_its_module_is_imported():
-    code = "import engine.export, engine; from engine import export; print(callable(export), export.__module__)"
+    code = "import engine.exporting, engine; from engine import export; print(callable(export), export.__module__)"
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert result.stdout.split() == ["True", "engine.export"], result.stderr
+    assert result.stdout.split() == ["True", "engine.exporting"], result.stderr

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from engine import FormatError, open_store
-from engine.formats.mapped import MappedFile
+from engine.sources.local import MappedFile
 
 VALUES = np.arange(12, dtype="<f4") * 1.5
 
@@ -244,7 +244,7 @@ def test_a_sharded_store_streams_and_checks_each_tensor_in_its_own_shard(tmp_pat
 def test_values_past_the_mapping_size_are_mapped_with_the_same_bytes_and_checks(tmp_path, monkeypatch):
     """Tensors over MAP_ABOVE (1 GiB) are memory-mapped, not copied: lowered to 16 bytes here so a small file
     takes that path; the values, their alignment and the changed-file check are the same as a copy's."""
-    from engine.formats import mapped
+    from engine.sources import local as mapped
     monkeypatch.setattr(mapped, "MAP_ABOVE", 16)
     header = {"aligned": {"dtype": "F32", "shape": [6], "data_offsets": [0, 24]},
               "odd": {"dtype": "U8", "shape": [3], "data_offsets": [24, 27]},

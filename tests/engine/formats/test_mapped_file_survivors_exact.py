@@ -1,4 +1,4 @@
-"""The local byte source (``MappedFile`` in engine/formats/mapped.py), where session 12's mutation run showed no test
+"""The local byte source (``MappedFile`` in engine/sources/local.py), where session 12's mutation run showed no test
 looking: a file that shrinks under a streamed read, the default words of a positioned read, closing (twice, and
 when the file got descriptor 0), a folder the system itself refuses to open, and a caller's own path object.
 
@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_mapped_file_checks import CHANGED, VALUES, two_tensors
 
 from engine import FormatError, open_store
-from engine.formats import mapped
-from engine.formats.mapped import MappedFile
-from test_mapped_file_checks import CHANGED, VALUES, two_tensors
+from engine.sources import local as mapped
+from engine.sources.local import MappedFile
 
 
 def test_streaming_a_file_shrunk_while_open_says_changed_on_disk_naming_it(tmp_path: Path) -> None:

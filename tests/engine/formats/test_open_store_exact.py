@@ -17,7 +17,7 @@ import pytest
 
 from engine import FormatError, open_store
 from engine.formats import format_for_path, writer
-from engine.formats.mapped import MappedFile
+from engine.sources.local import MappedFile
 
 
 def safetensors_bytes() -> bytes:

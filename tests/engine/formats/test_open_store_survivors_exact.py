@@ -27,7 +27,7 @@ import pytest
 import torch
 
 from engine import FormatError, open_store
-from engine.formats.mapped import MappedFile
+from engine.sources.local import MappedFile
 from tests.engine.formats.pytorch.pytorch_helpers import tar_checkpoint
 
 TAR_BLOCK = 512

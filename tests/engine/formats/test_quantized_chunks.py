@@ -1,7 +1,7 @@
 """Quantized tensors dequantized a chunk at a time give the whole dequantization's values, bit for bit.
 
 Statistics, the histogram, ``read()`` and ``convert --dequantize`` read a quantized tensor's values through
-``engine.chunked`` a run of values at a time (issue 38, item 7: dequantizing 64 Mi Q2S values whole peaked at
+``engine.values.chunked`` a run of values at a time (issue 38, item 7: dequantizing 64 Mi Q2S values whole peaked at
 1.2 GiB). Each scheme below is checked with chunks of 7 values, which divide neither its blocks nor its u32
 words, against ``whole``: the dequantization of the entire tensor at once, as the engine computed it before.
 """
@@ -18,8 +18,8 @@ import pytest
 
 from engine import FormatError, export, open_store
 from engine import quantized as q
-from engine.chunked import dequantized_values
 from engine.stats import compute_stats, stats_for
+from engine.values.chunked import Dequantized, dequantized_values
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quantized_files import block, gen1, gen2, write  # noqa: E402
@@ -120,7 +120,7 @@ def test_a_dequantizing_export_writes_the_whole_dequantization_step_by_step(quan
     path, scheme = quantized_file
     with open_store(path) as store:
         expected = whole(store.read_quantized("w"), scheme)
-        steps = list(q.Dequantized(store.entry("w")).iter_bytes(chunk_size=4 * CHUNK))
+        steps = list(Dequantized(store.entry("w")).iter_bytes(chunk_size=4 * CHUNK))
         assert {len(step) for step in steps[:-1]} == {4 * CHUNK}
         assert b"".join(steps) == expected.astype("<f4").tobytes()
         out = export(store.entries, tmp_path / "out.safetensors", dequantize=True)

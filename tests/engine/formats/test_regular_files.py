@@ -20,11 +20,9 @@ from pathlib import Path
 import pytest
 
 from engine import FormatError, open_store
-from engine.formats.regular_files import NotRegularFile, file_kind, open_regular
+from engine.sources.regular_files import NotRegularFile, file_kind, open_regular
 from tests.hardening import child
 from tests.helpers.special_files import a_socket
-
-
 
 
 def test_each_kind_of_file_is_named(tmp_path: Path) -> None:

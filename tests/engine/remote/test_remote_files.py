@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from http_site import RANGE
 from safetensors.numpy import save as save_safetensors
 
 from engine import ArrayStore, FormatError, export, open_store
 from engine.cli import main
-from engine.remote import RemoteWarning, traffic
-from http_site import RANGE
+from engine.sources.remote import RemoteWarning, traffic
 
 TOKEN = "hf_secret_token_1234"
 ARRAYS = {f"blocks.{i}.weight": np.arange(i * 1000, i * 1000 + 64 * 48, dtype=np.float32).reshape(64, 48)
@@ -403,6 +403,7 @@ def test_closing_a_file_while_another_thread_streams_it_ends_that_read_in_one_li
 
 def test_a_watcher_hears_a_whole_download_and_can_stop_it_leaving_nothing(served, tmp_path, monkeypatch):
     import tempfile
+
     from engine import watch_downloads
     downloads = tmp_path / "downloads"
     downloads.mkdir()

@@ -93,7 +93,7 @@ from safetensors.numpy import save as save_safetensors
 
 from engine import ArrayStore, FormatError, export, open_store
 from engine.cli import main
-from engine.remote import traffic
+from engine.sources.remote import traffic
 
 TOKEN = "hf_secret_token_5678"
 ARRAYS = {f"w{i}": np.full((64, 64), i, np.float32) for i in range(4)}

@@ -14,7 +14,7 @@ import zipfile
 
 import torch
 
-from engine.formats.source import SourceReader, open_source
+from engine.sources.byte_source import SourceReader, open_source
 
 
 def test_a_buffered_reader_reads_a_remote_file_by_ranges(site, tmp_path):

@@ -16,13 +16,12 @@ from safetensors.numpy import save_file
 from engine import ArrayStore, open_store
 from engine.cli import main
 from engine.cli.config import branch
-from engine.segments import USIZE_MAX, parse_index
 from engine.surgery import Recipe, RemapRule, align, plan
 from engine.surgery.adapters import contiguous_indices
 from engine.surgery.guesses import Guess
 from engine.surgery.printers import as_rust
 from engine.surgery.recipe import CastRule, SourceSpec
-from engine.tree import build_tree, natural_key
+from engine.tree import USIZE_MAX, build_tree, natural_key, parse_index
 
 RUST = [("0", 0), ("5", 5), ("+5", 5), ("007", 7), ("+007", 7), (str(USIZE_MAX), USIZE_MAX),
         ("0" * 5000 + "12", 12), (str(USIZE_MAX + 1), None), ("9" * 5000, None), ("²", None), ("٣", None),

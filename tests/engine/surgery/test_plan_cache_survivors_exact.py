@@ -5,10 +5,8 @@ Promises (README, section) -> tests:
 - "## Performance", Re-planning after an edit (each result kept by its inputs, an edit re-runs only the stages after
   it; a property test compares every step with a plan from scratch): a filter whose predicate holds a list cannot
   be kept by its inputs, and an edit between two such filters still plans as from scratch ->
-  test_an_edit_between_two_filters_holding_lists_plans_as_from_scratch; the results it lets go are freed on a
-  thread of their own that never keeps a program from ending ->
-  test_the_thread_freeing_old_plans_is_a_daemon_named_plan_reaper,
-  test_a_script_that_re_plans_edits_ends_when_it_is_done
+  test_an_edit_between_two_filters_holding_lists_plans_as_from_scratch; a script that re-plans edits ends when
+  it is done -> test_a_script_that_re_plans_edits_ends_when_it_is_done
 - "## The workbench", Remap (each rule with its hit count): with no source open every rule reads 0 hits ->
   test_with_no_sources_every_remap_rule_is_listed_with_no_hits
 - "**Validation.**" and "### Surgery" (a template lends enum variants): the names a template spells with enum
@@ -27,7 +25,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -121,18 +118,6 @@ def test_a_planned_tensor_built_from_lists_keeps_what_it_was_given(tmp_path):
     with open_store(dest) as written:
         assert written.names == ["out"]
         np.testing.assert_array_equal(written.read("out"), values)
-
-
-def test_the_thread_freeing_old_plans_is_a_daemon_named_plan_reaper():
-    """Six remap edits through one cache let the oldest results go (it keeps four): they are freed on one thread,
-    which a thread dump (py-spy, a debugger) lists as ``plan-reaper`` and which, being a daemon, lets the program
-    end (test_a_script_that_re_plans_edits_ends_when_it_is_done shows that in a child)."""
-    store = ArrayStore({"fc.weight": np.ones((2, 3), np.float32)})
-    cache = StageCache()
-    for k in range(StageCache.SIZE + 2):
-        assert plan([store], Recipe(remaps=(RemapRule("^fc", f"layer{k}"),)), cache=cache).names == [f"layer{k}.weight"]
-    reapers = [thread for thread in threading.enumerate() if thread.name == "plan-reaper"]
-    assert len(reapers) == 1 and reapers[0].daemon and reapers[0].is_alive()
 
 
 SCRIPT = """

@@ -13,14 +13,13 @@ Promise -> test:
 - the export dialog's metadata is what ``convert`` writes: header keys, the recipe's own and digest, the sources'
   fields under the names the format keeps them by -> test_export_metadata_is_what_convert_writes
 - a new plan cache and source-filter cache start empty and work (the module-level ones are made at import) ->
-  test_a_fresh_reaper_frees_what_it_is_handed, test_a_fresh_selection_cache_keeps_a_sources_filtered_entries
+  test_a_fresh_selection_cache_keeps_a_sources_filtered_entries
 - a plan as data (``convert --dry-run --json``, the GUI's document) holds every part under its own key ->
   test_a_plan_as_data_holds_every_part_under_its_key, test_a_later_source_overriding_a_name_is_listed_in_the_plans_data
 """
 
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
@@ -28,7 +27,7 @@ import pytest
 import engine
 from engine import ArrayStore
 from engine.surgery import Filter, Predicate, Recipe, RemapRule, SourceSpec, export_metadata, plan
-from engine.surgery.plan import _Reaper, _SelectionCache
+from engine.surgery.plan import _SelectionCache
 
 OUTPUTS = [f"lstm.{gate}_gate.input_transform.weight" for gate in ("input", "forget", "cell", "output")]
 
@@ -80,16 +79,6 @@ def test_export_metadata_is_what_convert_writes():
     assert export_metadata([store], Recipe(clear_metadata=True), "safetensors") == {"producer": "store-studio"}
     assert export_metadata([store], Recipe(), "safetensors") == {"producer": "store-studio", "k": "v",
                                                                  "memory.format": "pt"}
-
-
-def test_a_fresh_reaper_frees_what_it_is_handed():
-    reaper = _Reaper()
-    results, done = [np.zeros(3), "names"], threading.Event()
-    reaper.drop(results)
-    reaper.drop([done])
-    assert done.wait(60)  # the reaper's thread got there: it ran everything handed before
-    reaper.settled()
-    assert results == []
 
 
 def test_a_fresh_selection_cache_keeps_a_sources_filtered_entries():

@@ -25,7 +25,7 @@ from engine.surgery import Filter, Recipe, RemapRule
 from engine.surgery.plan import plan
 from engine.surgery.printers import as_cli, as_rust
 from engine.surgery.remap import compile_rules, remap_name
-from engine.surgery.suggest import name_votes
+from engine.surgery.suggestions import name_votes
 
 LOOK_BEHIND = "look-around ((?=, (?!, (?<=, (?<!) is not supported by Rust's regex at position 0"
 

@@ -17,7 +17,7 @@ from torch import nn
 
 from engine import ArrayStore, Store, export, open_store
 from engine.surgery import Recipe, RemapRule, align, plan
-from engine.surgery.suggest import (ADAPTER, CAST, LINEAR, RENAME, TOP_LEVEL_KEY, Change, Suggestion, fit,
+from engine.surgery.suggestions import (ADAPTER, CAST, LINEAR, RENAME, TOP_LEVEL_KEY, Change, Suggestion, fit,
                                     name_votes, suggest)
 
 

@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 
 from engine import ArrayStore, Store, export, open_store
 from engine.surgery import Recipe, RemapRule, align, plan
-from engine.surgery import suggest as search
-from engine.surgery.suggest import MAX_CHANGES, MAX_PLANS, REMOVE, fit, reopen_at_key, suggest
+from engine.surgery import suggestions as search
+from engine.surgery.suggestions import MAX_CHANGES, MAX_PLANS, REMOVE, fit, reopen_at_key, suggest
 from tests.hardening import child
 from tests.helpers.wrapped_checkpoints import (SAMPLE_BPK, SAMPLE_PT, compiled_checkpoint, data_parallel_checkpoint,
                                                lightning_checkpoint)
@@ -192,7 +192,7 @@ BIG_SEARCH = """
 import sys
 from engine import open_store
 from engine.surgery import Recipe
-from engine.surgery.suggest import reopen_at_key, suggest
+from engine.surgery.suggestions import reopen_at_key, suggest
 with open_store(sys.argv[1]) as source, open_store(sys.argv[2]) as target:
     print(suggest([source], Recipe(), target, template=target, reopen=reopen_at_key)[0].line())
 """

@@ -8,7 +8,7 @@ import torch
 
 from engine import ArrayStore, export, open_store
 from engine.surgery import Recipe, align, plan
-from engine.surgery.suggest import ADAPTER, FUSED, suggest
+from engine.surgery.suggestions import ADAPTER, FUSED, suggest
 
 from fused_targets import burn_named, torch_state
 

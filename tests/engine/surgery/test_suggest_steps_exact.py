@@ -39,7 +39,7 @@ import torch
 
 from engine import ArrayStore, Store, export, open_store
 from engine.surgery import Recipe, align, plan
-from engine.surgery.suggest import ADAPTER, LINEAR, RENAME, TOP_LEVEL_KEY, Suggestion, fit, name_votes, suggest
+from engine.surgery.suggestions import ADAPTER, LINEAR, RENAME, TOP_LEVEL_KEY, Suggestion, fit, name_votes, suggest
 
 
 def _bpk(path, arrays: dict[str, np.ndarray]) -> Store:

@@ -10,7 +10,7 @@ import torch
 
 from engine import ArrayStore, Store, export, open_store
 from engine.surgery import Recipe, align, plan
-from engine.surgery.suggest import NAME_CANDIDATES, name_votes, suggest
+from engine.surgery.suggestions import NAME_CANDIDATES, name_votes, suggest
 
 
 def test_a_key_is_offered_only_from_a_front_running_strip_rule(tmp_path):

@@ -16,7 +16,7 @@ import torch
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QLabel, QMessageBox, QPushButton
 
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from gui.main_window import MainWindow
 from gui.models.tree_model import Column
 from gui.panels.file_info import KEY_PROPERTY

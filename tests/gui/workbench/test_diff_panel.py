@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
 from engine import ArrayStore, export, open_store
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from engine.surgery import RemapRule
 from gui.main_window import MainWindow
 from gui.models.diff_model import ROW_ROLE, SHARE_ROLE, STATUSES, TONE_COLOURS, Column

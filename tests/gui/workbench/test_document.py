@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QThreadPool
 
 from engine import ArrayStore, open_store
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from engine.surgery import Filter, Plan, Recipe, RemapRule, plan
 from gui.workbench.document import RecipeDocument
 

@@ -11,7 +11,7 @@ import torch
 from PySide6.QtWidgets import QDialog
 
 from engine import open_store
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from engine.surgery import Filter, Recipe, RemapRule, plan
 from gui.main_window import MainWindow
 from gui.workbench.panels.filters import EXCLUDE

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton
 
 from engine import ArrayStore, export, open_store
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from engine.surgery import diff
 from engine.surgery.plan import RECIPE_METADATA_KEY
 from gui.dialogs import ERROR_DIALOG

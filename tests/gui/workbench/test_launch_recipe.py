@@ -6,7 +6,7 @@ from pathlib import Path
 
 from PySide6.QtGui import QImage
 
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from gui.app import main
 from workbench_helpers import SAMPLE_PT
 

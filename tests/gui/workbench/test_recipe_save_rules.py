@@ -18,7 +18,7 @@ import pytest
 from PySide6.QtCore import QThreadPool
 
 from engine import ExportError, open_store
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from gui.workbench.document import RecipeDocument
 
 

@@ -84,7 +84,7 @@ import numpy as np
 import torch
 
 from engine import ArrayStore, export, open_store
-from engine.surgery.suggest import suggest
+from engine.surgery.suggestions import suggest
 from gui.main_window import MainWindow
 from gui.workbench.diff_panel import show_diff_dock
 from gui.workbench.document import RecipeDocument

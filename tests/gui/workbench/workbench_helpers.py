@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from safetensors.numpy import save_file
 
-from engine.samples import SAMPLES
+from tests.helpers.samples import SAMPLES
 from gui.workbench.document import RecipeDocument
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "burn-pytorch-tests"

@@ -7,13 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from pytorch_helpers import LAYOUTS, checkpoints, raw_bytes, torch_flat
 from safetensors.torch import load_file
 
 from engine import dtypes
-from engine.export import export
+from engine.exporting import export
 from engine.formats import open_store
-
-from pytorch_helpers import LAYOUTS, checkpoints, raw_bytes, torch_flat
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

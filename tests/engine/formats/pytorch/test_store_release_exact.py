@@ -40,7 +40,7 @@ def test_releasing_a_numpy_array_keeps_it_readable(tmp_path: Path) -> None:
 def test_releasing_mapped_views_keeps_their_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tensors over MAP_ABOVE (1 GiB) are memory-mapped: lowered to 16 bytes so these small ones are, and their
     pages are then given back to the system for real."""
-    from engine.formats import mapped
+    from engine.sources import local as mapped
     monkeypatch.setattr(mapped, "MAP_ABOVE", 16)
     expected = {"view": np.arange(3, 43, dtype=np.float32).reshape(5, 8).tolist(), "whole": list(range(16)),
                 "arr": [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]}

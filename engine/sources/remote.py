@@ -6,8 +6,16 @@ Imported only when a URL is opened: the network stack (urllib3) never slows a lo
 from __future__ import annotations
 
 from . import hub
-from .http import (MAX_DOWNLOAD_VARIABLE, RETRIES_VARIABLE, TIMEOUT_VARIABLE, DownloadedFile, RemoteFile,
-                   RemoteWarning, check_full_download, traffic)
+from .http import (
+    MAX_DOWNLOAD_VARIABLE,
+    RETRIES_VARIABLE,
+    TIMEOUT_VARIABLE,
+    DownloadedFile,
+    RemoteFile,
+    RemoteWarning,
+    check_full_download,
+    traffic,
+)
 from .http import open_remote as _open_target
 
 

@@ -10,12 +10,14 @@ are dequantized a chunk at a time from the stored words holding them (``quantize
 
 from __future__ import annotations
 
+import math
 import os
-from typing import Any, Callable, Union
+from typing import Any, Callable, Iterator, Union
 
 import numpy as np
 
-from .quantized import ByteReader, DequantizedValues
+from ..dtypes import F32
+from ..quantized import DEQUANTIZE_STEP, ByteReader, DequantizedValues
 
 Reader = Callable[[int, int], np.ndarray]  # (start, stop) in elements -> those values, valid until the next call
 
@@ -113,3 +115,32 @@ def _read_exactly(fd: int, view: memoryview, offset: int) -> None:
         if n <= 0:
             break  # the file shrank: the caller's verify() says it changed on disk
         done += n
+
+
+class Dequantized:
+    """A quantized tensor source written as its F32 values (``convert --dequantize``): what Burn's
+    ``dequantize`` gives, computed a step at a time when the export reaches it."""
+
+    def __init__(self, source: Any):
+        self.source = source
+        self.name, self.shape, self.param_id = source.name, tuple(source.shape), source.param_id
+        self.dtype = F32
+        self.nbytes = 4 * math.prod(self.shape)
+
+    def byte_range(self) -> None:
+        return None
+
+    def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[memoryview]:
+        values = dequantized_values(self.source)
+        step = max(1, min(chunk_size // 4, DEQUANTIZE_STEP))
+        for start in range(0, values.size, step):
+            chunk = values.values(start, min(values.size, start + step))
+            yield memoryview(chunk.astype("<f4", copy=False).view(np.uint8))
+
+    def verify(self) -> None:
+        self.source.verify()
+
+    def release(self) -> None:
+        release = getattr(self.source, "release", None)
+        if release:
+            release()

@@ -65,13 +65,13 @@ import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from .. import __version__, humanize
-from ..downloads import report
+from .. import humanize
 from ..errors import FormatError, shown
-from ..formats.mapped import MappedFile
-from ..locations import RemoteLocation
-from ..store import CHUNK
-from . import hub
+from ..version import __version__
+from . import CHUNK, hub
+from .downloads import report
+from .local import MappedFile
+from .locations import RemoteLocation
 
 READ_AHEAD = 64 << 10  # the smallest request: a header read is one round trip
 PIECE = 2 << 20  # a stream hands its bytes over this many at a time: small enough to overlap fetching with writing

@@ -19,14 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 
-from . import dtypes
-from .burn_versions import NEWEST, BurnVersion
-from .errors import ExportCancelled, ExportError
-from .formats import format_for_path, writer
-from .formats.regular_files import file_kind
-from .metadata_keys import PRODUCER  # burn-store's meaning: who wrote the file (and `version`, its version)
-from .quantized import Dequantized
-from .store import TensorSource
+from .. import dtypes
+from ..burn_versions import NEWEST, BurnVersion
+from ..errors import ExportCancelled, ExportError
+from ..formats import format_for_path, writer
+from ..sources.regular_files import file_kind
+from ..store import TensorSource
+from .metadata import PRODUCER  # burn-store's meaning: who wrote the file (and `version`, its version)
 
 Progress = Callable[[int, int], None]
 Cancel = Callable[[], bool]
@@ -49,7 +48,9 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
     ``dequantize`` writes quantized tensors as their F32 values instead of their quantized bytes.
     """
     dest = Path(dest)
-    items = [Dequantized(i) if dequantize and i.dtype.kind == "quantized" else i for i in items]
+    if dequantize:
+        from ..values.chunked import Dequantized  # numpy: only a dequantizing export needs it
+        items = [Dequantized(i) if i.dtype.kind == "quantized" else i for i in items]
     fmt = format or format_for_path(dest)
     if fmt is None:
         raise ExportError(f"{dest.name}: choose a format (burnpack or safetensors); the extension names neither "
@@ -129,7 +130,7 @@ def header_metadata(fmt: str, metadata: dict[str, str] | None) -> dict[str, str]
     Burnpack, ``format`` and ``version`` (burn-store's default_metadata keys; see engine/metadata_keys.py)."""
     meta = {"producer": PRODUCER, **({"format": "burnpack"} if fmt == "burnpack" else {}), **(metadata or {})}
     if fmt == "burnpack":
-        from . import __version__
+        from ..version import __version__
         meta.setdefault("version", __version__)
     return meta
 

@@ -4,7 +4,7 @@ A byte source is a file's bytes as of the moment it was opened: its ``size``, po
 (``pread``, ``array``, ``chunks``), a ``verify`` that refuses a file changed since then, its
 ``identity`` (size and mtime locally; size, ETag and Last-Modified remotely) and the ``path``
 messages name it by. ``mapped.MappedFile`` is the local one (pread, mmap for huge values);
-``engine.remote.RemoteFile`` reads byte ranges over HTTP(S) through a block cache. Formats, limits
+``engine.sources.http.RemoteFile`` reads byte ranges over HTTP(S) through a block cache. Formats, limits
 and changed-file checks are written once against this protocol and so work the same on both.
 
 ``fileno()`` gives a local descriptor where there is one (export copies in the kernel with it;
@@ -23,11 +23,11 @@ import tempfile
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Iterator, Protocol, runtime_checkable
 
-from ..downloads import report
 from ..errors import FormatError
-from ..locations import Location, RemoteLocation, is_url
-from ..store import CHUNK
-from .mapped import MappedFile  # imported once here: an import statement in open_source cost 6 us an open
+from . import CHUNK
+from .downloads import report
+from .local import MappedFile  # imported once here: an import statement in open_source cost 6 us an open
+from .locations import Location, RemoteLocation, is_url
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,7 +73,7 @@ def open_source(where: "str | os.PathLike | RemoteLocation | ByteSource") -> Byt
         _SOURCE_TYPES.add(type(where))  # a protocol check costs 50 us, a tenth of listing a small file: once a class
         return where
     if isinstance(where, RemoteLocation) or is_url(where):
-        from ..remote import open_remote  # the network stack loads only when a URL is opened
+        from .remote import open_remote  # the network stack loads only when a URL is opened
         return open_remote(str(where))
     refuse_other_schemes(where)
     return MappedFile(where)
@@ -124,9 +124,9 @@ def spool(source: ByteSource) -> Path:
     """Download a source whole to a new temporary file, for a reader that must map it; the caller removes it.
 
     Only a remote source is ever spooled, and only up to the size a full download may have
-    (``engine.remote.MAX_DOWNLOAD_VARIABLE``); nothing is left behind when it fails.
+    (``engine.sources.http.MAX_DOWNLOAD_VARIABLE``); nothing is left behind when it fails.
     """
-    from ..remote import check_full_download
+    from .remote import check_full_download
     check_full_download(source.path, source.size, "this kind of file is read from a whole local copy")
     fd, name = tempfile.mkstemp(prefix="store-studio-download-")
     try:

@@ -18,8 +18,8 @@ from typing import Iterable
 
 import msgspec
 
-from . import quantized as q
-from .burn_versions import BurnVersion
+from .. import quantized as q
+from ..burn_versions import BurnVersion
 
 
 class Compatibility(msgspec.Struct, frozen=True):
