@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-import mutant_runs
+from tests.mutation import mutant_runs
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-import mutation_scores
+from tests.mutation import mutation_scores
 
 FIRST_PASS_SECONDS: dict[str, float] = {}  # each test's time in mutmut's first pass, read in the fork server
 
@@ -64,9 +64,9 @@ def first_pass_seconds(stats: Path) -> dict[str, float]:
 
 @functools.cache  # read once, in the fork server: every forked run inherits the answer
 def settled_equivalents(root: Path) -> frozenset[str]:
-    """The mutants tests/mutation_equivalents.txt lists whose function's source (mutmut's hash of it, in
-    ``root``'s metas) is the one tests/mutation_equivalents_judged.json recorded from a run they survived."""
-    tests = root / "tests"
+    """The mutants tests/mutation/mutation_equivalents.txt lists whose function's source (mutmut's hash of it, in
+    ``root``'s metas) is the one tests/mutation/mutation_equivalents_judged.json recorded from a run they survived."""
+    tests = root / "tests" / "mutation"
     recorded = mutation_scores.recorded_functions(tests / mutation_scores.JUDGED.name)
     if not recorded:
         return frozenset()

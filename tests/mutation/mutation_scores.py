@@ -1,16 +1,16 @@
 """The mutation run's scores, per module and per package, as README's table (README, "Testing: mutation runs").
 
-    python tests/mutation_scores.py [MUTANTS_DIR] [--survivors]
+    python tests/mutation/mutation_scores.py [MUTANTS_DIR] [--survivors]
 
 Reads mutmut's verdicts from ``mutants/**/*.meta`` and subtracts the mutants
-``tests/mutation_equivalents.txt`` lists. A score is killed / (checked - no test selected - equivalent);
+``tests/mutation/mutation_equivalents.txt`` lists. A score is killed / (checked - no test selected - equivalent);
 a timeout, a crash or a type-check catch counts as killed (some test did not pass), a mutant not checked
 yet counts in no score; a mutant some test killed counts as killed even where the file lists it. ``--survivors``
 lists the survivors not listed as equivalent, one name a line; ``--stale`` lists the file's names that no
 surviving mutant has (a killed one, or none of that number): a change to a function renumbers its mutants, and
 an entry left pointing at another mutant would hide the one it was written for.
 
-``--record`` writes ``tests/mutation_equivalents_judged.json`` from a run: mutmut's hash of each function whose
+``--record`` writes ``tests/mutation/mutation_equivalents_judged.json`` from a run: mutmut's hash of each function whose
 listed mutants all survived it. A later run skips a listed mutant while its function's hash is the recorded one
 (``mutant_runs.skip_settled``): the mutant is the very one judged, and it survives by definition.
 """
@@ -24,13 +24,13 @@ from collections import Counter, defaultdict
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EQUIVALENTS = Path(__file__).with_name("mutation_equivalents.txt")
 JUDGED = Path(__file__).with_name("mutation_equivalents_judged.json")
 PACKAGES = ("engine/surgery/", "engine/formats/", "engine/export.py", "engine/cli/")
 COLUMNS = ("mutants", "checked", "killed", "no test selected", "equivalent", "survived")
 # mutmut 3.8's exit codes (mutmut/stats.py): what each says of the mutant.
-TIMEOUT = 36  # mutmut's "timeout"; tests/mutant_runs.py ends a run over its limits with it too
+TIMEOUT = 36  # mutmut's "timeout"; tests/mutation/mutant_runs.py ends a run over its limits with it too
 KILLED = {1, 3, TIMEOUT, -24, 24, 152, 255, -11, -9, 37}
 NO_TESTS = {5, 33}
 SURVIVED = 0

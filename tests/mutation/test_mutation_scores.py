@@ -1,11 +1,11 @@
-"""tests/mutation_scores.py turns mutmut's verdicts into README's score table: the scores a reader of the README
+"""tests/mutation/mutation_scores.py turns mutmut's verdicts into README's score table: the scores a reader of the README
 bets on must count what mutmut found, with the equivalents subtracted and unchecked mutants left out."""
 
 from __future__ import annotations
 
 import json
 
-import mutation_scores
+from tests.mutation import mutation_scores
 
 
 def write_meta(root, module: str, codes: dict, hashes: dict | None = None) -> None:

@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from mutant_runs import KILLERS, Requested, first_pass_seconds, likeliest_first
+from tests.mutation.mutant_runs import KILLERS, Requested, first_pass_seconds, likeliest_first
 
 TESTS = Path(__file__).resolve().parent
 SAMPLE = '''
@@ -73,9 +73,10 @@ NAMED = ["tests/test_sample.py::test_cases[1]", "tests/test_sample.py::test_case
 def sample_project(root: Path) -> Path:
     """A project whose tests/ holds this suite's conftest and a sample test module."""
     tests = root / "tests"
-    tests.mkdir(parents=True)
-    for name in ("conftest.py", "mutant_runs.py", "mutation_scores.py"):
-        shutil.copy(TESTS / name, tests / name)
+    (tests / "mutation").mkdir(parents=True)
+    shutil.copy(TESTS.parent / "conftest.py", tests / "conftest.py")
+    for name in ("mutant_runs.py", "mutation_scores.py"):
+        shutil.copy(TESTS / name, tests / "mutation" / name)
     (tests / "test_sample.py").write_text(SAMPLE)
     return root
 
@@ -84,9 +85,9 @@ def settle(project: Path, function_hash_now: str) -> dict[str, str]:
     """List ``engine.m.x_f__mutmut_1`` as equivalent, record ``engine.m.x_f`` as judged with hash "aaa" by
     mutmut 9.9, and give mutmut's meta of engine/m.py the hash ``function_hash_now``; returns the environment
     that makes the run's mutmut 9.9 (an installed distribution's metadata, first on the path)."""
-    (project / "tests" / "mutation_equivalents.txt").write_text(
+    (project / "tests" / "mutation" / "mutation_equivalents.txt").write_text(
         "# why\nengine.m.x_f__mutmut_1: the sample's mutant, listed for this test\n")
-    (project / "tests" / "mutation_equivalents_judged.json").write_text(
+    (project / "tests" / "mutation" / "mutation_equivalents_judged.json").write_text(
         json.dumps({"mutmut": "9.9", "functions": {"engine.m.x_f": "aaa"}}))
     (project / "engine").mkdir(exist_ok=True)
     (project / "engine" / "m.py.meta").write_text(json.dumps(

@@ -1,4 +1,4 @@
-"""tests/mutation_equivalents.txt is what the mutation scores subtract (README, "Testing: mutation runs"): each line
+"""tests/mutation/mutation_equivalents.txt is what the mutation scores subtract (README, "Testing: mutation runs"): each line
 must name one mutant of a mutated module once, with a reason, or a score silently counts a mutant twice or never."""
 
 from __future__ import annotations
@@ -7,9 +7,11 @@ import json
 import re
 import tomllib
 
-from mutation_scores import JUDGED, ROOT, entries, equivalents, function_of
+from tests.mutation.mutation_scores import JUDGED, ROOT, entries, equivalents, function_of
 
-MUTATED = ("engine.surgery.", "engine.formats.", "engine.export.", "engine.cli.")
+# the modules pyproject's [tool.mutmut] only_mutate names, as dotted prefixes (engine/cli/* -> engine.cli.)
+MUTATED = tuple(pattern.removesuffix("*").removesuffix(".py").replace("/", ".").rstrip(".") + "."
+                for pattern in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"])
 LINE = re.compile(r"(?P<name>engine\.[\w.]+\.x[^\s:]*__mutmut_\d+): (?P<reason>\S.{9,})")
 
 
@@ -25,7 +27,7 @@ def test_no_mutant_is_listed_twice() -> None:
 
 
 def test_the_record_of_judged_functions_is_made_by_the_pinned_mutmut_and_names_listed_functions() -> None:
-    """tests/mutation_equivalents_judged.json lets a run skip a listed mutant whose function is unchanged: made
+    """tests/mutation/mutation_equivalents_judged.json lets a run skip a listed mutant whose function is unchanged: made
     by another mutmut it would settle nothing, and a function no line lists has no mutant to settle."""
     record = json.loads(JUDGED.read_text())
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
