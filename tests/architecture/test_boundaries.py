@@ -1,5 +1,5 @@
-"""The layers stay layers: the window reaches the engine through its public names only, and no engine module
-imports, even lazily or for type checking, a module that imports it back."""
+"""The layers stay layers: the window reaches the engine through its public names only, and no module of the
+engine or of the window imports, even lazily or for type checking, a module that imports it back."""
 
 from __future__ import annotations
 
@@ -49,10 +49,10 @@ def gui_reaches_into_the_engine() -> list[str]:
     return found
 
 
-def engine_imports() -> dict[str, set[str]]:
-    """Each engine module and the engine modules it imports (a submodule named in ``from package import
-    submodule`` counts as that submodule, not as its package)."""
-    paths = {_module_name(path): path for path in _python_files("engine")}
+def imports(package: str) -> dict[str, set[str]]:
+    """Each module of ``package`` and the modules of it that it imports (a submodule named in ``from package
+    import submodule`` counts as that submodule, not as its package)."""
+    paths = {_module_name(path): path for path in _python_files(package)}
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -104,21 +104,25 @@ def test_the_public_names_exist():
 
 
 def test_no_engine_module_imports_one_that_imports_it_back():
-    assert cycle(engine_imports()) is None
+    assert cycle(imports("engine")) is None
+
+
+def test_no_window_module_imports_one_that_imports_it_back():
+    assert cycle(imports("gui")) is None
 
 
 def test_byte_sources_import_nothing_above_them():
     """Sources sit below stores and formats: a location or a download needs no reader."""
-    above = {name for name in engine_imports() if not name.startswith("engine.sources")} - {"engine.errors",
+    above = {name for name in imports("engine") if not name.startswith("engine.sources")} - {"engine.errors",
                                                                                             "engine.humanize",
                                                                                             "engine.version"}
-    reached = {(name, target) for name, targets in engine_imports().items() if name.startswith("engine.sources")
+    reached = {(name, target) for name, targets in imports("engine").items() if name.startswith("engine.sources")
                for target in targets if target in above}
     assert reached == set()
 
 
 def test_the_import_walk_sees_a_relative_circle(tmp_path, monkeypatch):
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    graph = engine_imports()
+    graph = imports("engine")
     assert "engine.sources.local" in graph["engine.sources.byte_source"]  # ``from .local import MappedFile``
     assert "engine.store" in graph["engine.formats.mapped"]  # ``from ..store import ...``
