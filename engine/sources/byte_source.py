@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Iterator, Protocol, runtime_checkable
 from ..errors import FormatError
 from . import CHUNK
 from .downloads import report
-from .local import MappedFile  # imported once here: an import statement in open_source cost 6 us an open
+from .local import MappedFile
 from .locations import Location, RemoteLocation, is_url
 
 if TYPE_CHECKING:
@@ -63,14 +63,11 @@ class ByteSource(Protocol):
     def close(self) -> None: ...
 
 
-_SOURCE_TYPES: set[type] = set()  # classes already seen to be byte sources
 
 
 def open_source(where: "str | os.PathLike | RemoteLocation | ByteSource") -> ByteSource:
     """A byte source for a path, a URL (``http(s)://``, ``hf://``) or a source already open (returned as is)."""
-    if type(where) in _SOURCE_TYPES or (not isinstance(where, (str, PurePath, RemoteLocation))
-                                        and isinstance(where, ByteSource)):
-        _SOURCE_TYPES.add(type(where))  # a protocol check costs 50 us, a tenth of listing a small file: once a class
+    if not isinstance(where, (str, PurePath, RemoteLocation)) and isinstance(where, ByteSource):
         return where
     if isinstance(where, RemoteLocation) or is_url(where):
         from .remote import open_remote  # the network stack loads only when a URL is opened

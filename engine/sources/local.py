@@ -35,9 +35,9 @@ class MappedFile:
     Only a regular file is opened (``regular_files``): a FIFO, device, socket or folder is refused by its kind."""
 
     def __init__(self, path: str | os.PathLike):
-        self.path = path if isinstance(path, Path) else Path(path)  # a Path is kept: making one again cost 5 us
+        self.path = path if isinstance(path, Path) else Path(path)
         try:
-            self.fd, info = open_regular(path)  # a str as given: a Path's text costs 5 us
+            self.fd, info = open_regular(path)
         except NotRegularFile as exc:
             raise FormatError(path, "is a folder, not a model file" if exc.kind == "folder" else exc.strerror) from None
         except OSError as exc:

@@ -161,7 +161,7 @@ class TreeModel(QAbstractItemModel):
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         """One role of one cell. Hot: a paint asks seven roles of every visible cell, so roles are compared as
-        plain ints (a ``Qt.ItemDataRole.X`` lookup costs about 2 us) and those never answered return first."""
+        plain ints (an enum lookup per role adds up over thousands of cells) and those never answered return first."""
         if role in _UNANSWERED or not index.isValid():
             return None
         node: TreeNode = index.internalPointer()

@@ -422,5 +422,5 @@ def _table() -> dict[tuple[str, str], Global]:
 @functools.cache
 def allowed() -> dict[tuple[str, str], Global]:
     """The table, built on the first global a pickle names rather than as the module loads: a file that is not
-    a checkpoint never pays for it, and a mutation run's forked children build it with their mutant active."""
+    a checkpoint never pays for it."""
     return _table()

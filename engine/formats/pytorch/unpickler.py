@@ -743,7 +743,7 @@ def _float_line(m: _Machine) -> float:
 @functools.cache
 def _opcodes() -> dict[bytes, Callable[[_Machine], Any]]:
     """Each opcode's handler, made on the first load rather than as the module loads: a conversion that reads
-    no pickle never builds it, and a mutation run's forked children build the factories' mutants active."""
+    no pickle never builds it."""
     return {
         b"(": _op_mark, b".": _op_stop, b"0": _op_pop, b"1": _op_pop_mark, b"2": _op_dup,
         b"F": _push(_float_line), b"G": _push(lambda m: struct.unpack(">d", m.stream.read(8))[0]),
