@@ -114,7 +114,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             _start_surgery(window, args.recipe, args.dock, args.diff)
 
         window.file_opened.connect(arrange)
-    return app.exec()
+    return leave(app.exec())
+
+
+QUIT_GRACE_MS = 100  # what work in flight gets, after the window cancelled it, to notice before the process ends
+
+
+def leave(code: int) -> int:
+    """The window closed: end now, whatever work is still in flight. Closing cancelled every task; one that
+    cannot notice at once (reading a 1 GB tensor for the heat map) would otherwise hold the exit until it ends,
+    since Qt waits for its thread pool. Everything such a task does is reading: the settings and output streams
+    are flushed, and the process ends without awaiting it."""
+    from PySide6.QtCore import QThreadPool
+
+    from gui import settings
+
+    if QThreadPool.globalInstance().waitForDone(QUIT_GRACE_MS):
+        return code  # nothing left running: the ordinary exit
+    settings.app_settings().sync()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def recipe_home(recipe: Path | None) -> list[Path]:

@@ -11,9 +11,17 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QUndoGroup
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+    QShortcut,
+    QUndoGroup,
+)
 from PySide6.QtWidgets import (
-    QFileDialog,
     QLabel,
     QLineEdit,
     QMainWindow,
@@ -31,7 +39,7 @@ from engine import FormatError, Location, RemoteLocation, StoreStudioError, huma
 from engine.surgery import Fit, as_cli, as_rust
 from gui import settings
 from gui.actions import install
-from gui.dialogs import MODEL_FILES, RECIPE_FILES, show_error
+from gui.dialogs import MODEL_FILES, RECIPE_FILES, choose_paths, show_error
 from gui.download_status import STEPS, Download
 from gui.loaded_store import LoadedStore, load_store
 from gui.open_url import OpenUrlDialog
@@ -152,6 +160,8 @@ class MainWindow(QMainWindow):
         self.search.addAction(self.regex, QLineEdit.ActionPosition.TrailingPosition)
         self.search.textChanged.connect(lambda _: self._filter_timer.start())
         self.search.returnPressed.connect(self.apply_filter)
+        clear = QShortcut(QKeySequence(Qt.Key.Key_Escape), self.search, self.search.clear)  # the selection stays
+        clear.setContext(Qt.ShortcutContext.WidgetShortcut)
         toolbar.addWidget(self.search)
         self.match_label = QLabel()
         self.match_label.setObjectName("matchCount")
@@ -189,7 +199,7 @@ class MainWindow(QMainWindow):
     # --- opening ----------------------------------------------------------------------------------------
     def open_dialog(self) -> None:
         start = str(Path(settings.recent_files()[0]).parent) if settings.recent_files() else ""
-        paths, _ = QFileDialog.getOpenFileNames(self, "Open model files", start, MODEL_FILES)
+        paths = choose_paths(self, "Open model files", start, MODEL_FILES, many=True)
         self.open_files(paths)
 
     def open_url_dialog(self) -> None:
@@ -411,8 +421,9 @@ class MainWindow(QMainWindow):
         view = self.current_view()
         return view.document if view is not None else None
 
-    def surgery(self) -> RecipeDocument | None:
-        """The current tab's recipe, made on first use, with the workbench shown: what every Surgery action needs."""
+    def surgery(self, show_workbench: bool = True) -> RecipeDocument | None:
+        """The current tab's recipe, made on first use, with the workbench shown (unless ``show_workbench`` is
+        false: Export… wants its dialog, not the workbench): what every Surgery action needs."""
         view = self.current_view()
         if view is None:
             return None
@@ -421,7 +432,7 @@ class MainWindow(QMainWindow):
             self.undo_group.addStack(document.undo_stack)
             document.modifiedChanged.connect(lambda _: self._update_title())
             document.recipeChanged.connect(lambda _state: self._update_template_action())  # a template set or undone
-        if self.workbench.show_first_time():
+        if show_workbench and self.workbench.show_first_time():
             for other in self.views():
                 other.favour_tree()
         self._follow_document()
@@ -477,7 +488,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Copied the burn-store builder chain", 5_000)
 
     def export_recipe(self) -> None:
-        document = self.surgery()
+        document = self.surgery(show_workbench=False)
         if document is None:
             return
         run_export(self, document)
@@ -524,7 +535,7 @@ class MainWindow(QMainWindow):
     def open_recipe_dialog(self) -> None:
         view = self.current_view()
         start = str(view.path.parent) if view is not None else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Open a recipe", start, RECIPE_FILES)
+        path = next(iter(choose_paths(self, "Open a recipe", start, RECIPE_FILES)), "")
         if path:
             self.open_recipe(Path(path))
 
@@ -576,7 +587,7 @@ class MainWindow(QMainWindow):
         if document is None or view is None:
             return False
         suggested = document.path or view.path.with_name(f"{view.path.stem}.recipe.json")
-        path, _ = QFileDialog.getSaveFileName(self, "Save the recipe", str(suggested), RECIPE_FILES)
+        path = next(iter(choose_paths(self, "Save the recipe", str(suggested), RECIPE_FILES, save=True)), "")
         return bool(path) and self._save(document, Path(path))
 
     def _save(self, document: RecipeDocument, path: Path) -> bool:

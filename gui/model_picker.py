@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QDialogButtonBox, QFileDialog, QPushButton, QWidget
+from PySide6.QtWidgets import QDialogButtonBox, QPushButton, QWidget
 
 from engine import Location, RemoteLocation, is_url, location, split_struct
 from gui import settings
-from gui.dialogs import MODEL_FILES
+from gui.dialogs import MODEL_FILES, choose_paths
 from gui.open_url import OpenUrlDialog
 
 BROWSE_BUTTON = "browseFile"
@@ -54,7 +54,7 @@ class ModelPicker(OpenUrlDialog):
     def _browse(self) -> None:
         models, rest = MODEL_FILES.split(";;", 1)
         filters = f"{models};;{RUST_FILES};;{rest}" if self.template else MODEL_FILES
-        path, _ = QFileDialog.getOpenFileName(self, self.windowTitle(), self.folder, filters)
+        path = next(iter(choose_paths(self, self.windowTitle(), self.folder, filters)), "")
         if path:
             self.box.setEditText(path)
             self.accept()

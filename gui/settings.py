@@ -6,6 +6,8 @@ temporary folder and never read or write a user's real settings.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QSettings
 
 ORGANIZATION = "Store Studio"
@@ -46,3 +48,14 @@ def clear_recent() -> None:
     """Forget recent files and recent addresses alike (the File menu's one Clear)."""
     app_settings().setValue("recentFiles", [])
     app_settings().setValue("recentUrls", [])
+
+
+def export_folder() -> Path | None:
+    """The folder the last export went to, if it still exists."""
+    value = app_settings().value("exportFolder", "")
+    folder = Path(str(value)) if value else None
+    return folder if folder is not None and folder.is_dir() else None
+
+
+def remember_export_folder(folder: Path) -> None:
+    app_settings().setValue("exportFolder", str(folder))

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,21 +29,37 @@ from gui.widgets import scrolling
 from gui.workers import TaskRunner
 
 BASE_ORDERS = {"File order": "file", "Name order": "natural"}  # the tree's order when no header sorts it
-VALUE_ROWS = 5  # rows of the value table a short window keeps in view (the details scroll instead)
+VALUE_ROWS = 2  # rows of the value table a short window keeps in view (the details scroll instead)
 DETAILS_MINIMUM = 24  # what the details keep when the value table takes the rest
 
 
 class ValuesFirstSplitter(QSplitter):
-    """Details above values; when short of height the value table keeps VALUE_ROWS rows and the details scroll.
+    """Details above values: the details (statistics and histogram) get the height they ask for, the value
+    table the rest, and at least VALUE_ROWS rows; short of that the details scroll.
 
     When even a line of details would cost the table its rows (the diff in front on a 640-pixel screen),
-    the details fold away (the handle stays, to drag them back) and come back once the height allows.
+    the details fold away (the handle stays, to drag them back) and come back once the height allows. The
+    sizes are worked out again at every resize (after the diff closes too) until the user drags the handle;
+    they are never carried to the next run, so a fold cannot outlive the squeeze that caused it.
     """
 
-    def __init__(self, values: ValuesPanel) -> None:
+    def __init__(self, values: ValuesPanel, details: QWidget) -> None:
         super().__init__(Qt.Orientation.Vertical)
         self._values = values
+        self._details = details
         self.details_folded = False  # folded by this splitter for want of height, not by the user
+        self.user_sized = False  # the handle was dragged: the user's sizes stand while they leave the table its rows
+        self.splitterMoved.connect(self._dragged)
+        details.installEventFilter(self)  # new statistics change what the details ask for
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if watched is self._details and event.type() == QEvent.Type.LayoutRequest and not self.user_sized:
+            self.keep_value_rows()
+        return False
+
+    def _dragged(self) -> None:
+        self.user_sized = True
+        self.details_folded = False
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
@@ -58,10 +74,11 @@ class ValuesFirstSplitter(QSplitter):
         if total - need < DETAILS_MINIMUM:
             self.details_folded = self.details_folded or sizes[0] > 0
             self.setSizes([0, total])
-        elif self.details_folded or sizes[1] < need:
-            share = total // 2 if self.details_folded else total - need  # folded: back to the stretch factors
-            self.details_folded = False
-            self.setSizes([min(share, total - need), max(need, total - share)])
+            return
+        self.details_folded = False
+        wanted = sizes[0] if self.user_sized else self._details.sizeHint().height()
+        details = max(DETAILS_MINIMUM, min(wanted, total - need))
+        self.setSizes([details, total - details])
 
 
 class TreePane(QWidget):
@@ -114,8 +131,8 @@ class SidePanel(QTabWidget):
         self.details = DetailsPanel(runner)
         self.values = ValuesPanel(runner)
         self.file_info = FileInfoPanel(loaded)
-        self.selection_split = ValuesFirstSplitter(self.values)
         details = scrolling(self.details, "detailsScroll")
+        self.selection_split = ValuesFirstSplitter(self.values, self.details)
         details.setMinimumHeight(DETAILS_MINIMUM)  # a short window gives the value table its rows first
         self.selection_split.addWidget(details)
         self.selection_split.addWidget(self.values)

@@ -25,11 +25,15 @@ BACKGROUND_FILTER_FROM = 5_000  # tensors from which a typed filter is built in 
 EXPAND_LIMIT = 500  # a filtered tree opens fully when it holds at most this many tensors
 NAME_SHARE = 0.42  # the Name column keeps at least this share of the tree's width; the others shrink first
 COLUMN_SAMPLES = {Column.DTYPE: "BF16", Column.SHAPE: "[128, 64, 3, 3]", Column.PARAMS: "99,999,999",
-                  Column.SIZE: "999 MiB", Column.RECIPE: "transposed"}  # usual content; longer text elides (tooltip)
+                  Column.SIZE: "999 MiB", Column.RECIPE: "renamed from weight"}  # usual content; longer elides (tooltip)
 DTYPE_CAP = "F8_E4M3FNUZ"  # the DType column grows to the store's longest dtype name (QFLOAT, BOOL(U32)) up to this
 CELL_PADDING = 20  # pixels a cell's text needs beyond its own width (margins, the header's sort arrow)
 HIDE_FIRST = (Column.SIZE, Column.PARAMS, Column.DTYPE, Column.SHAPE)  # what a narrow tree gives up, in order
 COLUMN_MINIMUM = 36
+# Formats whose file order says nothing of the model: the safetensors library writes names sorted as text
+# (``layers.0, layers.1, layers.10, ... layers.2``), so such a file opens in name order; file order is one click away.
+NAME_ORDER_FORMATS = ("safetensors",)
+LEAF_CAP = 40  # characters of the longest last segment the Name column makes room for
 COLLAPSE_INTO_NAME = (Column.DTYPE, Column.SHAPE)  # hidden, these are drawn at the end of the Name cell
 
 
@@ -51,6 +55,7 @@ class StoreView(QWidget):
         self.store = loaded.store
         self._full_tree = loaded.tree
         self._runner = runner
+        self._longest_leaf: str | None = None  # the longest last segment of a name, found when columns are fitted
         self.modules = ModuleFinder(self.store.entries)  # the selection's module type, guessed when shown
         self.document: RecipeDocument | None = None  # made when the user starts surgery on this file
         self.filter_text = ""
@@ -67,10 +72,13 @@ class StoreView(QWidget):
         self._size_columns()
         # A large store's first levels are worked out once its tree has painted, then opened.
         self.levels_pending, self._levels_asked = loaded.opened is None, False
-        self._expand_first_levels(loaded.tree, loaded.opened or [])
+        self._opened_levels: list[TreeNode] = loaded.opened or []  # the groups open at first (a cleared filter's too)
+        self._expand_first_levels(loaded.tree, self._opened_levels)
         self.tree_view.selectionModel().currentChanged.connect(self._current_changed)
         self.order.currentTextChanged.connect(self._base_order_changed)
         self.flat.toggled.connect(lambda _: self._rebuild())
+        if self.store.format in NAME_ORDER_FORMATS:
+            self.order.setCurrentText("Name order")
 
         self.side = SidePanel(loaded, runner)
         self.details, self.values, self.file_info = self.side.details, self.side.values, self.side.file_info
@@ -102,7 +110,8 @@ class StoreView(QWidget):
         wanted = {column: metrics.horizontalAdvance(sample) + CELL_PADDING for column, sample in COLUMN_SAMPLES.items()}
         wanted[Column.DTYPE] = self._dtype_width(metrics)
         shown = [c for c in COLUMN_SAMPLES if c != Column.RECIPE or self.model.has_marks]
-        room = self.tree_view.viewport().width() * (1 - NAME_SHARE)
+        viewport = self.tree_view.viewport().width()
+        room = viewport - max(viewport * NAME_SHARE, self._leaf_width(metrics))
         for column in HIDE_FIRST:
             if sum(wanted[c] for c in shown) <= room:
                 break
@@ -114,6 +123,15 @@ class StoreView(QWidget):
         if collapsed != self.name_delegate.collapsed:
             self.name_delegate.collapsed = collapsed
             self.tree_view.viewport().update()
+
+    def _leaf_width(self, metrics: QFontMetrics) -> int:
+        """What the Name column needs for the store's longest last segment (``num_batches_tracked``) two levels
+        down, its icon beside it: the other columns hide before a leaf is cut (up to LEAF_CAP characters)."""
+        if self._longest_leaf is None:
+            leaves = (entry.name.rpartition(".")[2] for entry in self.store.entries)
+            self._longest_leaf = max(leaves, key=len, default="")[:LEAF_CAP]
+        icon = self.tree_view.iconSize().width() or 16
+        return metrics.horizontalAdvance(self._longest_leaf) + 2 * self.tree_view.indentation() + icon + CELL_PADDING
 
     def _dtype_width(self, metrics: QFontMetrics) -> int:
         """Room for the widest dtype this store holds (its names are known from loading), up to DTYPE_CAP:
@@ -156,6 +174,8 @@ class StoreView(QWidget):
 
     def _first_levels_ready(self, tree: TreeNode, opened: list[TreeNode]) -> None:
         self.levels_pending = False
+        if tree is self._full_tree:
+            self._opened_levels = opened
         if self.store.closed:
             release_frozen_objects()
         elif self.model.root is tree:
@@ -174,8 +194,9 @@ class StoreView(QWidget):
         return self.store.path
 
     def splitters(self) -> dict[str, QSplitter]:
-        """Splitters whose sizes the window remembers between runs."""
-        return {"tree": self.main_split, "selection": self.selection_split}
+        """Splitters whose sizes the window remembers between runs (the selection's sizes are worked out anew:
+        ``ValuesFirstSplitter``)."""
+        return {"tree": self.main_split}
 
     def start_surgery(self) -> RecipeDocument:
         """This tab's recipe document (made on first use); its plans mark the tree."""
@@ -297,6 +318,8 @@ class StoreView(QWidget):
         self.model.set_root(tree)
         if text and tree.tensors <= EXPAND_LIMIT:
             self.tree_view.expandAll()
+        elif not text and tree is self._full_tree:  # the filter cleared: the tree opens as when the file was opened
+            self._expand_first_levels(tree, self._opened_levels)
         if current is None or not self.select(current.path):
             self._current_changed(QModelIndex(), QModelIndex())
         self.filter_result = FilterResult(tree.tensors, len(self.store.entries))
@@ -316,9 +339,8 @@ class StoreView(QWidget):
     def _rebuild(self) -> None:
         """Lay the tree out again (flat list toggled): the full tree is rebuilt, then the filter re-applied."""
         self._full_tree = self._build(self.store.entries)
+        self._opened_levels = first_levels(self._full_tree)
         self.apply_filter(self.filter_text, self.filter_regex)
-        if not self.filter_text:
-            self._expand_first_levels(self._full_tree, first_levels(self._full_tree))
 
     def _base_order_changed(self, text: str) -> None:
         self.model.base_order = BASE_ORDERS[text]

@@ -6,6 +6,8 @@ for almost nothing, so docks and splitters can shrink it and a 1024x640 screen s
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QFrame, QLabel, QLayout, QLayoutItem, QScrollArea, QSizePolicy, QWidget
@@ -24,6 +26,24 @@ def clipped(text: str, limit: int = LINE_CHARS) -> str:
         return text
     head = (limit - 1) // 2
     return f"{text[:head]}…{text[len(text) - (limit - 1 - head):]}"
+
+
+BREAK_AFTER = re.compile(r"([./\\_,:;|()\[\]=>-])")  # where a long token may wrap: after a separator
+ZERO_WIDTH_SPACE = "\u200b"
+LONGEST_RUN = 24  # characters a token may run without a chance to wrap
+
+
+def breakable(text: str) -> str:
+    """``text`` with a chance to wrap after every separator of a long token (a regex, a tensor name), and every
+    LONGEST_RUN characters of a run without one: a word-wrapped label then never asks for more width than its
+    dock has, so no dock scrolls sideways however long a typed pattern grows."""
+    def token(word: str) -> str:
+        if len(word) <= LONGEST_RUN:
+            return word
+        parts = BREAK_AFTER.sub(lambda m: m.group(1) + ZERO_WIDTH_SPACE, word).split(ZERO_WIDTH_SPACE)
+        runs = [part[i:i + LONGEST_RUN] for part in parts for i in range(0, max(len(part), 1), LONGEST_RUN)]
+        return ZERO_WIDTH_SPACE.join(runs)
+    return " ".join(token(word) for word in text.split(" "))
 
 
 class _ContentScrollArea(QScrollArea):

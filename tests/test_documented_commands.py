@@ -33,7 +33,7 @@ from safetensors.numpy import save as safetensors_bytes
 from engine import ArrayStore, export
 from engine.cli import COMMANDS
 from gui.launch import main as store_studio
-from tests.engine.formats.burn_record.burn_record_writers import Settings, model_item, record_bytes
+from tests.helpers.formats_burn_record_writers import Settings, model_item, record_bytes
 from tests.engine.remote.http_site import Server, Site
 
 ROOT = Path(__file__).resolve().parents[1]

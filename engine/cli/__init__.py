@@ -49,8 +49,10 @@ def parser(commands: Iterable[str] = COMMANDS) -> argparse.ArgumentParser:
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in commands:
         subcommand(name).register(sub)
-    for command in sub.choices.values():  # every --help ends with what its exit codes mean
-        command.epilog = command.epilog or exits.SUMMARY
+    for name, command in sub.choices.items():  # every --help ends with examples and what its exit codes mean
+        examples = "\n".join(f"  {line}" for line in getattr(subcommand(name), "EXAMPLES", ()))
+        command.epilog = (f"examples:\n{examples}\n\n" if examples else "") + exits.SUMMARY
+        command.formatter_class = argparse.RawDescriptionHelpFormatter  # the examples keep their lines
     return root
 
 

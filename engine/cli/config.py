@@ -15,6 +15,7 @@ from ..tree import parse_index
 from . import terminal
 
 NAME = "config"
+EXAMPLES = ("store-studio config checkpoint.ckpt", "store-studio config checkpoint.ckpt --key hparams")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,6 +34,9 @@ def run(args: argparse.Namespace) -> int:
                 keys = ", ".join(repr(k) for k in store.values) if isinstance(store.values, dict) else "none"
                 raise FormatError(store.path, f"has no value at {args.key!r}; its top-level keys are: {keys or 'none'}")
     terminal.document(values, ascii_only=False)
+    if not args.key and not values:  # stdout stays the (empty) document a script reads; the words go to stderr
+        terminal.err(f"store-studio config: {store.path.name} holds no values besides its tensors "
+                     f"({store.format}); `store-studio inspect` lists the tensors")
     return 0
 
 

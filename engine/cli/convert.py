@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from ..surgery.recipe import Recipe
 
 NAME = "convert"
+EXAMPLES = ("store-studio convert model.pt model.bpk --adapter pytorch-to-burn",
+            "store-studio convert model.pt model.bpk --recipe fix.recipe.json --template src/model.rs")
 FORMATS = {"bpk": "burnpack", "burnpack": "burnpack", "safetensors": "safetensors"}
 EXIT_MISSING = exits.VALIDATION
 # The surgery's names for the flags' choices, spelled here so that a plain conversion never imports the
@@ -46,12 +48,14 @@ SURGERY_FLAGS = ("include", "exclude", "remap", "adapter", "contiguous_indices",
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="convert model files to Burnpack or SafeTensors, with optional surgery")
-    p.add_argument("paths", nargs="+", metavar="IN [IN...] OUT",
-                   help="input files or http(s):// and hf:// addresses (merged in order) and the output")
+    p = sub.add_parser(NAME, help="convert model files to Burnpack or SafeTensors, with optional surgery",
+                       usage="%(prog)s [options] IN [IN ...] OUT")
+    p.add_argument("paths", nargs="+", metavar="IN... OUT",
+                   help="one or more input files or http(s):// and hf:// addresses (merged in order), then the output")
     p.add_argument("--format", choices=sorted(FORMATS), help="output format (default: from OUT's extension)")
     p.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE", help="add output metadata")
     p.add_argument("--overwrite", action="store_true", help="replace OUT (and --save-recipe's FILE) if it exists")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every guessed tensor, not one line per kind")
     add_burn_version_flag(p)
     p.add_argument("--dequantize", action="store_true",
                    help="write quantized tensors as their F32 values (SafeTensors has no quantized dtype)")
@@ -86,11 +90,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def add_burn_version_flag(p: argparse.ArgumentParser) -> None:
+def add_burn_version_flag(p: argparse.ArgumentParser, default: str = f"default: the recipe's, else {NEWEST.value}"
+                          ) -> None:
     """``--burn-version``: the Burn release a written Burnpack must load in (its Bool spelling and
-    quantization scheme); a recipe's own choice, else the newest, when not given."""
+    quantization scheme); ``default`` says what applies when it is not given."""
     p.add_argument("--burn-version", choices=CHOICES, metavar="|".join(CHOICES),
-                   help=f"the Burn release the output must load in (default: the recipe's, else {NEWEST.value})")
+                   help=f"the Burn release the output must load in ({default})")
 
 
 def parse_metadata(pairs: list[str]) -> dict[str, str]:
@@ -254,7 +259,7 @@ def run_recipe(args: argparse.Namespace, inputs: list[str], output: str) -> int:
             save_recipe(recipe, args, [*named, *files_of([*stores, template])])
         result = plan(stores, recipe, template=template)
         if args.dry_run:
-            print_plan(result)
+            print_plan(result, args)
         refused = refusal(result, template, args)
         if refused or args.dry_run:
             return refused
@@ -266,9 +271,15 @@ def run_recipe(args: argparse.Namespace, inputs: list[str], output: str) -> int:
         written = {id(entry) for tensor in result.tensors for entry in tensor.inputs}
         for store in stores:
             say_included(store, [e for e in store.entries if id(e) in written], len(stores) > 1)
-    for guess in result.guesses:
-        terminal.err(guess.line())
+    for line in guess_lines(result, args):
+        terminal.err(line)
     return 0
+
+
+def guess_lines(result: Plan, args: argparse.Namespace) -> list[str]:
+    """Each guess (``-v``), else one line per decision and reason with its count."""
+    from ..surgery.guesses import grouped_lines  # the surgery is loaded by now: only a plan has guesses
+    return [g.line() for g in result.guesses] if args.verbose else grouped_lines(result.guesses)
 
 
 def say_included(store: Store, written: Iterable[TensorEntry] | None = None, named: bool = False) -> None:
@@ -345,15 +356,15 @@ def refusal(result: Plan, template: Store | None, args: argparse.Namespace) -> i
                          "anyway)")
             return EXIT_MISSING
     if args.strict and result.guesses:
-        for guess in [] if args.dry_run else result.guesses:  # a dry run listed them already
-            terminal.err(guess.line())
+        for line in [] if args.dry_run else guess_lines(result, args):  # a dry run listed them already
+            terminal.err(line)
         terminal.err(f"store-studio: --strict: {humanize.plural(len(result.guesses), 'tensor')} "
                      f"{'rests' if len(result.guesses) == 1 else 'rest'} on a guess (listed above); nothing written")
         return EXIT_MISSING
     return 0
 
 
-def print_plan(result: Plan) -> None:
+def print_plan(result: Plan, args: argparse.Namespace) -> None:
     """The plan as a user reads it: one aligned row per output tensor (name, dtype, shape, module, origin),
     its operations indented below it."""
     rows = [(t.name, str(t.dtype), humanize.shape(t.shape), f"[{t.module}]",
@@ -374,5 +385,5 @@ def print_plan(result: Plan) -> None:
         terminal.out(f"rule {h.rule}: {humanize.plural(h.count, 'tensor')}")
     terminal.out(f"{humanize.plural(len(result.tensors), 'tensor')} out, {len(result.dropped)} dropped, "
                  f"{humanize.plural(len(result.conflicts), 'conflict')}, {len(result.guesses)} guessed")
-    for guess in result.guesses:
-        terminal.out(guess.line())
+    for line in guess_lines(result, args):
+        terminal.out(line)

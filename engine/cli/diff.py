@@ -27,13 +27,16 @@ from .convert import files_of, save_recipe
 from .exits import UsageError
 
 NAME = "diff"
+EXAMPLES = ("store-studio diff model.pt model.bpk",
+            "store-studio diff model.pt model.bpk --recipe fix.recipe.json --suggest")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="compare two model files tensor by tensor, values included")
-    p.add_argument("a")
-    p.add_argument("b")
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("a", metavar="A", help="a model file (read through --recipe, when given)")
+    p.add_argument("b", metavar="B", help="the model file to compare it with")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text (every pair)")
+    p.add_argument("--all", action="store_true", help="list identical pairs too (by default only what differs)")
     p.add_argument("--no-values", action="store_true", help="compare bytes only; skip value statistics")
     p.add_argument("--recipe", metavar="FILE", help="read A through this recipe's plan")
     p.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance of allclose (default 1e-5)")
@@ -65,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         terminal.document({**report.to_json(), **({"suggestions": [s.line() for s in steps]} if args.suggest else {})})
     else:
-        print_report(report)
+        print_report(report, every_pair=args.all)
         for step in steps:
             terminal.out(step.line())
     same = report.all_identical if isinstance(report, DiffReport) else report.ok
@@ -101,12 +104,16 @@ def suggestions(args: argparse.Namespace, a: Store, b: Store, base: Recipe, name
     return made.steps
 
 
-def print_report(report: DiffReport | AlignmentReport) -> None:
+def print_report(report: DiffReport | AlignmentReport, every_pair: bool = False) -> None:
+    """What differs, one pair a line, then the summary (which counts the identical pairs); ``every_pair`` lists
+    the identical ones too."""
     if isinstance(report, AlignmentReport):
         for line in report.lines():
             terminal.out(line)
         return
     for t in report.tensors:
+        if t.status == "identical" and not every_pair:
+            continue
         detail = ""
         if t.status in ("shape_mismatch", "dtype_mismatch"):
             detail = f"  {t.dtype_a} {list(t.shape_a or ())} vs {t.dtype_b} {list(t.shape_b or ())}"

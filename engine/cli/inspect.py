@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from ..formats.pytorch.branches import CheckpointBranches
 
 NAME = "inspect"
+EXAMPLES = ("store-studio inspect model.safetensors",
+            "store-studio inspect hf://openai-community/gpt2/model.safetensors --json")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def summary(store: Store) -> dict[str, Any]:
     """The JSON document ``inspect --json`` prints."""
+    from ..tree import is_buffer as buffer
     return {
         "file": str(store.path),
         "format": store.format,
@@ -36,11 +39,12 @@ def summary(store: Store) -> dict[str, Any]:
         **({"note": store.note} if store.note else {}),
         "metadata": store.metadata,
         **burn_summary(store),
-        "tensors": [{"name": e.name, "dtype": str(e.dtype), "shape": list(e.shape), "parameters": e.numel,
-                     "bytes": e.nbytes, **({"param_id": e.param_id} if e.param_id is not None else {}),
+        "tensors": [{"name": e.name, "dtype": str(e.dtype), "shape": list(e.shape), "values": e.numel,
+                     "bytes": e.nbytes, **({"buffer": True} if buffer(e) else {}),
+                     **({"param_id": e.param_id} if e.param_id is not None else {}),
                      **({"quantization": scheme_description(e.dtype)} if e.dtype.kind == "quantized" else {})}
                     for e in store.entries],
-        "totals": {"tensors": len(store.entries), "parameters": store.total_params, "bytes": store.total_bytes},
+        "totals": {"tensors": len(store.entries), **value_totals(store), "bytes": store.total_bytes},
         **({"scalars": store.scalars} if store.scalars else {}),
         **({"values": store.values} if store.values else {}),
         # PyTorch: the classes torch.load(weights_only=True) would refuse, and names made from keys burn-store refuses
@@ -49,6 +53,14 @@ def summary(store: Store) -> dict[str, Any]:
         **({"guessed_keys": list(keys)} if (keys := getattr(store, "guessed_keys", ())) else {}),
         **branches_summary(branches_of(store)),
     }
+
+
+def value_totals(store: Store) -> dict[str, int]:
+    """Trained parameters and buffer values (BatchNorm's running statistics, any non-float tensor) told apart,
+    as the window counts them (``engine.tree.is_buffer``)."""
+    from ..tree import is_buffer  # here: a conversion imports this module and never needs the tree
+    buffers = sum(e.numel for e in store.entries if is_buffer(e))
+    return {"parameters": store.total_params - buffers, "buffer_values": buffers}
 
 
 def branches_of(store: Store, entries: Iterable[TensorEntry] | None = None) -> CheckpointBranches | None:
@@ -96,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 def print_table(store: Store) -> None:
     rows = [(e.name, str(e.dtype), humanize.shape(e.shape), humanize.count(e.numel), humanize.size(e.nbytes))
             for e in store.entries]
-    header, *lines = terminal.aligned([("name", "dtype", "shape", "parameters", "size"), *rows], right_from=3)
+    header, *lines = terminal.aligned([("name", "dtype", "shape", "values", "size"), *rows], right_from=3)
     terminal.out(f"{store.path.name} · {store.description}")
     if store.note:
         terminal.out(f"note: {store.note}")
@@ -110,8 +122,10 @@ def print_table(store: Store) -> None:
         terminal.out(line)
         if entry.dtype.kind == "quantized":
             terminal.out(f"    {scheme_description(entry.dtype)}")
+    totals = value_totals(store)
+    buffers = f" + {humanize.plural(totals['buffer_values'], 'buffer value')}" if totals["buffer_values"] else ""
     terminal.out(f"{humanize.plural(len(store.entries), 'tensor')} · "
-                 f"{humanize.plural(store.total_params, 'parameter')} · {humanize.size(store.total_bytes)}")
+                 f"{humanize.plural(totals['parameters'], 'parameter')}{buffers} · {humanize.size(store.total_bytes)}")
     for key, value in store.metadata.items():
         terminal.out(f"  {key} = {value}")
     for key, value in store.scalars.items():

@@ -22,15 +22,16 @@ from . import progress, terminal
 from .convert import add_burn_version_flag
 
 NAME = "migrate"
+EXAMPLES = ("store-studio migrate checkpoints/", "store-studio migrate checkpoints/ --to safetensors --dry-run")
 TARGETS = {"bpk": ("burnpack", ".bpk"), "safetensors": ("safetensors", ".safetensors")}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="convert every Burn record (.mpk, .bin, .json, .gz) under a folder, beside itself")
-    p.add_argument("folder", metavar="DIR")
+    p.add_argument("folder", metavar="DIR", help="the folder to search (its subfolders too)")
     p.add_argument("--to", choices=sorted(TARGETS), default="bpk", help="output format (default: bpk)")
     p.add_argument("--dry-run", action="store_true", help="say what would be converted; write nothing")
-    add_burn_version_flag(p)
+    add_burn_version_flag(p, default=f"default: {NEWEST.value}")
     progress.add_quiet_flag(p)
     p.set_defaults(run=run)
 
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         except StoreStudioError as exc:
             counts["failed"] += 1
             terminal.out(f"failed    {path.relative_to(folder)}: {exc}")
+            terminal.err(f"store-studio migrate: {exc}")  # a failure reaches stderr too, where a script looks
             continue
         counts["converted"] += 1
         terminal.out(f"{'would convert' if args.dry_run else 'converted'} {shown} ({detail})")

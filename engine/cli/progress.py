@@ -50,24 +50,35 @@ class ProgressLine:
         if done < total and self.drawn_at is not None and now - self.drawn_at < REDRAW_EVERY:
             return
         self.drawn_at = now
-        self.stream.write(ERASE + self.text(done, total, now - self.started)[:self._width() - 1])
+        self.stream.write(ERASE + self.text(done, total, now - self.started, self._width() - 1))
         self.stream.flush()
 
-    def text(self, done: int, total: int, elapsed: float) -> str:
-        """``writing model.bpk  512 MiB of 2 GiB (25%)  410 MiB/s  4 s left``."""
-        parts = [self.label, f"{humanize.size(done)} of {humanize.size(total)} ({done * 100 // max(total, 1)}%)"]
+    def text(self, done: int, total: int, elapsed: float, width: int | None = None) -> str:
+        """``writing model.bpk  512 MiB of 2 GiB (25%)  410 MiB/s  4 s left``, within ``width`` characters: a
+        narrow terminal shortens the label in its middle, then drops the rate, then the time left, never
+        cutting a figure in two."""
+        amount = f"{humanize.size(done)} of {humanize.size(total)} ({done * 100 // max(total, 1)}%)"
+        extras = []
         if elapsed > 0 and done > 0:
             rate = done / elapsed
-            parts.append(f"{humanize.size(round(rate))}/s")
+            extras.append(f"{humanize.size(round(rate))}/s")
             if done < total:
-                parts.append(f"{humanize.duration((total - done) / rate)} left")
-        return "  ".join(parts)
+                extras.append(f"{humanize.duration((total - done) / rate)} left")
+        while True:
+            figures = "  ".join([amount, *extras])
+            room = None if width is None else width - len(figures) - 2
+            if room is None or room >= min(len(self.label), 12):
+                return "  ".join([_elided(self.label, room), figures])
+            if not extras:
+                return figures if len(figures) <= width else f"{done * 100 // max(total, 1)}%"
+            extras.pop(0 if len(extras) == 2 else -1)
 
     def _width(self) -> int:
         try:
-            return os.get_terminal_size(self.stream.fileno()).columns
+            columns = os.get_terminal_size(self.stream.fileno()).columns
         except (OSError, ValueError, AttributeError):
             return 80
+        return columns or 80  # a terminal that reports no size (a pty nobody sized) gets the usual 80
 
     def __enter__(self) -> "ProgressLine":
         return self
@@ -76,6 +87,14 @@ class ProgressLine:
         if self.drawn_at is not None:
             self.stream.write(ERASE)
             self.stream.flush()
+
+
+def _elided(label: str, room: int | None) -> str:
+    """``label`` in at most ``room`` characters, its middle replaced by ``...`` (the file's end stays)."""
+    if room is None or len(label) <= room:
+        return label
+    keep = room - 3
+    return label[:keep // 2] + "..." + label[len(label) - (keep - keep // 2):]
 
 
 def _is_terminal(stream: TextIO) -> bool:

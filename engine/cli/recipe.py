@@ -16,11 +16,12 @@ from . import terminal
 from .convert import open_sources
 
 NAME = "recipe"
+EXAMPLES = ("store-studio recipe fix.recipe.json", "store-studio recipe fix.recipe.json --as rust")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="print a recipe as a convert command line or a burn-store builder chain")
-    p.add_argument("file")
+    p.add_argument("file", metavar="RECIPE", help="a recipe file (saved by convert --save-recipe or the window)")
     p.add_argument("--as", dest="form", choices=("cli", "rust"), default="cli", help="what to print (default: cli)")
     p.add_argument("--output", default="OUT", help="the output file the printed command names (cli only)")
     p.set_defaults(run=run)

@@ -169,7 +169,7 @@ class TreeModel(QAbstractItemModel):
         mark = self._marks.get(node.entry.name) if node.entry is not None and self._marks else None
         if role == _DISPLAY:
             if column == Column.RECIPE:
-                return mark.word if mark is not None else ""
+                return _recipe_word(node, mark) if mark is not None else ""
             text = self._text(node, column)
             if column != Column.NAME:
                 return text
@@ -218,10 +218,25 @@ class TreeModel(QAbstractItemModel):
         return humanize.size(node.nbytes)
 
 
-def _renamed(name: str, node: TreeNode, mark: Mark) -> str:
-    """``weight → bn1.gamma``: the new name beside the old (the word itself is in the Recipe column)."""
+def _new_name(node: TreeNode, mark: Mark) -> str | None:
+    """The name a renamed row's tensor gets (None when it keeps its own or is dropped)."""
     new = mark.tensor.name if mark.tensor is not None and mark.state != DROPPED else None
-    return f"{name} → {new}" if new is not None and new != node.path else name
+    return new if new is not None and new != node.path else None
+
+
+def _renamed(name: str, node: TreeNode, mark: Mark) -> str:
+    """A renamed row shows its new name (``gamma``; the whole new path when it leaves this group); the old
+    one is in the Recipe column and the tooltip."""
+    new = _new_name(node, mark)
+    if new is None:
+        return name
+    group = node.path[:len(node.path) - len(name)]  # the path above this row, with its dot
+    return new[len(group):] if group and new.startswith(group) else new
+
+
+def _recipe_word(node: TreeNode, mark: Mark) -> str:
+    """``renamed from weight``: the Recipe column's word, with the old name a renamed row no longer shows."""
+    return f"{mark.word} from {node.name}" if _new_name(node, mark) is not None else mark.word
 
 
 def _dtype_tip(dtype: DType) -> str:

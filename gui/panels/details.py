@@ -129,13 +129,14 @@ class DetailsPanel(QWidget):
         self.log_counts.setObjectName("logCounts")
         self.log_counts.setToolTip("Bar heights on a log scale: rare values next to common ones stay visible")
         self.log_counts.toggled.connect(self.histogram.set_log_counts)
+        status_row.addWidget(self.log_counts)  # on the status line: the histogram below keeps its height
         box_layout = QVBoxLayout(self.stats_box)
         box_layout.addLayout(self.stats_grid)
         box_layout.addLayout(status_row)
         box_layout.addWidget(self.histogram, 1)
-        box_layout.addWidget(self.log_counts, 0, Qt.AlignmentFlag.AlignRight)
 
         layout = QVBoxLayout(self)
+        layout.setSpacing(4)  # the statistics and histogram fit the default window whole
         layout.addWidget(self.title)
         layout.addWidget(self.summary)
         layout.addWidget(self.hint)

@@ -49,7 +49,7 @@ class HistogramWidget(QWidget):
         self.setMaximumHeight(170)
 
     def sizeHint(self) -> QSize:
-        return QSize(320, 130)
+        return QSize(320, 110)
 
     def set_stats(self, stats: TensorStats | None, digits: int = DEFAULT_DIGITS) -> None:
         self._counts = stats.histogram if stats is not None else ()

@@ -27,6 +27,7 @@ DIFF_SHARE = 0.45  # the diff's status bars and suggestions sit above its table:
 PREVIEW_SHARE, PREVIEW_HEIGHT = 0.3, 228  # the preview/diff docks: a share of the height, at least 6 table rows
 TABLE_DOCKS = ("preview", "diff")  # docks that are a table, which scrolls by itself; the others get a scroll area
 TITLES = {"filters": "Filters", "remap": "Remap", "adapters": "Adapters", "sources": "Sources", "preview": "Preview"}
+NO_RECIPE = "this file has no recipe yet: Surgery › Start Surgery (Ctrl+R) starts one"  # why the panels are grey
 
 
 class WorkbenchDocks(QObject):
@@ -84,8 +85,12 @@ class WorkbenchDocks(QObject):
 
     def follow(self, document: RecipeDocument | None, diff: QWidget | None) -> None:
         """Point every panel at ``document`` (the current tab's) and the Diff dock at its diff view."""
-        for panel in self.panels.values():
+        for name, panel in self.panels.items():
             panel.set_document(document)
+            panel.setToolTip("" if document is not None else f"Greyed out: {NO_RECIPE}")
+        # the preview's title bar is wide: it says why every panel is greyed out (the tabbed ones keep short titles)
+        self.docks["preview"].setWindowTitle(TITLES["preview"] if document is not None
+                                             else f"{TITLES['preview']} · {NO_RECIPE}")
         if diff is not None and self.diff_dock.widget() is not diff:
             self.diff_dock.setWidget(diff)
 

@@ -15,7 +15,6 @@ from typing import Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
-    QFileDialog,
     QFormLayout,
     QLabel,
     QMainWindow,
@@ -34,8 +33,10 @@ from engine import (
     writable_to,
 )
 from engine.surgery import Plan, ShapeMismatch, carried_metadata, export_metadata, validate
-from gui.dialogs import show_error
+from gui import settings
+from gui.dialogs import choose_paths, show_error
 from gui.models.diff_model import TONE_COLOURS
+from gui.samples import SAMPLES
 from gui.workbench.diff_panel import show_diff_dock
 from gui.workbench.document import RecipeDocument, RecipeState
 from gui.workbench.export.destination import DestinationRow
@@ -141,11 +142,15 @@ class ExportDialog(QDialog):
             changed.connect(self._plan_changed)
 
     def _default_path(self) -> Path:
-        """Beside the source (a remote one: in the home folder), never a file that exists: ``model.bpk``, else
-        ``model-export.bpk``, ``-export-2``…"""
+        """In the folder the last export went to, else beside the source; never in the application's own
+        bundled samples, nor beside a remote file (then the home folder); never a file that exists:
+        ``model.bpk``, else ``model-export.bpk``, ``-export-2``…"""
         source = self._state.home.path
-        if isinstance(source, RemoteLocation):
-            source = Path.home() / source.name
+        folder = settings.export_folder()
+        if folder is None and (isinstance(source, RemoteLocation) or _within(Path(source), SAMPLES)):
+            folder = Path.home()
+        if folder is not None:
+            source = folder / source.name
         ext = WRITABLE_FORMATS[0].extensions[0]  # Burnpack's: the format a Burn user exports to
         candidates = [source.with_suffix(ext)] + [
             source.with_name(f"{source.stem}-export{f'-{n}' if n > 1 else ''}{ext}") for n in range(1, 1000)]
@@ -188,7 +193,7 @@ class ExportDialog(QDialog):
         return self.kind.burn_version()
 
     def choose_path(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path_edit.text(), SAVE_FILTER)
+        path = next(iter(choose_paths(self, "Export to", self.path_edit.text(), SAVE_FILTER, save=True)), "")
         if path:  # the chooser asked already if it exists: Export will not ask again
             self._confirmed = Path(path)
             self.path_edit.setText(path)
@@ -388,6 +393,7 @@ class ExportDialog(QDialog):
     def _done(self, plan: Plan, path: Path) -> None:
         self._finish()
         self.exported_path = path
+        settings.remember_export_folder(path.parent)
         seconds = time.monotonic() - self._started
         took = f"{seconds:.1f} s" if seconds >= 1 else "under a second"
         total = sum(t.nbytes for t in plan.tensors)
@@ -426,6 +432,13 @@ class ExportDialog(QDialog):
             self.cancel_export()
             return
         super().reject()
+
+
+def _within(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
 
 
 def run_export(window: QMainWindow, document: RecipeDocument) -> ExportDialog:

@@ -1,7 +1,5 @@
 """Each entry reads through its store with itself: exporting or planning never looks a tensor up by name."""
 
-import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -27,8 +25,7 @@ def test_export_and_a_planned_read_make_no_lookup_by_name(tmp_path, monkeypatch)
 
 
 def test_an_entry_reads_as_its_store_reads_it_by_name_quantized_too(tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "formats"))
-    from quantized_files import f32, gen2, i8, write
+    from tests.helpers.formats_quantized_files import f32, gen2, i8, write
     path = write(tmp_path, {"w": ({"QFloat": gen2()}, [4], i8(-127, -71, 0, 35) + f32(0.5))})
     with open_store(path) as store:
         entry = store.entries[0]

@@ -44,9 +44,9 @@ def test_browse_chooses_a_file_in_the_given_folder_and_accepts_at_once(qtbot, tm
 
     def file_dialog(parent, title, folder, filters):
         asked.append(folder)
-        return str(tmp_path / "net.pt"), ""
+        return [str(tmp_path / "net.pt")]
 
-    monkeypatch.setattr("gui.model_picker.QFileDialog.getOpenFileName", file_dialog)
+    monkeypatch.setattr("gui.model_picker.choose_paths", file_dialog)
     picker = ModelPicker(None, "Choose a template", str(tmp_path))
     qtbot.addWidget(picker)
     with qtbot.waitSignal(picker.accepted, timeout=5_000):

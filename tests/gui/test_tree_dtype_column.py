@@ -8,7 +8,6 @@ scheme -> test_the_dtype_tooltip_holds_the_whole_dtype_and_the_scheme.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,7 @@ from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
 from gui.main_window import MainWindow
 from gui.models.tree_model import Column
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "formats"))
-from quantized_files import f32, gen2, i8, write  # noqa: E402
+from tests.helpers.formats_quantized_files import f32, gen2, i8, write
 
 
 @pytest.fixture

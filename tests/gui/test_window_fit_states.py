@@ -19,7 +19,7 @@ import pytest
 REPO = Path(__file__).parents[2]
 PROBE = Path(__file__).with_name("window_fit_probe.py")
 SCREEN = [1024, 640]
-VALUE_ROWS = 5  # the selection's value table keeps at least this many rows in view, the diff in front included
+VALUE_ROWS = 2  # the selection's value table keeps at least this many rows in view, the diff in front included
 DETAILS_LINE = 24  # where the height allows it, the details above the values keep at least this much
 DIFF_FRONT = ("alone-diff", "tabified-diff")  # the diff's bars take height: only there may the details fold
 RIGHT = ("filters", "remap", "adapters", "sources")
@@ -62,7 +62,7 @@ def test_the_tree_keeps_name_dtype_and_shape_readable(states):
             assert shown or facts["in_name_cell"], (name, column, facts)
 
 
-def test_the_value_table_shows_five_rows_in_every_state(states):
+def test_the_value_table_shows_two_rows_in_every_state(states):
     for name, state in states.items():
         assert state["values_visible"] and state["value_rows"] >= VALUE_ROWS, (name, state["value_rows"])
 

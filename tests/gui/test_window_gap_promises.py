@@ -19,7 +19,6 @@ Promise -> test:
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
@@ -31,8 +30,7 @@ from safetensors.numpy import save_file
 from engine.stats import compute_stats
 from gui.panels.histogram import HistogramWidget, nice_ticks
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "formats" / "burn_record"))
-from burn_record_writers import Settings, model_item, write_record  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Settings, model_item, write_record
 
 WIDTH, HEIGHT = 401, 150
 

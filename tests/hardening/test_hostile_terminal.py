@@ -29,8 +29,7 @@ from tests.helpers.samples import SAMPLES
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(TESTS / "engine" / "formats" / "burn_record"))
-from burn_record_writers import Settings, model_item, write_record  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Settings, model_item, write_record
 from terminals import cli_on_a_terminal  # noqa: E402
 
 REPO = TESTS.parent

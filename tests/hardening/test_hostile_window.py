@@ -19,10 +19,9 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "formats"))
 
 import child  # noqa: E402
-from quantized_files import bpk, gen2  # noqa: E402
+from tests.helpers.formats_quantized_files import bpk, gen2
 
 from engine.tree import MAX_DEPTH  # noqa: E402
 from gui.widgets import TOOLTIP_CHARS  # noqa: E402

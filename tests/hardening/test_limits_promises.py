@@ -103,10 +103,9 @@ from engine import ArrayStore, ExportError, FormatError, export, open_store
 from engine.cli import main
 from engine.formats.pytorch.checkpoint import node_budget
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "formats" / "burn_record"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "remote"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from burn_record_writers import Param, Settings, id_text, model_item, write_record  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Param, Settings, id_text, model_item, write_record
 from hostile import zip_bomb  # noqa: E402
 
 
@@ -130,7 +129,7 @@ def test_a_json_record_over_256_mib_is_refused_unparsed(tmp_path, capsys):
 
 def test_a_quantized_tensor_in_a_bin_record_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
     """A Bin record whose parameter's DType index is QFloat's (the writer spells float32 as QFloat here)."""
-    import burn_record_writers
+    from tests.helpers import formats_burn_record_writers as burn_record_writers
     monkeypatch.setitem(burn_record_writers.NUMPY_NAMES, "float32", "QFloat")
     path = write_record(tmp_path, "model", {"w": Param(id_text(1), np.zeros(2, np.float32))}, Settings(recorder="Bin"))
     assert main(["inspect", str(path)]) == 1

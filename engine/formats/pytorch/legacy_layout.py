@@ -76,8 +76,8 @@ def _locate(mapped: ByteSource, roots: dict[str, StorageRef], keys: list[str], p
             raise FormatError(path, f"storage {key} holds {count} elements but the checkpoint says "
                                     f"{storage.nbytes // itemsize}")
         if pos + 8 + storage.nbytes > mapped.size:
-            raise FormatError(path, f"storage {key} ends at byte {pos + 8 + storage.nbytes}, past the end of "
-                                    f"the file ({mapped.size} bytes)")
+            raise FormatError(path, f"file is truncated: it has {mapped.size} bytes, but a tensor storage of "
+                                    f"{storage.nbytes} bytes at byte {pos + 8} needs {pos + 8 + storage.nbytes}")
         storage.file_offset, storage.big_endian = pos + 8, not little
         pos += 8 + storage.nbytes
     missing = [key for key, storage in roots.items() if storage.file_offset is None]

@@ -69,7 +69,8 @@ def _members(mapped: ByteSource) -> dict[str, tarfile.TarInfo]:
         if member is None or not member.isreg():
             raise FormatError(mapped.path, f"tar archive has no '{name}' member: not a PyTorch checkpoint")
         if member.offset_data + member.size > mapped.size:
-            raise FormatError(mapped.path, f"tar member '{name}' runs past the end of the file")
+            raise FormatError(mapped.path, f"file is truncated: it has {mapped.size} bytes, but tar member '{name}' "
+                                           f"needs {member.offset_data + member.size}")
     return found
 
 

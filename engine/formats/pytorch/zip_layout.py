@@ -57,6 +57,11 @@ def load(mapped: ByteSource, refused_by_torch: set[str] | None = None) -> tuple[
             scripted = torchscript.is_torchscript(list(infos), prefix)
     except FormatError:
         raise
+    except zipfile.BadZipFile as exc:
+        if str(exc) == "File is not a zip file":  # it starts as a zip (that is how it came here) but has no end
+            raise FormatError(path, f"file is truncated: it has {mapped.size} bytes and lacks the directory that "
+                                    "ends every complete zip archive") from None
+        raise FormatError(path, f"not a readable zip archive: {exc}") from None
     except _ZIP_ERRORS as exc:
         raise FormatError(path, f"not a readable zip archive: {exc}") from None
     if metadata["byteorder"] not in BYTEORDERS:
@@ -190,6 +195,6 @@ def _data_offset(mapped: ByteSource, storage: StorageRef, info: zipfile.ZipInfo 
                                 f"{storage.nbytes} ({storage.dtype})")
     offset = _member_offset(mapped, info, f"storage {key}")
     if offset + info.file_size > mapped.size:
-        raise FormatError(path, f"storage {key} ends at byte {offset + info.file_size}, past the end of the "
-                                f"file ({mapped.size} bytes)")
+        raise FormatError(path, f"file is truncated: it has {mapped.size} bytes, but a tensor storage of "
+                                f"{info.file_size} bytes at byte {offset} needs {offset + info.file_size}")
     return offset

@@ -42,7 +42,7 @@ from engine.surgery import (
 )
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
-from gui.widgets import FlowLayout
+from gui.widgets import FlowLayout, breakable
 from gui.workbench.panels.base import DocumentPanel
 
 KIND_ORDER = (INCLUDE, PATH, WHERE, EXCLUDE)  # the order Filter.rule_hits counts them in
@@ -251,7 +251,7 @@ class FiltersPanel(DocumentPanel):
             except RecipeError as exc:
                 row.show_error(str(exc))
         problems = [row.error for row in self.rows if row.error]
-        self.message.setText("⚠ " + "\n⚠ ".join(problems) + "\n(not applied until fixed)" if problems else "")
+        self.message.setText(breakable("⚠ " + "\n⚠ ".join(problems) + "\n(not applied until fixed)") if problems else "")
         self.message.setVisible(bool(problems))
         return Filter(include=tuple(parts[INCLUDE]), full_paths=tuple(parts[PATH]), where=tuple(parts[WHERE]),
                       exclude=tuple(parts[EXCLUDE]))

@@ -211,7 +211,8 @@ class PreviewModel(QAbstractTableModel):
             return str(item.dtype)
         if column == OPERATIONS:
             return "; ".join(item.operations)
-        return f"{Path(item.source).name}: {item.source_name}"
+        # one source: its tensor's name alone (the file is the tab's); several: which file, then the name
+        return item.source_name if len(self._stores) <= 1 else f"{Path(item.source).name}: {item.source_name}"
 
     def _entry(self, dropped: Dropped) -> Any:
         store = self._stores.get(dropped.source)
@@ -268,7 +269,7 @@ class PreviewPanel(DocumentPanel):
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
         self.table.doubleClicked.connect(self._double_clicked)
         header = self.table.horizontalHeader()
-        for column, width in ((STATUS, 150), (NAME, 220), (SHAPE, 120), (DTYPE, 60), (SOURCE, 230), (TEMPLATE, 110)):
+        for column, width in ((STATUS, 140), (NAME, 200), (SHAPE, 110), (DTYPE, 60), (SOURCE, 170), (TEMPLATE, 110)):
             header.resizeSection(column, width)
         header.setSectionResizeMode(OPERATIONS, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)

@@ -34,6 +34,7 @@ from engine.surgery import REMAP, Plan, RemapRule, Rename, compile_rules, remap_
 from gui.models.tree_model import Index
 from gui.resources import monospace
 from gui.visual import AMBER, ERROR_TEXT_STYLE, INVALID_STYLE
+from gui.widgets import breakable
 from gui.workbench.panels.base import DocumentPanel
 
 EXAMPLES = 8  # old -> new pairs listed under the table
@@ -228,6 +229,7 @@ class RemapPanel(DocumentPanel):
         """What the typed rule would do to a few of the file's names, before it is added."""
         self.examples_title = QLabel("Examples")
         self.examples_title.setProperty("role", "heading")
+        self.examples_title.setWordWrap(True)
         self.examples = QListWidget()
         self.examples.setObjectName("remapExamples")
         self.examples.setFont(monospace())
@@ -237,7 +239,7 @@ class RemapPanel(DocumentPanel):
 
     # --- edits -------------------------------------------------------------------------------------------
     def _problem(self, text: str | None, edit: QLineEdit | None = None) -> None:
-        self.message.setText(f"⚠ {text}" if text else "")
+        self.message.setText(breakable(f"⚠ {text}") if text else "")
         self.message.setVisible(bool(text))
         for widget in (self.pattern, self.replacement):
             widget.setStyleSheet(INVALID_STYLE if text and widget is (edit or self.pattern) else "")
@@ -326,7 +328,7 @@ class RemapPanel(DocumentPanel):
             self._problem(None)
             pairs = remap_examples(plan)
             what = "the rules rename"
-        self.examples_title.setText(f"Examples: {what} {len(pairs):,} tensor{'s' if len(pairs) != 1 else ''}")
+        self.examples_title.setText(breakable(f"Examples: {what} {len(pairs):,} tensor{'s' if len(pairs) != 1 else ''}"))
         for old, new in pairs[:EXAMPLES]:
             self.examples.addItem(f"{old}  →  {new}")
             self.examples.item(self.examples.count() - 1).setForeground(AMBER)

@@ -28,7 +28,7 @@ from gui.dialogs import show_error
 from gui.model_picker import choose_model
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
-from gui.widgets import FlowLayout
+from gui.widgets import FlowLayout, breakable
 from gui.workbench.checkpoint_keys import WHOLE_FILE, top_level_keys
 from gui.workbench.panels.base import DocumentPanel
 from gui.workers import Failure, TaskRunner
@@ -142,7 +142,7 @@ class SourcesPanel(DocumentPanel):
             except RecipeError as exc:
                 field.setStyleSheet(INVALID_STYLE)
                 problems.append(str(exc))
-        self.message.setText("⚠ " + "\n⚠ ".join(problems) if problems else "")
+        self.message.setText(breakable("⚠ " + "\n⚠ ".join(problems)) if problems else "")
         self.message.setVisible(bool(problems))
         if problems:
             return

@@ -31,7 +31,7 @@ def test_inspect_json_is_machine_readable():
     doc = json.loads(result.stdout)
     assert doc["format"] == "safetensors" and doc["totals"]["tensors"] == 18
     fc = next(t for t in doc["tensors"] if t["name"] == "fc1.weight")
-    assert fc == {"name": "fc1.weight", "dtype": "F32", "shape": [128, 800], "parameters": 102400, "bytes": 409600}
+    assert fc == {"name": "fc1.weight", "dtype": "F32", "shape": [128, 800], "values": 102400, "bytes": 409600}
 
 
 @pytest.mark.child

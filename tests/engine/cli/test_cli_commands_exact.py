@@ -41,7 +41,7 @@ SUMMARY = "1 identical, 1 different, 1 only in a, 1 only in b, 1 shape mismatch,
 
 def test_diff_lists_each_status_and_its_details(pair, capsys):
     a, b = pair
-    assert main(["diff", a, b, "-q"]) == 0
+    assert main(["diff", a, b, "-q", "--all"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "dtype_mismatch dt  F32 [2] vs F64 [2]  max |a-b| 0, mean 0, allclose yes",
         "only_in_a      onlya",
@@ -51,7 +51,7 @@ def test_diff_lists_each_status_and_its_details(pair, capsys):
         "only_in_b      onlyb",
         SUMMARY,
     ]
-    assert main(["diff", a, b, "--no-values"]) == 0
+    assert main(["diff", a, b, "--no-values", "--all"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "dtype_mismatch dt  F32 [2] vs F64 [2]", "only_in_a      onlya", "identical      same",
         "shape_mismatch shape  F32 [2, 2] vs F32 [4]", "different      vals", "only_in_b      onlyb", SUMMARY]
@@ -62,9 +62,9 @@ def test_diff_tolerances_and_exit_code(pair, capsys):
     assert main(["diff", a, b, "--rtol", "0.2", "--exit-code"]) == 1  # 0.5 <= 0.2 * 3.5
     assert "different      vals  max |a-b| 0.5, mean 0.166667, allclose yes" in capsys.readouterr().out
     assert main(["diff", a, b, "--atol", "0.5", "--rtol", "0"]) == 0
-    assert "allclose yes" in capsys.readouterr().out.splitlines()[4]
+    assert "allclose yes" in capsys.readouterr().out.splitlines()[3]  # the identical pair is not listed
     assert main(["diff", a, b, "--atol", "0.4", "--rtol", "0"]) == 0
-    assert "allclose no" in capsys.readouterr().out.splitlines()[4]
+    assert "allclose no" in capsys.readouterr().out.splitlines()[3]
     assert main(["diff", a, a, "--exit-code"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "5 identical"
 
@@ -104,17 +104,17 @@ def test_inspect_prints_rows_totals_and_metadata(checkpoint, capsys):
     assert main(["inspect", checkpoint]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "ck.pt · PyTorch zip",
-        "name     dtype  shape   parameters  size",
-        "model.w  F32    [2, 3]           6  24 B",
-        "model.b  F16    [3]              3   6 B",
+        "name     dtype  shape   values  size",
+        "model.w  F32    [2, 3]       6  24 B",
+        "model.b  F16    [3]          3   6 B",
         "2 tensors · 9 parameters · 30 B",
         "  byteorder = little",
         "  version = 3",
     ]
     assert main(["inspect", checkpoint, "--top-level-key", "model"]) == 0
-    assert capsys.readouterr().out.splitlines()[1:4] == ["name  dtype  shape   parameters  size",
-                                                         "w     F32    [2, 3]           6  24 B",
-                                                         "b     F16    [3]              3   6 B"]
+    assert capsys.readouterr().out.splitlines()[1:4] == ["name  dtype  shape   values  size",
+                                                         "w     F32    [2, 3]       6  24 B",
+                                                         "b     F16    [3]          3   6 B"]
 
 
 def test_inspect_json_holds_the_values(checkpoint, capsys):
@@ -123,9 +123,9 @@ def test_inspect_json_holds_the_values(checkpoint, capsys):
     assert document == {
         "file": checkpoint, "format": "pytorch", "version": "zip",
         "metadata": {"byteorder": "little", "version": "3"},
-        "tensors": [{"name": "model.w", "dtype": "F32", "shape": [2, 3], "parameters": 6, "bytes": 24},
-                    {"name": "model.b", "dtype": "F16", "shape": [3], "parameters": 3, "bytes": 6}],
-        "totals": {"tensors": 2, "parameters": 9, "bytes": 30},
+        "tensors": [{"name": "model.w", "dtype": "F32", "shape": [2, 3], "values": 6, "bytes": 24},
+                    {"name": "model.b", "dtype": "F16", "shape": [3], "values": 3, "bytes": 6}],
+        "totals": {"tensors": 2, "parameters": 9, "buffer_values": 0, "bytes": 30},
         "values": {"epoch": 3, "lr": 0.5, "cfg": {"a.b": 1, "a": {"b": 2, "c": [10, 20, {"d": "deep"}]},
                                                   "list": [5, 6]}},
     }
@@ -136,9 +136,9 @@ def test_inspect_of_a_burnpack_says_which_burn_releases_load_it(capsys):
     assert main(["inspect", str(SAMPLES / "sample_cnn.bpk")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[:3] == ["sample_cnn.bpk · Burnpack v1", "loads in: Burn 0.20, 0.21, 0.22",
-                       "name                dtype  shape           parameters     size"]
-    assert out[-6:] == ["fc2.bias            F32    [10]                    10     40 B",
-                        "16 tensors · 108,810 parameters · 425 KiB",
+                       "name                dtype  shape            values     size"]
+    assert out[-6:] == ["fc2.bias            F32    [10]                 10     40 B",
+                        "16 tensors · 108,714 parameters + 96 buffer values · 425 KiB",
                         "  format = burnpack", "  model = SampleCnn", "  producer = store-studio", "  version = 0.1.0"]
     assert main(["inspect", str(SAMPLES / "sample_cnn.bpk"), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
@@ -204,20 +204,18 @@ def test_config_key_indexes_a_top_level_list(tmp_path, capsys):
 def test_inspect_says_a_files_caveat_and_its_param_ids(tmp_path, capsys):
     """A Bin record's names are positional: the note says so beside the format, in the table and the JSON; each
     parameter's id is listed."""
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
-    from burn_record_writers import IDS, Settings, model_item, write_record
+    from tests.helpers.formats_burn_record_writers import IDS, Settings, model_item, write_record
     item, _ = model_item()
     record = write_record(tmp_path, "deploy", item, Settings(recorder="Bin"))
     note = ("Tensor names are positional (param.0, param.1, ...): Bin records have no field names. Convert with "
             "--template (a file of the same model) to name them.")
     assert main(["inspect", str(record)]) == 0
     assert capsys.readouterr().out.splitlines()[:3] == ["deploy.bin · Burn record Bin · Burn 0.21.0", f"note: {note}",
-                                                        "name      dtype  shape      parameters  size"]
+                                                        "name      dtype  shape      values  size"]
     assert main(["inspect", str(record), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["note"] == note
-    assert document["tensors"][0] == {"name": "param.0", "dtype": "F32", "shape": [5, 3], "parameters": 15,
+    assert document["tensors"][0] == {"name": "param.0", "dtype": "F32", "shape": [5, 3], "values": 15,
                                       "bytes": 60, "param_id": IDS[0]}
     assert main(["inspect", checkpoint_path(tmp_path), "--json"]) == 0
     assert "note" not in json.loads(capsys.readouterr().out)
@@ -229,7 +227,7 @@ def checkpoint_path(tmp_path: Path) -> str:
 
 
 def test_inspect_right_aligns_counts_and_sizes_under_their_headers(tmp_path, capsys):
-    """A billion-element tensor (a sparse file: inspect reads only the header) is wider than "parameters"."""
+    """A billion-element tensor (a sparse file: inspect reads only the header) is wider than "values"."""
     import struct
     count = 1_000_000_000
     header = json.dumps({"big": {"dtype": "I8", "shape": [count], "data_offsets": [0, count]},
@@ -242,10 +240,10 @@ def test_inspect_right_aligns_counts_and_sizes_under_their_headers(tmp_path, cap
     assert main(["inspect", str(path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "big.safetensors · SafeTensors",
-        "name  dtype  shape            parameters     size",
+        "name  dtype  shape                values     size",
         "big   I8     [1000000000]  1,000,000,000  954 MiB",
         "w     F32    [2]                       2      8 B",
-        "2 tensors · 1,000,000,002 parameters · 954 MiB",
+        "2 tensors · 2 parameters + 1,000,000,000 buffer values · 954 MiB",
     ]
 
 

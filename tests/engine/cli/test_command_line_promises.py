@@ -5,8 +5,8 @@ when it breaks (the audit of issue 25).
 product line in a worktree and watching the test fail.
 
 What each command does:
-- `inspect` lists every tensor with name, dtype, shape, parameters and bytes, with totals and metadata ->
-  here::test_inspect_table_has_a_row_per_tensor_with_dtype_shape_parameters_and_size (checked),
+- `inspect` lists every tensor with name, dtype, shape, values and bytes, with totals (parameters + buffer values) and metadata ->
+  here::test_inspect_table_has_a_row_per_tensor_with_dtype_shape_values_and_size (checked),
   engine/cli/test_cli.py::test_inspect_lists_tensors_and_totals, engine/cli/test_cli.py::test_inspect_json_is_machine_readable
 - ... and a quantized tensor's scheme in words, and for a Burnpack the Burn releases that load it ->
   engine/formats/test_burn_targets.py::test_inspect_names_the_scheme_and_the_releases (checked)
@@ -66,9 +66,8 @@ import torch
 from engine import ArrayStore, export, open_store
 from engine.cli import main
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
-from burn_record_writers import Settings, model_item, write_record  # noqa: E402
-from terminal_helpers import stderr_on_a_pty  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Settings, model_item, write_record
+from tests.helpers.engine_terminal import stderr_on_a_pty
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -79,7 +78,7 @@ def store_studio(*args: str, stderr: int | None = subprocess.PIPE) -> subprocess
                           text=True, timeout=120, cwd=REPO)
 
 
-def test_inspect_table_has_a_row_per_tensor_with_dtype_shape_parameters_and_size(tmp_path, capsys):
+def test_inspect_table_has_a_row_per_tensor_with_dtype_shape_values_and_size(tmp_path, capsys):
     path = export(ArrayStore({"enc.weight": np.zeros((3, 4), np.float16), "steps": np.arange(5, dtype=np.int64)}).entries,
                   tmp_path / "m.bpk", metadata={"author": "me"})
     assert main(["inspect", str(path)]) == 0
@@ -87,7 +86,7 @@ def test_inspect_table_has_a_row_per_tensor_with_dtype_shape_parameters_and_size
     rows = {line.split()[0]: line.split() for line in lines if line.startswith(("enc.weight", "steps"))}
     assert rows["enc.weight"] == ["enc.weight", "F16", "[3,", "4]", "12", "24", "B"]
     assert rows["steps"] == ["steps", "I64", "[5]", "5", "40", "B"]
-    assert "2 tensors · 17 parameters · 64 B" in lines
+    assert "2 tensors · 12 parameters + 5 buffer values · 64 B" in lines  # an int tensor holds no trained weights
     assert "  author = me" in lines
 
 

@@ -8,8 +8,6 @@ line naming the flag -> ``test_dequantize_writes_the_values_and_is_needed_for_sa
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +16,7 @@ from safetensors.numpy import load_file
 from engine import open_store
 from engine.cli import main
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
-from quantized_files import f32, gen2, i8, write  # noqa: E402
+from tests.helpers.formats_quantized_files import f32, gen2, i8, write
 
 
 @pytest.mark.parametrize("surgery", [[], ["--allow-partial"]])

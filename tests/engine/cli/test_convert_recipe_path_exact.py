@@ -30,7 +30,7 @@ import engine
 from engine import ArrayStore, open_store
 from engine.cli import main
 from engine.surgery import plan
-from tests.engine.formats.burn_record.burn_record_writers import Bincode, Settings, id_text, DTYPES_0_16
+from tests.helpers.formats_burn_record_writers import Bincode, Settings, id_text, DTYPES_0_16
 from tests.engine.remote.http_site import Server, Site
 from tests.terminals import cli_on_a_terminal
 

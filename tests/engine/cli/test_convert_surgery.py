@@ -6,7 +6,7 @@ import pytest
 from engine import ArrayStore, export, open_store
 from engine.cli import main
 from engine.surgery import Recipe
-from cli_surgery_helpers import FIXTURES, fixture_as_safetensors, run
+from tests.helpers.engine_cli_run import FIXTURES, fixture_as_safetensors, run
 
 
 @pytest.mark.child

@@ -20,7 +20,7 @@ from torch import nn
 from engine import ArrayStore, export, open_store
 from engine.cli import main
 from engine.surgery import Recipe
-from cli_surgery_helpers import run
+from tests.helpers.engine_cli_run import run
 
 
 class Net(nn.Module):

@@ -7,7 +7,7 @@ import pytest
 
 from engine import ArrayStore, export
 from engine.cli import main
-from cli_surgery_helpers import fixture_as_safetensors, run
+from tests.helpers.engine_cli_run import fixture_as_safetensors, run
 
 
 def write(path, **arrays):

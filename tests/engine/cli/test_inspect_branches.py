@@ -35,7 +35,7 @@ def test_inspect_lists_the_branches_and_names_the_key(tmp_path, capsys):
     lightning_checkpoint(tmp_path / "run.ckpt")
     assert main(["inspect", str(tmp_path / "run.ckpt")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-8:] == ["36 tensors · 336 parameters · 1.32 KiB", "  byteorder = little", "  version = 3",
+    assert lines[-8:] == ["36 tensors · 302 parameters + 34 buffer values · 1.32 KiB", "  byteorder = little", "  version = 3",
                           *BRANCH_LINES]
 
 

@@ -12,7 +12,6 @@ Promises -> tests:
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +21,8 @@ from safetensors.numpy import save_file
 from engine.cli import main
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "formats"))
-sys.path.insert(0, str(HERE.parent / "formats" / "burn_record"))
-from burn_record_writers import Settings, Unit, write_record  # noqa: E402
-from quantized_files import f32, gen2, i8, write  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Settings, Unit, write_record
+from tests.helpers.formats_quantized_files import f32, gen2, i8, write
 
 OPTIONAL = {"note", "scalars", "values", "refused_by_torch_weights_only", "guessed_keys", "burn"}
 
@@ -59,7 +56,7 @@ def test_a_records_scalars_are_shown(tmp_path, capsys):
     record = write_record(tmp_path, "scheduler-2", {"lr": 0.01, "step": 2, "warmup": Unit}, Settings(recorder="NamedMpk"))
     document = inspect_json(record, capsys)
     assert document["scalars"] == {"lr": {"Float": 0.01}, "step": {"Int": 2}}
-    assert document["tensors"] == [] and document["totals"] == {"tensors": 0, "parameters": 0, "bytes": 0}
+    assert document["tensors"] == [] and document["totals"] == {"tensors": 0, "parameters": 0, "buffer_values": 0, "bytes": 0}
     assert main(["inspect", str(record)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-2:] == ["  scalar lr = {'Float': 0.01}", "  scalar step = {'Int': 2}"]
@@ -82,4 +79,4 @@ def test_a_plain_file_has_no_optional_fields(tmp_path, capsys):
     save_file({"w": np.ones(2, np.float32)}, str(tmp_path / "a.safetensors"))
     document = inspect_json(tmp_path / "a.safetensors", capsys)
     assert not OPTIONAL & set(document)
-    assert document["tensors"] == [{"name": "w", "dtype": "F32", "shape": [2], "parameters": 2, "bytes": 8}]
+    assert document["tensors"] == [{"name": "w", "dtype": "F32", "shape": [2], "values": 2, "bytes": 8}]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +9,7 @@ import numpy as np
 from engine import open_store
 from engine.cli import main
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
-from burn_record_writers import Data, Settings, Unit, Variant, id_text, model_item, write_record  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Data, Settings, Unit, Variant, id_text, model_item, write_record
 
 
 def checkpoint_folder(root: Path) -> dict[str, Path]:

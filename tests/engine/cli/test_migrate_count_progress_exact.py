@@ -10,15 +10,13 @@ Promises (README "Command line": migrate's summary line; a progress line on a te
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from engine.cli import main
 from engine.cli.progress import ERASE
 from tests.terminals import cli_on_a_terminal
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
-from burn_record_writers import Settings, model_item, write_record  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Settings, model_item, write_record
 
 
 def two_models(folder: Path) -> tuple[Path, Path]:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import save_file
@@ -23,8 +21,7 @@ from engine import open_store
 from engine.cli import main
 from engine.surgery import Recipe, SourceSpec
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
-from burn_record_writers import Settings, model_item, write_record  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Settings, model_item, write_record
 
 
 def test_migrate_names_each_destination_and_skips_one_planned_twice(tmp_path, capsys):
@@ -67,7 +64,7 @@ def test_an_empty_folder_migrates_nothing(tmp_path, capsys):
 def test_migrate_writes_for_the_burn_version_asked(tmp_path, capsys):
     """A bool tensor's spelling differs between Burn 0.20 and 0.21 (README "Burn versions"): the file loads in the
     release asked for, and the newest by default."""
-    from burn_record_writers import Param, id_text
+    from tests.helpers.formats_burn_record_writers import Param, id_text
     item = {"mask": Param(id_text(3), np.array([True, False])), "w": Param(id_text(4), np.ones(2, "<f4"))}
     loads_in = {}
     for flags in (["--burn-version", "0.20"], ["--burn-version", "0.21"], []):

@@ -10,7 +10,7 @@ import pytest
 
 from engine.cli.progress import ERASE, ProgressLine
 from tests.helpers.samples import SAMPLES
-from terminal_helpers import stderr_on_a_pty
+from tests.helpers.engine_terminal import stderr_on_a_pty
 
 SAMPLE = str(SAMPLES / "sample_cnn.bpk")
 

@@ -56,7 +56,8 @@ def test_the_line_fits_the_terminals_width(terminal):
     text = read_all(master)
     drawn = text.split(ERASE)
     assert drawn[0] == "" and drawn[-1] == ""
-    assert drawn[1] == "writing a-rather-long-name.bpk  1 MiB o"  # 39 of the 40 columns: the cursor stays on it
+    # 39 of the 40 columns (the cursor stays on the line): the label gives up its middle, the figures stay whole
+    assert drawn[1] == "writing...ame.bpk  1 MiB of 4 MiB (25%)"
     assert len(drawn[1]) == 39
 
 
@@ -64,7 +65,8 @@ def test_a_stream_without_a_size_gets_eighty_columns():
     stream = io.StringIO()
     progress = ProgressLine("y" * 100, stream, clock=lambda: 0.0)
     progress(1, 2)
-    assert stream.getvalue() == ERASE + "y" * 79
+    assert stream.getvalue() == ERASE + "y" * 29 + "..." + "y" * 29 + "  1 B of 2 B (50%)"
+    assert len(stream.getvalue()) - len(ERASE) == 79
 
 
 def test_the_first_and_empty_states():

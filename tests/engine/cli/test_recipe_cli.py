@@ -4,7 +4,7 @@ import pytest
 
 from engine.cli import main
 from engine.surgery import Filter, Recipe, RemapRule, SourceSpec
-from cli_surgery_helpers import run
+from tests.helpers.engine_cli_run import run
 
 RECIPE = Recipe(sources=(SourceSpec("model.pt"),), top_level_key="state_dict", filter=Filter(include=(r"^encoder\.",)),
                 remaps=(RemapRule(r"^encoder\.", "enc."),), adapters=("pytorch-to-burn", "contiguous-indices"),

@@ -81,7 +81,7 @@ What is refused and what is kept:
   cli/test_convert_trust.py::test_metadata_travels_across_formats_and_can_be_cleared_or_replaced,
   cli/test_metadata_meaning.py (whole module; the table of source fields and the names they travel under)
 - Burnpack scalars survive Burnpack to Burnpack; `export(..., scalars=...)` refuses a scalar not one of Burn's four
-  kinds before writing a byte -> test_export_scalars_checked.py (whole module, its own pairs)
+  kinds before writing a byte -> test_export.py (its scalar tests: test_a_bare_number_is_refused_naming_the_scalar_and_nothing_is_written and after)
 - `--top-level-key` on a file that is not PyTorch, or without the key, is exit 1 ->
   cli/test_convert_trust.py::test_top_level_key_on_a_file_that_is_not_pytorch_is_exit_1,
   cli/test_convert_trust.py::test_top_level_key_that_the_checkpoint_lacks_is_exit_1

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,10 +14,8 @@ from engine.burn_versions import BurnVersion
 from engine.cli import main
 from engine.surgery.printers import as_cli
 from engine.surgery.recipe import Recipe, SourceSpec
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent / "burn_record"))
-from burn_record_writers import Data, Settings, write_record  # noqa: E402
-from quantized_files import block, gen1, gen2, read_meta, write  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Data, Settings, write_record
+from tests.helpers.formats_quantized_files import block, gen1, gen2, read_meta, write
 
 
 # --- the Bool spelling per version, and what a file says about itself ---------------------------

@@ -11,23 +11,9 @@ import pytest
 
 from engine import ArrayStore, FormatError, export, open_store
 from engine.formats import burnpack
+from tests.helpers.formats_burnpack_files import burn_file, write
 
 F32_DESC = {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}
-
-
-def burn_file(tensors: dict, data: bytes, *, magic: bytes = b"NRUB", version: int = 1, extra: dict | None = None,
-              raw_meta: bytes | None = None) -> bytes:
-    """Bytes laid out as Burn's writer lays them out (CBOR by a third-party encoder)."""
-    meta = raw_meta if raw_meta is not None else cbor2.dumps({"tensors": tensors, **(extra or {})})
-    head = magic + struct.pack("<HI", version, len(meta)) + meta
-    head += bytes(-len(head) % 256)
-    return head + data
-
-
-def write(tmp_path, content: bytes, name: str = "m.bpk"):
-    path = tmp_path / name
-    path.write_bytes(content)
-    return path
 
 
 def test_reads_a_burn_layout_file_in_data_section_order(tmp_path):

@@ -1,5 +1,5 @@
 """README "Formats" promises (PyTorch files; Burn versions, bools and quantized tensors; Migrating from Burn's
-recorders), each with the test that fails when it breaks (the audit of issue 25).
+recorders), each with the test that fails when it breaks, so a user relying on a README sentence can see what holds it.
 
 ``here::`` is this module; the others are paths under tests/ (``pt/`` is engine/formats/pytorch/, ``rec/`` is
 engine/formats/burn_record/, ``fmt/`` is engine/formats/). "(checked)" marks a pair verified by breaking the
@@ -15,8 +15,8 @@ PyTorch files:
 - Python-2-era checkpoints: protocol 2, OrderedDict from [key, value] lists, _rebuild_tensor v1/v2, a Parameter
   built by calling its class, cuda:N and torch.cuda.*Storage storages -> pt/test_pytorch_python2.py (whole module),
   pt/test_pytorch_allowlist.py::test_the_oldest_rebuild_call_and_v3_with_its_own_dtype_read_exactly;
-  byte-string keys read as UTF-8, else Latin-1 -> here::test_python2_byte_strings_read_as_utf8_else_latin1 (checked: the
-  existing tests survived both mutants)
+  byte-string keys read as UTF-8, else Latin-1 -> here::test_python2_byte_strings_read_as_utf8_else_latin1 (checked: no
+  other test failed when either reading was broken)
 - other classes become inert placeholders (class path, __args__, __dict__/__slots__ keys, __items__/__list__),
   tensors inside listed -> pt/test_pytorch_placeholders.py::test_every_shape_of_state_is_kept_with_its_class (checked),
   pt/test_pytorch_denylist.py::test_other_classes_become_placeholders; `config` prints them as JSON ->
@@ -31,7 +31,7 @@ PyTorch files:
   pt/test_pytorch_whole_models.py::test_torchscript_archive_reads_as_jit_load_state_dict,
   pt/test_pytorch_whole_models.py::test_torchscript_code_is_read_as_text_never_run; `constants.pkl` and
   `traced_inputs.pkl` are not read -> pt/test_torchscript_unread_pickles.py (whole module; checked); the tables read
-  from the class sources -> pt/test_torchscript_tables_exact.py (whole module, its own pairs)
+  from the class sources -> pt/test_torchscript_tables.py (whole module, its own pairs)
 - integer keys name tensors in decimal; other keys as Python prints them, and the note says burn-store refuses
   them -> pt/test_pytorch_keys.py (whole module; checked)
 - a file torch.load(weights_only=True) would refuse is said so: the note, one `class ... refuses: NAME` line per
@@ -93,8 +93,8 @@ Migrating from Burn's recorders:
   field -> gui/panels/test_file_info_burn_record.py (whole module)
 - an optimizer's record in current Burn's layout (`{param_id}.{field}`, `__rank`, UInt counters) ->
   rec/test_optimizer_migration.py (whole module; checked for `__rank`); Adam, AdamW, SGD, AdaGrad, RmsProp and Adan keep their
-  field names -> rec/test_optimizer_migration.py (the first four), rec/test_optimizer_rmsprop_adan.py (whole module;
-  not checked by a break of its own: the walk is generic, so any break of the names fails the Adam tests first)
+  field names -> rec/test_optimizer_migration.py (the first four; the last two in
+  test_an_rmsprop_record_loads_field_by_field and test_an_adan_record_loads_field_by_field, not checked by a break of its own: the walk is generic, so any break of the names fails the Adam tests first)
 - records keyed by pre-0.14 UUIDs keep their field paths -> rec/test_burn_records.py::test_old_uuid_ids_are_kept_as_metadata_without_a_param_id,
   rec/test_optimizer_migration.py::test_a_record_that_is_not_an_optimizers_keeps_its_field_paths
 - `migrate` skips a record whose .bpk exists, one line per file and a total, originals kept ->
@@ -102,7 +102,7 @@ Migrating from Burn's recorders:
   engine/cli/test_migrate_cli.py::test_migrate_converts_every_record_beside_itself_and_keeps_the_originals
 - a Bin record's names are positional (inspect and the File panel say so) unless `--template` names them,
   shapes checked -> rec/test_burn_records.py::test_every_recorder_reads_names_shapes_dtypes_values_and_param_ids (checked:
-  test_inspect_says_bin_names_are_positional alone survived `param.N` renamed), rec/test_burn_records.py::test_inspect_says_bin_names_are_positional,
+  test_inspect_says_bin_names_are_positional alone did not fail with `param.N` renamed), rec/test_burn_records.py::test_inspect_says_bin_names_are_positional,
   rec/test_burn_records.py::test_a_template_names_bin_parameters_and_a_mismatch_is_refused
 """
 
@@ -118,8 +118,7 @@ import torch
 from engine.cli import main
 from engine.formats import open_store
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quantized_files import f32, gen2, i8, write  # noqa: E402
+from tests.helpers.formats_quantized_files import f32, gen2, i8, write
 
 
 def test_python2_byte_strings_read_as_utf8_else_latin1(tmp_path):

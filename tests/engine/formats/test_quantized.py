@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 import struct
-import sys
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -25,9 +23,15 @@ from engine.burn_versions import BurnVersion
 from engine.cli import main
 from engine.stats import stats_for
 from engine.surgery.diff import diff
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quantized_files import block, f32, gen1, gen2, i8, read_meta, write  # noqa: E402
+from tests.helpers.formats_quantized_files import (
+    block,
+    f32,
+    gen1,
+    gen2,
+    i8,
+    read_meta,
+    write,
+)
 
 DATA_RS_SCALE = np.float32(0.014_173_228)
 
@@ -283,6 +287,8 @@ LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-2, 300), st.sampled_fr
     st.sampled_from([{"PackedU32": 0}, {"PackedU32": 1}, {"PackedNative": 0}, {"Block": block(2)},
                      {"Block": block(3, 2)}, {"BlockTensor": {"block": block(2), "global": "F32"}},
                      {"size": block(2), "dtype": "F16"}, {"size": block(4, 2, 2), "dtype": "UE4M3"}]))
+
+
 VALUES = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=6) | st.dictionaries(
     st.sampled_from(["PackedU32", "PackedNative", "Block", "BlockTensor", "storage", "len", "size", "dtype",
                      "block", "global"]), inner, max_size=3), max_leaves=12)
@@ -305,3 +311,16 @@ def test_any_scheme_decodes_or_says_why_in_a_scheme_error(fields, data, shape, e
     event("decoded")
     values = q.DequantizedValues(scheme, tuple(shape), len(raw), lambda at, n: raw[at:at + n]).array()
     assert values.shape == parts.values.shape == tuple(shape)
+
+
+def test_quantized_values_that_cannot_be_decoded_are_refused_naming_the_file(tmp_path):
+    from tests.helpers.formats_quantized_files import f32, gen2, i8, write
+    path = write(tmp_path, {"w": ({"QFloat": gen2("E4M3", store="Native")}, [4], i8(1, 2, 3, 4) + f32(1.0)),
+                            "d": ("F32", [1], f32(2.0))})
+    with open_store(path) as store:
+        with pytest.raises(FormatError) as info:
+            store.read_quantized("w")
+        assert str(info.value).startswith("q.bpk: tensor 'w': E4M3 values are not decoded by Burn's QuantizedBytes")
+        with pytest.raises(ValueError) as info:
+            store.read_quantized("d")
+        assert str(info.value) == "tensor 'd' is F32, not quantized"

@@ -1,15 +1,14 @@
 """Quantized tensors dequantized a chunk at a time give the whole dequantization's values, bit for bit.
 
 Statistics, the histogram, ``read()`` and ``convert --dequantize`` read a quantized tensor's values through
-``engine.values.chunked`` a run of values at a time (issue 38, item 7: dequantizing 64 Mi Q2S values whole peaked at
-1.2 GiB). Each scheme below is checked with chunks of 7 values, which divide neither its blocks nor its u32
+``engine.values.chunked`` a run of values at a time (dequantizing 64 Mi Q2S values whole would peak at 1.2 GiB, more
+than a user's machine may have). Each scheme below is checked with chunks of 7 values, which divide neither its blocks nor its u32
 words, against ``whole``: the dequantization of the entire tensor at once, as the engine computed it before.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -21,8 +20,7 @@ from engine import quantized as q
 from engine.stats import compute_stats, stats_for
 from engine.values.chunked import Dequantized, dequantized_values
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quantized_files import block, gen1, gen2, write  # noqa: E402
+from tests.helpers.formats_quantized_files import block, gen1, gen2, write
 
 CHUNK = 7  # values: divides no block size, no row and no u32 word of packed values below
 SCALE_TYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype(ml_dtypes.bfloat16),

@@ -1,4 +1,4 @@
-"""Only regular files are opened (issue 38, item 8): ``regular_files.open_regular`` names every other kind of file
+"""Only regular files are opened: ``regular_files.open_regular`` names every other kind of file
 and refuses it before opening it, and again after, when the name was swapped in between; every local input
 (``MappedFile``: models, shards, templates) goes through it.
 

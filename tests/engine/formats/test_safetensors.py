@@ -13,6 +13,7 @@ import safetensors.torch
 import torch
 
 from engine import ArrayStore, FormatError, export, open_store
+from tests.helpers.formats_safetensors_files import write
 
 NUMPY_DTYPES = [np.float64, np.float32, np.float16, ml_dtypes.bfloat16, np.int64, np.int32, np.int16, np.int8,
                 np.uint64, np.uint32, np.uint16, np.uint8, np.bool_]
@@ -109,13 +110,6 @@ def test_shard_outside_the_index_folder_is_refused(tmp_path):
 
 
 # --- refusing malformed files ------------------------------------------------------------------
-
-def write(tmp_path, header: dict | bytes, data: bytes, name: str = "m.safetensors"):
-    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
-    path = tmp_path / name
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
-    return path
-
 
 T = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
 

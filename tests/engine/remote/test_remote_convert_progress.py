@@ -12,16 +12,13 @@ Promise -> test:
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import save as save_safetensors
 
 from engine.cli.progress import ERASE
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from terminals import cli_on_a_terminal  # noqa: E402
+from tests.terminals import cli_on_a_terminal
 
 ARRAYS = {f"w{i}": np.full((256, 256), i, np.float32) for i in range(4)}
 

@@ -275,8 +275,7 @@ def test_a_silent_server_times_out_in_one_line(site, monkeypatch, capsys):
 
 @pytest.mark.parametrize("recorder", ["NamedMpk", "NamedMpkGz", "Bin", "BinGz", "PrettyJson"])
 def test_burn_records_open_from_a_url_as_from_a_file(site, tmp_path, recorder):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
-    from burn_record_writers import Settings, model_item, write_record
+    from tests.helpers.formats_burn_record_writers import Settings, model_item, write_record
     item, _ = model_item()
     path = write_record(tmp_path, "model", item, Settings(recorder=recorder, version="0.17.0"))
     site.site.files["/" + path.name] = path.read_bytes()

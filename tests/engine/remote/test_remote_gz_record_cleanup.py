@@ -11,17 +11,14 @@ Promise -> test:
 
 from __future__ import annotations
 
-import sys
 import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engine import open_store
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
-from burn_record_writers import Settings, model_item, write_record  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Settings, model_item, write_record
 
 
 @pytest.mark.parametrize("recorder", ["NamedMpkGz", "JsonGz"])

@@ -3,16 +3,13 @@ streamed once and dequantized a chunk at a time, to the same values and statisti
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 
 from engine import export, open_store
 from engine.stats import stats_for
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
-from quantized_files import bpk, gen2  # noqa: E402
+from tests.helpers.formats_quantized_files import bpk, gen2
 
 SHAPE = [6, 32]
 

@@ -11,7 +11,6 @@ Promises (README, "Remote files") -> tests:
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
@@ -20,8 +19,7 @@ import pytest
 
 from engine import humanize, open_store, watch_downloads
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "burn_record"))
-from burn_record_writers import Param, Settings, id_text, model_item, write_record  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Param, Settings, id_text, model_item, write_record
 
 
 @pytest.fixture

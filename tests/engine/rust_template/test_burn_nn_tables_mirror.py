@@ -15,7 +15,7 @@ from engine.formats.rust_model.burn_nn import Child, Param
 from engine.formats.rust_model.syntax import Crate, TypeRef, read_crate
 from engine.surgery.burn_store_api import TAGS
 
-from rust_sources import MIRROR
+from tests.helpers.engine_rust_sources import MIRROR
 
 pytestmark = pytest.mark.skipif(not MIRROR.is_dir(), reason="Burn's source mirror is not on this machine")
 SAVED_WRAPPERS = ("Param", "RunningState")

@@ -10,7 +10,7 @@ import pytest
 from engine import BurnVersion, FormatError
 from engine.formats.rust_model import RUNTIME_DIM as R
 
-from rust_sources import optional, read, shapes
+from tests.helpers.engine_rust_sources import optional, read, shapes
 
 
 def test_vec_counts_come_from_the_constructor_else_the_vec_is_open(tmp_path: Path):

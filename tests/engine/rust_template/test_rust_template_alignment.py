@@ -18,9 +18,9 @@ from engine.formats.rust_model import RUNTIME_DIM as R
 from engine.formats.rust_model import open_rust_template
 from engine.surgery import Recipe, SourceSpec, align, plan
 from engine.surgery.printers import as_rust
-from tests.engine.formats.burn_record.burn_record_writers import Param, Settings, Some, id_text, write_record
+from tests.helpers.formats_burn_record_writers import Param, Settings, Some, id_text, write_record
 
-from rust_sources import BURN_MODELS, BURN_PT, read
+from tests.helpers.engine_rust_sources import BURN_MODELS, BURN_PT, read
 
 GUIDE = BURN_MODELS / "guide-v0.21.0" / "model.rs"
 

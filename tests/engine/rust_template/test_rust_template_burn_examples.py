@@ -21,7 +21,7 @@ from engine import BurnVersion, open_store
 from engine.cli import main
 from engine.formats.rust_model import RUNTIME_DIM, open_rust_template
 
-from rust_sources import BURN_MODELS, BURN_PT
+from tests.helpers.engine_rust_sources import BURN_MODELS, BURN_PT
 
 R = RUNTIME_DIM
 GUIDE = [("conv1.weight", (8, 1, 3, 3)), ("conv1.bias", (8,)), ("conv2.weight", (16, 8, 3, 3)), ("conv2.bias", (16,)),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +15,9 @@ from engine import FormatError
 from engine.cli import main
 from engine.formats import open_template
 
-from rust_sources import write
+from tests.helpers.engine_rust_sources import write
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hardening"))
-
-import child  # noqa: E402
+from tests.hardening import child
 
 
 @pytest.fixture

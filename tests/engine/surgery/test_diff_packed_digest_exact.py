@@ -14,8 +14,7 @@ from pathlib import Path
 from engine import open_store
 from engine.surgery.diff import diff
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
-from quantized_files import f32, gen2, i8, write  # noqa: E402
+from tests.helpers.formats_quantized_files import f32, gen2, i8, write
 
 E4M3 = {"QFloat": gen2("E4M3", store="Native")}  # float8 values: Burn's QuantizedBytes does not decode them
 E5M2 = {"QFloat": gen2("E5M2", store="Native")}

@@ -31,8 +31,7 @@ import pytest
 from engine import open_store
 from engine.surgery.diff import diff
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
-from quantized_files import f32, gen2, i8, write  # noqa: E402
+from tests.helpers.formats_quantized_files import f32, gen2, i8, write
 
 NAMES = {np.dtype("<f4"): "F32", np.dtype("<i2"): "I16", np.dtype("<f2"): "F16", np.dtype(np.uint8): "U8",
          np.dtype(ml_dtypes.bfloat16): "BF16"}

@@ -56,7 +56,7 @@ def test_every_burn_tensor_is_the_torch_slice_transposed(torch_file, tmp_path, c
     # a .pt saved by torch, converted by the CLI as a user would (the stack's placement is a guess, so not --strict)
     source = tmp_path / "rnn.pt"
     torch.save(Model().state_dict(), source)
-    assert main(["convert", str(source), str(tmp_path / "burn.bpk"), "--adapter", "pytorch-to-burn"]) == 0
+    assert main(["convert", str(source), str(tmp_path / "burn.bpk"), "--adapter", "pytorch-to-burn", "-v"]) == 0
     assert "guessed lstm.1.reverse.cell_gate.hidden_transform.bias: placed at" in capsys.readouterr().err
     with open_store(source) as store:
         result = plan([store], TO_BURN)

@@ -142,8 +142,7 @@ def test_a_plans_export_passes_on_scalars_overwrite_progress_cancel_burn_version
     from pathlib import Path
     from engine import ExportError, open_store
     from engine.burn_versions import BurnVersion
-    sys.path.insert(0, str(Path(__file__).parents[1] / "formats"))
-    from quantized_files import f32, gen2, i8, read_meta, write
+    from tests.helpers.formats_quantized_files import f32, gen2, i8, read_meta, write
     store = ArrayStore({"on": np.array([True, False]), "w": np.ones(2, np.float32)}, name="m")
     dest = tmp_path / "out.bpk"
     dest.write_bytes(b"old")

@@ -19,8 +19,7 @@ from safetensors.numpy import save_file
 from engine import open_store
 from engine.surgery.diff import value_difference
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
-from quantized_files import f32, gen2, i8, write  # noqa: E402
+from tests.helpers.formats_quantized_files import f32, gen2, i8, write
 
 
 def _compare(tmp_path, a: np.ndarray, b: np.ndarray, **options):

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 from PySide6.QtWidgets import QLabel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine" / "formats" / "burn_record"))
-from burn_record_writers import Settings, model_item, write_record  # noqa: E402
+from tests.helpers.formats_burn_record_writers import Settings, model_item, write_record
 
 
 def _texts(view) -> list[str]:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 import torch
 from PySide6.QtWidgets import QGroupBox, QLabel, QTreeWidgetItem
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine" / "formats" / "pytorch"))
-from test_pytorch_python2 import legacy_file, ordered_dict, s, storage_pid, tensor_v2  # noqa: E402
+from tests.helpers.pytorch_python2_pickles import (
+    legacy_file,
+    ordered_dict,
+    s,
+    storage_pid,
+    tensor_v2,
+)
 
 
 def _texts(view) -> list[str]:

@@ -3,7 +3,6 @@ values, the stored integers one click away, the Burn releases a file loads in, a
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +19,7 @@ from gui.workbench.document import RecipeDocument
 from gui.workbench.export_dialog import run_export
 from gui.workers import TaskRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine" / "formats"))
-from quantized_files import f32, gen2, i8, read_meta, write  # noqa: E402
+from tests.helpers.formats_quantized_files import f32, gen2, i8, read_meta, write
 
 INTS = [-7, -3, 0, 5, 7, 1, -1, 2]
 SCALES = [0.5, 0.25]

@@ -223,7 +223,7 @@ def test_save_and_open_recipe_round_trip(window: MainWindow, surgery, qtbot, tmp
     document.add_remap("^fc", "head")
     assert window.isWindowModified()
     target = tmp_path / "mine.recipe.json"
-    monkeypatch.setattr("gui.main_window.QFileDialog.getSaveFileName", lambda *a, **k: (str(target), ""))
+    monkeypatch.setattr("gui.main_window.choose_paths", lambda *a, **k: [str(target)])
     window.actions.save_recipe.trigger()
     written = Recipe.load(target)
     assert (written.remaps, written.adapters) == ((RemapRule("^fc", "head"),), ("pytorch-to-burn",))

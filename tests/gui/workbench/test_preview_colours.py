@@ -12,14 +12,13 @@ Promise -> test:
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from workbench_helpers import settle
 
 from engine.surgery import Filter, RemapRule
 from gui.main_window import MainWindow
-from gui.models.tree_model import MARK_ROLE
+from gui.models.tree_model import MARK_ROLE, NODE_ROLE
 from gui.visual import AMBER, GREY, RED
 from gui.workbench.panels.preview import NAME, OPERATIONS, STATUS
-
-from workbench_helpers import settle
 
 FOREGROUND, FONT, TOOLTIP = Qt.ItemDataRole.ForegroundRole, Qt.ItemDataRole.FontRole, Qt.ItemDataRole.ToolTipRole
 
@@ -30,7 +29,7 @@ def tree_row(view, name: str):
     group, leaf = name.split(".", 1)
     parent = next(model.index(r, 0) for r in range(model.rowCount()) if model.index(r, 0).data() == group)
     return next(model.index(r, 0, parent) for r in range(model.rowCount(parent))
-                if model.index(r, 0, parent).data().startswith(leaf))
+                if model.index(r, 0, parent).data(NODE_ROLE).path == name)  # a renamed row shows its new name
 
 
 def test_preview_and_tree_colour_each_outcome_alike(window: MainWindow, surgery, qtbot):

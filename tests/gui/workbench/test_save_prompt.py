@@ -48,7 +48,7 @@ def test_cancel_keeps_the_tab_and_save_writes_the_recipe_then_closes(window: Mai
     assert window.tabs.count() == 1 and document.is_modified
 
     target = tmp_path / "kept.recipe.json"
-    monkeypatch.setattr("gui.main_window.QFileDialog.getSaveFileName", lambda *a, **k: (str(target), ""))
+    monkeypatch.setattr("gui.main_window.choose_paths", lambda *a, **k: [str(target)])
     answer_when_asked(Button.Save, seen)
     window.close_current()
     assert len(seen) == 2 and window.tabs.count() == 0
@@ -61,7 +61,7 @@ def test_a_failed_save_says_why_and_keeps_the_tab_and_its_edits(window: MainWind
     document.add_remap("fc", "head")
     target = tmp_path / "no-such-folder" / "r.recipe.json"
     monkeypatch.setattr(MainWindow, "ask_save", ASK_SAVE)
-    monkeypatch.setattr("gui.main_window.QFileDialog.getSaveFileName", lambda *a, **k: (str(target), ""))
+    monkeypatch.setattr("gui.main_window.choose_paths", lambda *a, **k: [str(target)])
     answer_when_asked(Button.Save, [])
     window.close_current()
     qtbot.waitUntil(lambda: error_box(window) is not None, timeout=30_000)
@@ -80,7 +80,7 @@ def test_save_recipe_over_a_folder_is_an_error_not_a_crash(window: MainWindow, s
     document.add_remap("fc", "head")
     folder = tmp_path / "taken.recipe.json"
     folder.mkdir()
-    monkeypatch.setattr("gui.main_window.QFileDialog.getSaveFileName", lambda *a, **k: (str(folder), ""))
+    monkeypatch.setattr("gui.main_window.choose_paths", lambda *a, **k: [str(folder)])
     assert window.save_recipe() is False
     qtbot.waitUntil(lambda: error_box(window) is not None, timeout=30_000)
     assert error_box(window).text() == "Store Studio could not save the recipe as taken.recipe.json."

@@ -14,7 +14,7 @@ from engine import FormatError, open_store
 from engine.cli import main
 from engine.formats import burn_record
 
-from burn_record_writers import RECORDER, Data, Param, Settings, Unit, Variant, id_text, model_item, write_record
+from tests.helpers.formats_burn_record_writers import RECORDER, Data, Param, Settings, Unit, Variant, id_text, model_item, write_record
 
 NEW_VERSIONS = ("0.21.0", "0.17.0", "0.15.0")  # Bool(BoolStore); Flex32 in the dtype table; neither
 VERSIONS = NEW_VERSIONS + ("0.13.0",)  # before 0.14: {value: [numbers], shape}
@@ -28,7 +28,7 @@ def cases():
                 yield pytest.param(recorder, version, half, id=f"{recorder}-{version}-{'half' if half else 'full'}")
 
 
-@pytest.mark.parametrize("recorder, version, half", list(cases()))  # a list: a generator is spent after one session
+@pytest.mark.parametrize("recorder, version, half", list(cases()))  # a list: a generator is spent after one pass
 def test_every_recorder_reads_names_shapes_dtypes_values_and_param_ids(tmp_path, recorder, version, half):
     settings = Settings(version=version, half=half, recorder=recorder)
     old_half_bin = recorder.startswith("Bin") and version == "0.13.0" and half

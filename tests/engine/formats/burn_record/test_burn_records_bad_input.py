@@ -12,7 +12,7 @@ import pytest
 from engine import FormatError, open_store
 from engine.formats.burn_record import gz
 
-from burn_record_writers import Data, Settings, model_item, record_bytes, record_tree, write_record
+from tests.helpers.formats_burn_record_writers import Data, Settings, model_item, record_bytes, record_tree, write_record
 
 
 def one_line(exc: pytest.ExceptionInfo) -> str:
@@ -88,7 +88,7 @@ def test_an_unknown_dtype_is_refused_by_name(tmp_path):
 
 
 def test_a_bin_dtype_index_outside_the_versions_table_is_refused(tmp_path):
-    from burn_record_writers import Bincode, Param, id_text
+    from tests.helpers.formats_burn_record_writers import Bincode, Param, id_text
     s = Settings(recorder="Bin", version="0.15.0")
     raw = bytearray(Bincode(s).record({"w": Param(id_text(1), np.ones(2, "<f4"))}))
     raw[-1] = 40

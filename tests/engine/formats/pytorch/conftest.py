@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-import mutant_runs
 from pytorch_helpers import LAYOUTS, checkpoints, save
+
+from tests.mutation import mutant_runs
 
 
 @pytest.fixture(scope="session")
@@ -19,9 +19,9 @@ def torch_files(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """In mutmut's fork server (it only collects, then forks every mutant's run from itself), build the
-    checkpoints once: torch's first backward pass and optimizer step cost 1.8 s of CPU, which each forked run
-    that asks for ``torch_files`` paid again (0.01 s once the server has paid it). One intra-op thread first:
+    """In a fork server (``mutant_runs.in_fork_server``: it only collects, then forks each run from itself), build
+    the checkpoints once: torch's first backward pass and optimizer step cost 1.8 s of CPU, which each forked run
+    that asks for ``torch_files`` would pay again (0.01 s once the server has paid it). One intra-op thread first:
     a child forked after torch has started its thread pool hangs at its next parallel operation."""
     if mutant_runs.in_fork_server(session.config):
         import torch

@@ -1,4 +1,4 @@
-"""A training checkpoint's top-level branches, each named by what it looks like (issue 39, item 4), on files
+"""A training checkpoint's top-level branches, each named by what it looks like, on files
 written by real torch: a real module, a real optimizer after a real step, an EMA copy.
 
 Promises -> tests:
@@ -14,21 +14,29 @@ Promises -> tests:
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from safetensors.numpy import save_file
-
 from engine import CheckpointBranches, checkpoint_branches, open_store
-from engine.formats.pytorch.branches import CALLBACKS, EMA, MODEL_WEIGHTS, OPTIMIZER_STATE, OTHER, Branch
-from tests.engine.formats.pytorch.training_checkpoints import (lightning_checkpoint, nbytes, optimizer_tensors,
-                                                               plain_training_checkpoint, trained)
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hardening"))
-import child  # noqa: E402
+from engine.formats.pytorch.branches import (
+    CALLBACKS,
+    EMA,
+    MODEL_WEIGHTS,
+    OPTIMIZER_STATE,
+    OTHER,
+    Branch,
+)
+from safetensors.numpy import save_file
+from tests.engine.formats.pytorch.training_checkpoints import (
+    lightning_checkpoint,
+    nbytes,
+    optimizer_tensors,
+    plain_training_checkpoint,
+    trained,
+)
+from tests.hardening import child
 
 
 def branches_of(path: Path, **options) -> CheckpointBranches | None:

@@ -1,4 +1,4 @@
-"""The unpickler's budgets hold on the zip layout's in-memory fast paths (issue 39 made APPENDS, SETITEMS, TUPLE and
+"""The unpickler's budgets hold on the zip layout's in-memory fast paths (APPENDS, SETITEMS, TUPLE and
 the memo opcodes run there by index) and through loops the walk now reads: each hostile data.pkl is refused in one
 line, within the hardening limits (300 MiB, 2 s of CPU), measured in a child process.
 
@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import re
 import struct
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hardening"))
-
-import child  # noqa: E402
-from hostile import PROTO, _text, colliding_int_keys, deep_tuple_key  # noqa: E402
+from tests.hardening import child
+from tests.hardening.hostile import PROTO, _text, colliding_int_keys, deep_tuple_key
 
 
 def nested_by_appends(depth: int) -> bytes:

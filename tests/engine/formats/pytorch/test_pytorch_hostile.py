@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from engine.errors import FormatError
 from engine.formats import open_store

@@ -1,6 +1,6 @@
 """An object of a native TorchScript class without source is a placeholder, not a refusal (README "PyTorch files",
 refused: "A TorchScript module whose class source is missing ... (An object of a native class without source,
-such as a `torch.classes` one, is shown as a placeholder.)"; the audit of issue 25).
+such as a `torch.classes` one, is shown as a placeholder.)").
 
 The archive is forged byte by byte as torch lays it out (`m/data.pkl`, `m/code/__torch__/m.py`,
 `m/constants.pkl`): a module of class `__torch__.m.C` whose attribute `h` is an object of

@@ -1,7 +1,7 @@
 """The TorchScript class-source limits at README's numbers (README "Limits": "class sources under `code/` are read
-only for the classes `data.pkl` names, from at most 4,096 files and 64 MiB in all"; the audit of issue 25).
+only for the classes `data.pkl` names, from at most 4,096 files and 64 MiB in all").
 
-test_torchscript_tables_exact.py moves the limits to fit its small archive (so it holds the checks, not the
+test_torchscript_tables.py moves the limits to fit its small archive (so it holds the checks, not the
 numbers), and the hostile class `torchscript-classes-5000` holds 4,096 only through its message: nothing pinned
 64 MiB or the edge of 4,096. Here the archives sit exactly on them. Each archive is forged as torch lays one out: a root
 module `__torch__.root.R` (its source in `code/__torch__/root.py`) whose attributes are objects of classes in other

@@ -1,4 +1,4 @@
-"""TorchScript modules with list and dict attributes (issue 39): torch.jit.save pickles them through
+"""TorchScript modules with list and dict attributes: torch.jit.save pickles them through
 ``torch.jit._pickle``'s helpers, which build lists and tags and are allowed by name; the rest of torch.jit is not.
 
 Promises (README, "PyTorch files") -> tests:
@@ -16,11 +16,11 @@ from typing import Dict, List, Optional
 
 import pytest
 import torch
+from pytorch_helpers import raw_bytes
 
 from engine.formats import open_store
 from engine.formats.pytorch.tensors import TORCH_DTYPES
-from pytorch_helpers import raw_bytes
-from test_allowlist_builders_exact import call, checkpoint, op_global, plain
+from tests.helpers.pytorch_pickle_builders import call, checkpoint, op_global, plain
 from tests.refusals import refusal
 
 

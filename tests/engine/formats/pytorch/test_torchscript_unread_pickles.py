@@ -1,6 +1,5 @@
 """A TorchScript archive's `constants.pkl` and `traced_inputs.pkl` are not read (README "PyTorch files",
-TorchScript archives: "`constants.pkl` (the code's constants) and `traced_inputs.pkl` are not read"; the audit
-of issue 25). Both pickles are replaced by ones naming a global on the deny list: were either unpickled, the
+TorchScript archives: "`constants.pkl` (the code's constants) and `traced_inputs.pkl` are not read"). Both pickles are replaced by ones naming a global on the deny list: were either unpickled, the
 file would be refused by that name.
 
 Promise -> test:
@@ -19,7 +18,6 @@ import numpy as np
 import torch
 
 from engine.formats import open_store
-
 
 UNREAD = ("/constants.pkl", "/traced_inputs.pkl")
 

@@ -1,4 +1,4 @@
-"""What training frameworks save beside the weights, read as data (issue 39): OmegaConf configs written by real
+"""What training frameworks save beside the weights, read as data: OmegaConf configs written by real
 omegaconf, a Lightning-shaped checkpoint, and object graphs that point back to their own containers.
 
 Promises (README, "PyTorch files") -> tests:
@@ -31,11 +31,11 @@ from typing import Dict, List, Optional
 import pytest
 import torch
 from omegaconf import MISSING, OmegaConf
+from pytorch_helpers import LAYOUTS, raw_bytes, save, torch_flat
 
 from engine.cli import main
 from engine.formats import open_store
 from engine.formats.pytorch.tensors import TORCH_DTYPES
-from pytorch_helpers import LAYOUTS, raw_bytes, save, torch_flat
 from tests.refusals import refusal
 
 

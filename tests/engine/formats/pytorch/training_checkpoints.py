@@ -1,6 +1,6 @@
 """Training checkpoints written by real torch: a real module, a real optimizer after a real step, an EMA copy.
 
-Shared by the engine, command-line and window tests of a checkpoint's top-level branches (issue 39, item 4).
+Shared by the engine, command-line and window tests of a checkpoint's top-level branches.
 """
 
 from __future__ import annotations
