@@ -246,7 +246,8 @@ def _explain_ranges(path: str | os.PathLike, ranges: list[tuple[str, int, int]],
         if start > end:
             raise FormatError(path, f"tensor {name!r} has a range that ends ({end}) before it starts ({start})")
         if end > buffer_size:
-            raise FormatError(path, f"tensor {name!r} ends at byte {end}, past the end of the data ({buffer_size} bytes)")
+            raise FormatError(path, f"file is truncated or its header is wrong: tensor {name!r} ends at byte {end}, "
+                                    f"past the end of the data ({buffer_size} bytes)")
         if contiguous and start != expected:
             problem = "overlaps" if start < expected else "leaves a gap before"
             raise FormatError(path, f"tensor {name!r} {problem} the previous tensor (starts at {start}, expected {expected})")

@@ -111,6 +111,7 @@ def test_a_destination_of_no_known_extension_is_a_usage_error(tmp_path):
 # signal, the real KeyboardInterrupt path through the exporter and the command line's handler.
 CTRL_C_MIDWAY = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even when the suite runs as `pytest &`
 from engine.cli import main, progress
 progress.ProgressLine.__call__ = lambda self, done, total: os.kill(os.getpid(), signal.SIGINT)
 sys.exit(main(sys.argv[1:]))

@@ -147,4 +147,4 @@ def test_a_burnpack_tensor_of_exactly_10_gib_is_within_the_limit(tmp_path):
     path = tmp_path / "m.bpk"
     path.write_bytes(burnpack_bytes({"tensors": {"w": {"dtype": "U8", "shape": [10 << 30],
                                                        "data_offsets": [0, 10 << 30]}}}, b""))
-    assert refusal(path) == f"m.bpk: tensor 'w' ends at byte {10 << 30}, past the end of the data (0 bytes)"
+    assert refusal(path) == f"m.bpk: file is truncated or its header is wrong: tensor 'w' ends at byte {10 << 30}, past the end of the data (0 bytes)"

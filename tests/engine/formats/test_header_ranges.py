@@ -112,7 +112,7 @@ def test_a_range_past_2_63_among_two_thousand_tensors_is_past_the_end(tmp_path) 
     tensors = {f"t{i:04d}": {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]} for i in range(2048)}
     tensors["far"] = {"dtype": "U8", "shape": [4], "data_offsets": [2**63, 2**63 + 4]}
     path = write(tmp_path, burn_file(tensors, bytes(2048)))
-    assert refusal(path) == f"m.bpk: tensor 'far' ends at byte {2**63 + 4}, past the end of the data (2048 bytes)"
+    assert refusal(path) == f"m.bpk: file is truncated or its header is wrong: tensor 'far' ends at byte {2**63 + 4}, past the end of the data (2048 bytes)"
 
 
 COUNTS = [3, 2048]  # the Python check, and the bulk one (mapped.BULK)
@@ -153,7 +153,7 @@ def test_many_burnpack_tensors_are_refused_as_a_few_are(tmp_path, case, count) -
         tensors[last] = u8(count - 2, count)
         words = f"tensors {before!r} and {last!r} overlap (at byte {count - 2})"
     else:
-        words = f"tensor {last!r} ends at byte {count}, past the end of the data ({count - 1} bytes)"
+        words = f"file is truncated or its header is wrong: tensor {last!r} ends at byte {count}, past the end of the data ({count - 1} bytes)"
     size = count if case == "overlap past the first" else count - 1
     assert refusal(write(tmp_path, burn_file(tensors, bytes(size)))) == f"m.bpk: {words}"
 
@@ -174,7 +174,7 @@ def spoiled_safetensors(case: str, count: int) -> tuple[dict, int, str]:
     last = f"t{count - 1:04d}"  # past the end, after empty tensors at the end of the buffer
     header = {"t0000": u8(0, 1), "t0001": u8(1, 2), **{f"t{i:04d}": u8(2, 2) for i in range(2, count - 1)},
               last: u8(2, 4)}
-    return header, 2, f"tensor {last!r} ends at byte 4, past the end of the data (2 bytes)"
+    return header, 2, f"file is truncated or its header is wrong: tensor {last!r} ends at byte 4, past the end of the data (2 bytes)"
 
 
 @pytest.mark.parametrize("count", COUNTS)

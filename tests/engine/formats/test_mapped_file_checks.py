@@ -163,7 +163,7 @@ T = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
 
 @pytest.mark.parametrize("header, size, words", [
     ({"a": T, "b": {**T, "data_offsets": [8, 4]}}, 8, "tensor 'b' has -4 bytes but F32 x [2] needs 8"),
-    ({"a": {**T, "data_offsets": [0, 8]}}, 4, "tensor 'a' ends at byte 8, past the end of the data (4 bytes)"),
+    ({"a": {**T, "data_offsets": [0, 8]}}, 4, "file is truncated or its header is wrong: tensor 'a' ends at byte 8, past the end of the data (4 bytes)"),
     ({"a": T, "b": {**T, "data_offsets": [12, 20]}}, 20,
      "tensor 'b' leaves a gap before the previous tensor (starts at 12, expected 8)"),
     ({"a": T, "b": {**T, "data_offsets": [4, 12]}}, 12,
@@ -221,7 +221,7 @@ def many(count: int, *, bad: str | None = None) -> tuple[dict, int]:
     (None, None),
     ("gap", "tensor 't{last}' leaves a gap before the previous tensor (starts at {gap}, expected {end})"),
     ("overlap", "tensor 't{last}' overlaps the previous tensor (starts at {overlap}, expected {end})"),
-    ("past", "tensor 't{last}' ends at byte {end}, past the end of the data ({short} bytes)"),
+    ("past", "file is truncated or its header is wrong: tensor 't{last}' ends at byte {end}, past the end of the data ({short} bytes)"),
     ("leftover", "the data buffer has 4 bytes that no tensor uses"),
 ])
 @pytest.mark.parametrize("count", [2, 2048])

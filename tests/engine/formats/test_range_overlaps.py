@@ -68,7 +68,7 @@ def test_overlapping_burnpack_tensors_are_named_both(tmp_path: Path) -> None:
 def test_back_to_back_burnpack_tensors_do_not_overlap(tmp_path: Path) -> None:
     """'b' starts where 'a' ends: no overlap; the file is refused for 'c', which runs past the data."""
     path = burnpack_file(tmp_path / "m.bpk", {"a": f32(0, 2), "b": f32(8, 2), "c": f32(16, 2)}, bytes(16))
-    assert refusal(path) == "m.bpk: tensor 'c' ends at byte 24, past the end of the data (16 bytes)"
+    assert refusal(path) == "m.bpk: file is truncated or its header is wrong: tensor 'c' ends at byte 24, past the end of the data (16 bytes)"
 
 
 def test_an_empty_tensor_is_never_named_as_the_one_overlapped(tmp_path: Path) -> None:

@@ -93,7 +93,7 @@ def test_ranges_running_past_the_files_end_are_refused_saying_so(tmp_path) -> No
     raw = b'{"a": {"dtype": "U8", "shape": [152], "data_offsets": [0, 152]}}'
     path = write(tmp_path, raw.ljust(64), bytes(8))
     assert path.stat().st_size == 80
-    assert refusal(path) == "m.safetensors: tensor 'a' ends at byte 152, past the end of the data (8 bytes)"
+    assert refusal(path) == "m.safetensors: file is truncated or its header is wrong: tensor 'a' ends at byte 152, past the end of the data (8 bytes)"
 
 
 def test_metadata_that_is_not_text_to_text_is_refused_in_exact_words(tmp_path) -> None:
