@@ -7,7 +7,7 @@ product line in a worktree and watching the test fail.
 
 What opens and what is written:
 - `.bpk`, `.safetensors` (sharded too), `.pt`/`.pth`, Burn's `.mpk`/`.bin`/`.json` records, each also `.gz` ->
-  engine/formats/test_formats_promises.py (its sections), engine/formats/test_open_store_exact.py::test_a_file_opens_by_its_bytes_whatever_its_name
+  engine/formats/test_formats_promises.py (its sections), engine/formats/test_open_store.py::test_a_file_opens_by_its_bytes_whatever_its_name
 - converting is streaming, atomic and never executes a pickle -> engine/cli/test_command_line_promises.py (`convert`),
   engine/formats/pytorch/test_pytorch_hostile.py::test_hostile_file_is_refused_naming_the_global_and_nothing_runs
 

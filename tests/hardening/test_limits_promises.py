@@ -26,7 +26,7 @@ Formats:
   engine/formats/burn_record/test_burn_records.py::test_half_floats_follow_the_settings_when_the_version_table_is_ambiguous,
   engine/formats/burn_record/test_burn_records.py::test_a_dtype_index_whose_size_fits_only_the_other_versions_table_reads_by_that_table,
   engine/formats/burn_record/test_burn_records_bad_input.py::test_a_bin_dtype_index_outside_the_versions_table_is_refused,
-  engine/formats/burn_record/test_burn_record_bin_exact.py and test_burn_record_old_layout_exact.py (their own pairs);
+  engine/formats/burn_record/test_bin_records.py and test_old_layout_records.py (their own pairs);
   (Bin records find only parameters: a limit stated, not tested; the test writer cannot lay out an optimizer's
   HashMap in bincode);
   JSON records up to 256 MiB -> here::test_a_json_record_over_256_mib_is_refused_unparsed (checked); `.gz` decompressed once
@@ -54,7 +54,7 @@ Hostile and changing files (one line naming the file, within 2 s of CPU and 300 
   hostile[memo-sharing-placeholder-fan-20], engine/formats/pytorch/test_pytorch_forged.py::test_exponential_sharing_is_cut_off
 - TorchScript: at most 4,096 source files and 64 MiB in all, each inflated within data.pkl's bounds ->
   engine/formats/pytorch/test_torchscript_source_limits.py (whole module; checked: the moved-limit tests of
-  test_torchscript_tables_exact.py passed with 64 MiB loosened; the hostile case holds 4,096 only by its message), hostile[torchscript-classes-5000];
+  test_torchscript_tables.py passed with 64 MiB loosened; the hostile case holds 4,096 only by its message), hostile[torchscript-classes-5000];
   only the classes data.pkl names -> hostile[torchscript-entries-100000]; a zip of 100,000 entries within 3 s ->
   hostile[torchscript-entries-100000]
 - compressed data.pkl: at most 64 times its size, inflated no further than its header states -> hostile[zip-bomb-deflate-64MiB],
