@@ -32,9 +32,9 @@ The Rust chain (`recipe --as rust`, Copy as Rust):
   surgery/test_rust_chain_api.py (whole module); what a store cannot do is never a call: BurnpackStore's renames
   for renumbering and skipped variants, one `with_from_adapter` with the cast chained, 0.21's HalfPrecisionAdapter
   and `// differs:`, `// left to do:` for BF16 before 0.22 and casts in 0.20, PytorchStore's
-  `map_indices_contiguous(false)`, the `use` line, `// Store Studio only:` -> surgery/test_printed_recipe_exact.py
+  `map_indices_contiguous(false)`, the `use` line, `// Store Studio only:` -> surgery/test_printed_recipe.py
   (whole module, its own pairs); the chain renames as the CLI did -> surgery/test_rust_chain_semantics.py (whole module)
-- `recipe FILE --as cli` -> surgery/test_recipe_as_cli_exact.py (whole module, its own pairs)
+- `recipe FILE --as cli` -> surgery/test_recipe_document.py (whole module, its own pairs)
 
 What a cast touches:
 - `--cast` casts float tensors only, after everything else, once -> here::test_cast_touches_float_tensors_only,
@@ -45,7 +45,7 @@ Module types and guesses:
 - evidence first (running stats, a bias beside a 2-D weight, ...) -> surgery/test_modules.py (whole module),
   cli/test_convert_trust.py::test_a_square_weight_with_a_bias_is_a_linear_whatever_its_name; the named guesses
   (`tokens`, `embed_out`, `act`, `final_norm`, BERT's `embeddings.LayerNorm`, UNet's `time_embed.0`) ->
-  surgery/test_modules.py (whole module), surgery/test_guesses.py (whole module), surgery/test_modules_words_exact.py
+  surgery/test_modules.py (whole module), surgery/test_guesses.py (whole module), surgery/test_modules.py
   (its own pairs), cli/test_convert_trust.py (the LayerNorm and time_embed cases)
 - every tensor resting on a guess is listed, one line each -> cli/test_convert_trust.py::test_tensors_resting_on_a_name_are_reported_after_the_summary;
   by `--dry-run` too -> cli/test_convert_words_exact.py::test_strict_lists_each_guess_once,
@@ -59,15 +59,15 @@ Fused modules:
 - split and fused back exactly, bit for bit -> surgery/test_fused_modules.py::test_every_burn_tensor_is_the_torch_slice_transposed,
   surgery/test_fused_modules.py::test_fused_back_bit_for_bit, surgery/test_fused_modules.py::test_one_lstm_step_from_the_burn_tensors_matches_torch,
   surgery/test_fused_modules.py::test_one_gru_step_from_the_burn_tensors_matches_torch
-- a stack's layer `k` goes to `MODULE.k`, reported as a guess a template settles -> surgery/test_fused_guess_words_exact.py,
+- a stack's layer `k` goes to `MODULE.k`, reported as a guess a template settles -> surgery/test_fused_modules.py,
   surgery/test_fused_modules.py::test_a_template_settles_the_stack_placement
 - what does not add up is left as it is -> surgery/test_fused_modules.py::test_shapes_that_do_not_add_up_are_left_as_they_are,
   surgery/test_fused_left_as_is.py (whole module; a projection `weight_hr_l0` and kdim/vdim attention, checked)
 - back to PyTorch only exactly one cell's gates; stacks need layers 0 and 1; a BiLstm's directions land in one
-  module -> surgery/test_fused_back_places_exact.py (whole module, its own pairs)
+  module -> surgery/test_fused_back_placement.py (whole module, its own pairs)
 - a split is one operation with one input and all its outputs, then the transpose; the Preview reads
   `◆ split, transposed` -> surgery/test_fused_modules.py::test_a_split_is_one_operation_with_its_input_and_outputs,
-  surgery/test_plan_words_exact.py::test_a_split_names_its_rows_and_every_output, gui/workbench/test_fused_preview.py
+  surgery/test_plan.py::test_a_split_names_its_rows_and_every_output, gui/workbench/test_fused_preview.py
 - the Rust chain says `// left to do: split LSTM gates (...)` -> surgery/test_fused_modules.py::test_the_rust_chain_says_burn_store_cannot_split_fused_gates
 
 What is refused and what is kept:
@@ -93,7 +93,7 @@ What is refused and what is kept:
   source and B as template, and `convert --recipe` applies them ->
   cli/test_diff_suggest_cli.py::test_suggest_prints_each_change_and_the_saved_recipe_converts_to_what_the_template_wants,
   cli/test_diff_recipe_exact.py::test_suggest_finds_the_top_level_key_and_saves_source_and_template,
-  surgery/test_suggest_steps_exact.py (whole module); the fused split by name, naming its modules ->
+  surgery/test_suggest_steps.py (whole module); the fused split by name, naming its modules ->
   surgery/test_suggest_fused.py (whole module)
 - non-float buffers (`num_batches_tracked`) are kept by the adapters -> surgery/test_round_trip_torch.py (whole module)
 """

@@ -11,7 +11,7 @@ from torch import nn
 
 from engine import ArrayStore, open_store
 from engine.surgery import Recipe, RemapRule, align, plan
-from surgery_helpers import load_pt, torch_state
+from tests.helpers.surgery_burn_fixtures import load_pt, torch_state
 
 
 def export_and_open(p, tmp_path, name="out.safetensors"):

@@ -1,6 +1,6 @@
 """What does not add up to a fused module Burn keeps apart is left as it is (README "### Surgery", Fused modules:
 "anything that does not add up (a projection `weight_hr_l0`, `kdim`/`vdim` attention's separate `q_proj_weight`,
-7 rows of `in_proj_weight`) is left as it is"; the audit of issue 25). The tensors are real torch modules'
+7 rows of `in_proj_weight`) is left as it is"). The tensors are real torch modules'
 state_dict(), saved by the official safetensors library.
 
 Promise -> test:

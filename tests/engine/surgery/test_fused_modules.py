@@ -1,4 +1,10 @@
-"""nn.LSTM, nn.GRU and nn.MultiheadAttention split into Burn's layout and fused back, checked against torch itself."""
+"""nn.LSTM, nn.GRU and nn.MultiheadAttention split into Burn's layout and fused back, checked against torch itself.
+
+A stacked nn.LSTM/nn.GRU's layers rest on a guess, word for word (README "Fused modules": layer ``k`` goes to
+``MODULE.k``, **reported as a guess**) -> ``test_a_stacked_layer_is_a_guess_saying_where_it_went``.
+"""
+
+from __future__ import annotations
 
 import numpy as np
 import pytest
@@ -8,8 +14,8 @@ from safetensors.torch import save_file
 from engine import ArrayStore, RecipeError, export, open_store
 from engine.cli import main
 from engine.surgery import Recipe, SourceSpec, plan
-from engine.surgery.printers import as_rust
 from engine.surgery.ops import FuseSplit, SplitFused, Transpose
+from engine.surgery.printers import as_rust
 
 TO_BURN = Recipe(adapters=("pytorch-to-burn",))
 TO_TORCH = Recipe(adapters=("burn-to-pytorch",))
@@ -198,3 +204,20 @@ def test_gates_of_different_dtypes_are_refused_not_cast(tmp_path):
     export(ArrayStore(mixed).entries, tmp_path / "mixed.safetensors")
     with open_store(tmp_path / "mixed.safetensors") as store, pytest.raises(RecipeError, match=r"would mix dtypes \(F16, F32\)"):
         plan([store], TO_TORCH)
+
+
+SETTLE = "settle with --template FILE (a file of the target model holding this name), or a remap to where the model keeps it"
+
+
+def test_a_stacked_layer_is_a_guess_saying_where_it_went():
+    torch.manual_seed(0)
+    state = {k: v.detach().numpy() for k, v in torch.nn.LSTM(2, 3, num_layers=2).state_dict().items()}
+    state |= {"gru." + k: v.detach().numpy() for k, v in torch.nn.GRU(2, 3, num_layers=2).state_dict().items()}
+    lines = {g.line() for g in plan([ArrayStore(state)], Recipe(adapters=("pytorch-to-burn",))).guesses}
+    assert ("guessed 1.input_gate.input_transform.weight: placed at 1.input_gate.input_transform.weight (Burn has no "
+            "stacked LSTM: layer 1 of nn.LSTM (top level) is placed at 1, as a Vec<Lstm> (or Vec<BiLstm>) field would "
+            f"hold it); {SETTLE}") in lines
+    assert ("guessed gru.0.new_gate.hidden_transform.bias: placed at gru.0.new_gate.hidden_transform.bias (Burn has no "
+            "stacked GRU: layer 0 of nn.GRU gru is placed at gru.0, as a Vec<Gru> (or Vec<BiGru>) field would hold it); "
+            f"{SETTLE}") in lines
+    assert len(lines) == 2 * 16 + 2 * 12  # every split tensor of both stacks

@@ -1,12 +1,44 @@
-"""Module-type inference: the guesses PyTorch-to-Burn conversion depends on, with their reasons."""
+"""Module-type inference: the guesses PyTorch-to-Burn conversion depends on, with their reasons.
+
+Words of a module kind:
+- a lone 1-D weight is a guess whose reason says the evidence and what the name says, with the kinds it could be
+  (README "Module types": "a lone 1-D weight (RmsNorm's gamma or PReLU's alpha? act says PReLU ...)") ->
+  test_a_lone_1d_weight_named_act_is_a_guessed_prelu_saying_why_and_what_else_it_could_be
+- an unknown module type names the path, the type and every known one (README: "an unknown type is exit 2") ->
+  test_an_unknown_module_type_names_every_known_one
+
+Each rule of the module-kind guess alone, through ``plan`` with the pytorch-to-burn adapter (the dry-run
+document's kind and reason, and the names the adapter gives the module's tensors; README "Module types, evidence
+first") -> test_each_piece_of_evidence_alone_decides_the_kind:
+- running stats make a BatchNorm, either one alone, and the adapter renames its weight to gamma
+- Burn's ``alpha`` says PReLU, but only for a module without a ``weight``: a 2-D weight and a bias make a Linear
+- Burn's ``beta`` beside a 1-D weight makes a LayerNorm; a ``gamma`` alone is the norm Burn names so
+- a bias is evidence for a norm only when it matches the 1-D weight's shape
+- a 2-D weight without bias named like an embedding is a guessed Embedding, saying why
+- a 3- to 5-D weight is a convolution, transposed when its name says so; no other number of dimensions makes a layer
+
+Module kinds a template proves (stages.TemplateIndex.kinds; README "Model surgery": a template settles what a
+name alone only guesses) -> tests:
+- a template norm (``gamma``) is a norm, BatchNorm where it keeps running stats; a PReLU (``alpha``) is a PRelu; a
+  2-D weight the template wants as it is is no Linear; a decision the template agrees with is settled, one it
+  cannot judge is kept -> test_the_template_proves_or_settles_each_kind
+- the user's kind stands: a template cannot re-prove it -> test_a_kind_the_user_set_stands_under_alpha
+- only a module's weight is judged: another 2-D tensor the template wants transposed proves nothing ->
+  test_only_the_weight_is_judged_not_another_tensor_of_the_module
+"""
+
+from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
 from engine import ArrayStore, RecipeError
+from engine.surgery import Recipe
+from engine.surgery import plan
 from engine.surgery.modules import KINDS, ModuleGuess, infer_modules, logical_leaf, parse_kind
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "burn-pytorch-tests"
@@ -125,7 +157,7 @@ def test_a_real_torch_model_is_guessed_right():
     assert set(kinds(*entries).values()) <= set(KINDS)
 
 
-# --- evidence first, guesses marked (issue 11) ------------------------------------------------------
+# --- evidence first, guesses marked ------------------------------------------------------------
 
 def test_a_bias_beside_a_2d_weight_makes_a_linear_whatever_the_name():
     guesses = infer_modules([T("time_embed.0.weight", 8, 8), T("time_embed.0.bias", 8),
@@ -163,3 +195,143 @@ def test_module_types_are_read_in_any_case(typed, kind):
 def test_an_unknown_module_type_names_the_path():
     with pytest.raises(RecipeError, match="'tokens'.*'Embeding'"):
         parse_kind("Embeding", "tokens")
+
+
+def test_a_lone_1d_weight_named_act_is_a_guessed_prelu_saying_why_and_what_else_it_could_be():
+    guess = infer_modules(ArrayStore({"block.act.weight": np.ones(4, np.float32)}).entries)["block.act"]
+    assert (guess.path, guess.kind, guess.reason, guess.guessed, guess.alternatives) == (
+        "block.act", "PRelu", "1-D weight without bias or running stats, and the name 'act' says PReLU", True,
+        ("PRelu", "RmsNorm", "Unknown"))
+    plain = infer_modules(ArrayStore({"scale.weight": np.ones(4, np.float32)}).entries)["scale"]
+    assert plain.reason == "1-D weight without bias or running stats, and the name 'scale' says nothing: kept as it is"
+
+
+def test_an_unknown_module_type_names_every_known_one():
+    with pytest.raises(RecipeError) as refused:
+        Recipe(module_overrides={"enc.fc": "Dense"})
+    assert str(refused.value) == (f"module type override for 'enc.fc': unknown kind 'Dense' (one of {', '.join(KINDS)})")
+    assert ", ".join(KINDS).startswith("Linear, Conv1d, Conv2d, Conv3d, ConvTranspose, Embedding, BatchNorm")
+
+
+@pytest.mark.parametrize("label, kind, says, alternatives", [
+    ("final_norm", "RmsNorm", "norm", ("RmsNorm", "PRelu", "Unknown")),
+    ("ln_f", "LayerNorm", "LayerNorm", ("LayerNorm", "RmsNorm", "PRelu", "Unknown")),
+    ("bn1", "BatchNorm", "BatchNorm", ("BatchNorm", "RmsNorm", "PRelu", "Unknown")),
+    ("gn", "GroupNorm", "GroupNorm", ("GroupNorm", "RmsNorm", "PRelu", "Unknown")),
+    ("scale", "Unknown", "nothing: kept as it is", ("RmsNorm", "PRelu", "Unknown"))])
+def test_a_lone_1d_weight_takes_the_kind_its_name_says_as_a_guess(label, kind, says, alternatives):
+    guess = infer_modules(ArrayStore({f"{label}.weight": np.ones(4, np.float32)}).entries)[label]
+    assert (guess.kind, guess.reason, guess.guessed, guess.alternatives) == (
+        kind, f"1-D weight without bias or running stats, and the name {label!r} says {says}", True, alternatives)
+
+
+BURN = Recipe(adapters=("pytorch-to-burn",))
+
+
+def _plan(shapes: dict[str, tuple[int, ...]]):
+    return plan([ArrayStore({name: np.ones(shape, np.float32) for name, shape in shapes.items()})], BURN)
+
+
+@pytest.mark.parametrize("shapes, module, kind, reason, guessed, names", [
+    pytest.param({"stats.weight": (4,), "stats.running_mean": (4,)}, "stats", "BatchNorm",
+                 "has running_mean/running_var", False, ["stats.gamma", "stats.running_mean"], id="running_mean only"),
+    pytest.param({"stats.weight": (4,), "stats.running_var": (4,)}, "stats", "BatchNorm",
+                 "has running_mean/running_var", False, ["stats.gamma", "stats.running_var"], id="running_var only"),
+    pytest.param({"act.alpha": (1,)}, "act", "PRelu", "Burn names a PReLU's weight alpha", False, ["act.alpha"],
+                 id="alpha alone"),
+    pytest.param({"p.alpha": (1,), "p.weight": (3, 4), "p.bias": (3,)}, "p", "Linear",
+                 "2-D weight and a bias of 3 (an Embedding has no bias)", False, ["p.alpha", "p.weight", "p.bias"],
+                 id="alpha beside a Linear's weight and bias"),
+    pytest.param({"scale.weight": (4,), "scale.beta": (4,)}, "scale", "LayerNorm",
+                 "1-D weight with a bias and no running stats", False, ["scale.gamma", "scale.beta"],
+                 id="beta beside a 1-D weight"),
+    pytest.param({"scale.gamma": (4,)}, "scale", "RmsNorm", "Burn names gamma/beta without bias or running stats",
+                 False, ["scale.gamma"], id="gamma alone"),
+    pytest.param({"scale.weight": (4,), "scale.bias": (5,)}, "scale", "Unknown",
+                 "1-D weight without bias or running stats, and the name 'scale' says nothing: kept as it is", True,
+                 ["scale.weight", "scale.bias"], id="a 1-D weight beside a bias of another size"),
+    pytest.param({"embed.weight": (10, 4)}, "embed", "Embedding",
+                 "2-D weight without bias, and the name 'embed' says embedding", True, ["embed.weight"], id="embed"),
+    pytest.param({"conv.weight": (4, 4, 3, 3)}, "conv", "Conv2d", "4-D weight", False, ["conv.weight"],
+                 id="a 4-D weight"),
+    pytest.param({"deconv.weight": (4, 4, 3, 3)}, "deconv", "ConvTranspose",
+                 "4-D weight, and the name 'deconv' says transposed", False, ["deconv.weight"],
+                 id="a 4-D weight named deconv"),
+    pytest.param({"w.weight": (1, 1, 1, 1, 1, 2)}, "w", "Unknown", "6-D weight fits no known layer", False,
+                 ["w.weight"], id="a 6-D weight"),
+    pytest.param({"w.weight": ()}, "w", "Unknown", "0-D weight fits no known layer", False, ["w.weight"],
+                 id="a 0-D weight"),
+])
+def test_each_piece_of_evidence_alone_decides_the_kind(shapes, module, kind, reason, guessed, names):
+    result = _plan(shapes)
+    assert result.to_json()["modules"] == {module: {"kind": kind, "reason": reason, "overridden": False,
+                                                    "guessed": guessed}}
+    assert result.names == names
+
+
+GAMMA, ALPHA, AS_IT_IS = "the template has gamma here", "the template has alpha here", \
+    "the template wants this 2-D weight as it is"
+
+
+CASES = {
+    "a guessed 1-D weight under gamma is a LayerNorm": (
+        {"scale.weight": (4,)}, {"scale.gamma": (4,)}, ("LayerNorm", GAMMA, False), ["scale.gamma"]),
+    "with running stats, a BatchNorm": (
+        {"scale.weight": (4,)}, {"scale.gamma": (4,), "scale.running_mean": (4,)}, ("BatchNorm", GAMMA, False),
+        ["scale.gamma"]),
+    "a guessed RmsNorm under gamma keeps its kind": (
+        {"norm.weight": (4,)}, {"norm.gamma": (4,)}, ("RmsNorm", GAMMA, False), ["norm.gamma"]),
+    "a LayerNorm proven by its bias is left as it was": (
+        {"norm.weight": (4,), "norm.bias": (4,)}, {"norm.gamma": (4,), "norm.beta": (4,)},
+        ("LayerNorm", "1-D weight with a bias and no running stats", False), ["norm.gamma", "norm.beta"]),
+    "a guessed 1-D weight under alpha is a PRelu": (
+        {"scale.weight": (4,)}, {"scale.alpha": (4,)}, ("PRelu", ALPHA, False), ["scale.alpha"]),
+    "a LayerNorm proven by its bias, under alpha, is a PRelu": (
+        {"norm.weight": (4,), "norm.bias": (4,)}, {"norm.alpha": (4,), "norm.beta": (4,)}, ("PRelu", ALPHA, False),
+        ["norm.alpha", "norm.bias"]),
+    "a guessed PRelu under alpha is settled": (
+        {"act.weight": (1,)}, {"act.alpha": (1,)}, ("PRelu", ALPHA, False), ["act.alpha"]),
+    "a Linear proven by its bias, wanted as it is, is Unknown": (
+        {"fc.weight": (3, 2), "fc.bias": (3,)}, {"fc.weight": (3, 2), "fc.bias": (3,)}, ("Unknown", AS_IT_IS, False),
+        ["fc.weight", "fc.bias"]),
+    "a guessed Embedding wanted as it is is settled": (
+        {"embed.weight": (3, 2)}, {"embed.weight": (3, 2)}, ("Embedding", AS_IT_IS, False), ["embed.weight"]),
+    "a Linear proven by its bias, wanted transposed, is left as it was": (
+        {"fc.weight": (3, 2), "fc.bias": (3,)}, {"fc.weight": (2, 3), "fc.bias": (3,)},
+        ("Linear", "2-D weight and a bias of 3 (an Embedding has no bias)", False), ["fc.weight", "fc.bias"]),
+    "a guessed Embedding wanted transposed is a Linear": (
+        {"embed.weight": (3, 2)}, {"embed.weight": (2, 3)},
+        ("Linear", "the template wants this weight transposed", False), ["embed.weight"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_template_proves_or_settles_each_kind(case: str) -> None:
+    source, template, (kind, reason, guessed), names = CASES[case]
+    arrays = {name: np.arange(np.prod(shape), dtype=np.float32).reshape(shape) for name, shape in source.items()}
+    result = plan([ArrayStore(arrays)], Recipe(adapters=("pytorch-to-burn",)),
+                  template=ArrayStore({name: np.zeros(shape, np.float32) for name, shape in template.items()}))
+    ((path, module),) = result.modules.items()
+    assert module.path == path and (module.kind, module.reason, module.guessed) == (kind, reason, guessed)
+    assert result.names == names and result.guesses == []
+    assert [t.shape for t in result.tensors] == [template.get(n, source.get(n)) for n in names]
+
+
+def test_a_kind_the_user_set_stands_under_alpha() -> None:
+    result = plan([ArrayStore({"act.weight": np.ones(4, np.float32)})],
+                  Recipe(adapters=("pytorch-to-burn",), module_overrides={"act": "PRelu"}),
+                  template=ArrayStore({"act.alpha": np.zeros(4, np.float32)}))
+    module = result.modules["act"]
+    assert (module.kind, module.reason, module.overridden, module.guessed) == ("PRelu", "set by user", True, False)
+    assert result.names == ["act.alpha"]
+
+
+def test_only_the_weight_is_judged_not_another_tensor_of_the_module() -> None:
+    table = np.arange(6, dtype=np.float32).reshape(3, 2)
+    result = plan([ArrayStore({"x.weight": np.ones(4, np.float32), "x.table": table})],
+                  Recipe(adapters=("pytorch-to-burn",)),
+                  template=ArrayStore({"x.weight": np.zeros(4, np.float32), "x.table": np.zeros((2, 3), np.float32)}))
+    module = result.modules["x"]
+    assert (module.kind, module.guessed) == ("Unknown", True)
+    assert [(g.name, g.decision) for g in result.guesses] == [("x.weight", "Unknown: left as it is")]
+    assert [t.shape for t in result.tensors] == [(4,), (3, 2)]

@@ -11,7 +11,7 @@ from torch import nn
 
 from engine import open_store
 from engine.surgery import Recipe, RemapRule, diff, plan
-from surgery_helpers import load_pt
+from tests.helpers.surgery_burn_fixtures import load_pt
 
 
 class Net(nn.Module):

@@ -1,4 +1,5 @@
-r"""Every pattern a recipe carries is read in burn-store's dialect and run in linear time (issue 38, item 4):
+r"""Every pattern a recipe carries is read in burn-store's dialect and run in linear time (a recipe that loads here must
+load in Burn, and no pattern may hang the app):
 includes, excludes, a source's own filter, predicates' ``matches``, remap rules; the chain printed for Rust
 holds only patterns Rust's regex takes.
 

@@ -3,6 +3,10 @@
 Sources are state dicts written by real torch; targets are Burnpack files named and shaped as Burn's modules
 save them (Linear weights ``[in, out]``, BatchNorm ``gamma``/``beta``, no ``num_batches_tracked``,
 ``nn.Sequential``'s indices contiguous), as a template saved from the Burn model would be.
+
+Only the eight most voted name rules are proven, and a top-level key comes only from a rule that strips a
+prefix (README "Suggestions": the front-running name patterns are planned and checked; a stripped PyTorch branch
+is also offered as the checkpoint's top-level key) -> ``test_a_key_is_offered_only_from_a_front_running_strip_rule``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from engine import ArrayStore, Store, export, open_store
 from engine.surgery import Recipe, RemapRule, align, plan
 from engine.surgery.suggestions import (ADAPTER, CAST, LINEAR, RENAME, TOP_LEVEL_KEY, Change, Suggestion, fit,
                                     name_votes, suggest)
+from engine.surgery.suggestions import NAME_CANDIDATES
 
 
 class Mnist(nn.Module):
@@ -235,3 +240,27 @@ def test_a_prefix_added_stripped_or_replaced_is_the_name_pattern_most_pairs_vote
 
 def test_names_that_line_up_nowhere_vote_for_nothing():
     assert not name_votes(["a.x", "b.y"], ["c.z"]) and not name_votes([], ["c.z"])
+
+
+def test_a_key_is_offered_only_from_a_front_running_strip_rule(tmp_path):
+    # under key "a": x.w (the target's x.w: one vote to strip "a.") and five p*.w (the target's b.p*.w: "a." -> "b.");
+    # eight more keys c0..c7 of two tensors each, whose many "cN." -> "dM." rules push the strip rule past the eight
+    checkpoint = {"a": {"x.w": torch.zeros(2), **{f"p{i}.w": torch.zeros(2) for i in range(5)}}}
+    checkpoint |= {f"c{j}": {"q.w": torch.zeros(2), "r.w": torch.zeros(2)} for j in range(8)}
+    torch.save(checkpoint, tmp_path / "ck.pt")
+    target = {"x.w": np.zeros(2, np.float32), **{f"b.p{i}.w": np.zeros(2, np.float32) for i in range(5)}}
+    target |= {f"d{j}.{k}.w": np.zeros(2, np.float32) for j in range(8) for k in "qr"}
+    export(ArrayStore(target).entries, tmp_path / "t.bpk")
+
+    def reopen(store: Store, key: str) -> Store:
+        return open_store(store.path, top_level_key=key)
+
+    with open_store(tmp_path / "ck.pt") as source, open_store(tmp_path / "t.bpk") as burn:
+        report = align(plan([source], Recipe()), burn)
+        votes = name_votes(report.unused, report.missing)
+        front = [rule for rule, _ in votes.most_common(NAME_CANDIDATES)]
+        strip = ("^a\\.", "", "strip the prefix a.")
+        assert strip in votes and strip not in front and ("^a\\.", "b.", "rename the prefix a. to b.") in front
+        assert [s.line() for s in suggest([source], Recipe(), burn, reopen=reopen, limit=20)] == [  # no key 'a'
+            "suggest: rename c to d + rename the prefix a. to b.: fixes 21 of 22 missing or mismatched: "
+            "remap '(^|\\.)c(\\d*)(\\.|$)' -> '${1}d${2}${3}'; remap '^a\\.' -> 'b.'"]

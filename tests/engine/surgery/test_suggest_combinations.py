@@ -1,4 +1,5 @@
-"""Suggestions that search combinations of changes, and edit the recipe instead of fighting it (issue 40).
+"""Suggestions that search combinations of changes, and edit the recipe instead of fighting it: a user
+with a wrapped checkpoint would otherwise get no recipe that loads it.
 
 Promises -> tests:
 - changes are tried together where one alone loads nothing: a real Lightning checkpoint (its key, its ``model.``

@@ -10,7 +10,7 @@ from engine import ArrayStore, export, open_store
 from engine.surgery import Recipe, align, plan
 from engine.surgery.suggestions import ADAPTER, FUSED, suggest
 
-from fused_targets import burn_named, torch_state
+from tests.helpers.surgery_fused_targets import burn_named, torch_state
 
 
 def _files(tmp_path, hidden: int = 4):

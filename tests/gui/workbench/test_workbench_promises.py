@@ -67,7 +67,7 @@ verified by breaking the product line in a worktree and watching the test fail.
   here::test_the_diff_view_offers_at_most_two_changes_best_first (checked: 2 -> 3 and 2 -> 1 both fail it); never one that pairs different shapes ->
   engine/surgery/test_suggest.py (whole module); the fused-gate split, with its pairs, and Apply ->
   wb/test_diff_fused_suggestion.py::test_the_split_is_offered_with_its_pairs_and_applying_it_makes_every_tensor_identical;
-  the same logic as `diff --suggest` -> engine/cli/test_diff_suggest_cli.py (whole module), engine/surgery/test_suggest_steps_exact.py (whole module)
+  the same logic as `diff --suggest` -> engine/cli/test_diff_suggest_cli.py (whole module), engine/surgery/test_suggest_steps.py (whole module)
 - a missing tensor offers the closest names, one click makes a remap rule (undoable) ->
   wb/test_diff_panel.py::test_a_suggestion_becomes_a_remap_rule_and_undo_removes_it
 - values compared: max |Δ| sorted worst first, a pair's statistics and histogram ->
@@ -91,7 +91,7 @@ from gui.workbench.document import RecipeDocument
 from workbench_helpers import settle
 
 # nine families of names, each its own rename: more than one search's bounds combine, so besides the best chain
-# the families it leaves are offered one by one (engine/surgery/test_suggest_steps_exact.py::test_five_suggestions_at_most)
+# the families it leaves are offered one by one (engine/surgery/test_suggest_steps.py::test_five_suggestions_at_most)
 WORDS = ("ant", "bee", "cat", "dog", "eel", "fox", "gnu", "hen", "owl")
 SOURCE = {f"{w}.{w}_{k}": np.ones(2, np.float32) for w in WORDS for k in "wb"}
 TARGET = {f"{w[::-1]}.{w}_{k}": np.ones(2, np.float32) for w in WORDS for k in "wb"}

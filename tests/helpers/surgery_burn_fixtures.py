@@ -9,7 +9,7 @@ import torch
 
 from engine import Store, open_store
 
-FIXTURES = Path(__file__).parents[2] / "fixtures" / "burn-pytorch-tests"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "burn-pytorch-tests"
 
 
 def load_pt(path: str | Path, top_level_key: str | None = None) -> Store:

@@ -1,4 +1,5 @@
-"""Suggestions step by step, word for word: what ``diff --suggest`` and the diff view print (issue 25).
+"""Suggestions step by step, word for word: what ``diff --suggest`` and the diff view print: a user follows
+these steps to make a file load, so each must say exactly what it changes.
 
 Promises (README "### Surgery", the diff view and ``diff A B --suggest``) -> tests:
 - each step is proven on top of the ones before it (the template lends the plan module kinds, as the
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
 from engine import ArrayStore, Store, export, open_store
 from engine.surgery import Recipe, align, plan
 from engine.surgery.suggestions import ADAPTER, LINEAR, RENAME, TOP_LEVEL_KEY, Suggestion, fit, name_votes, suggest

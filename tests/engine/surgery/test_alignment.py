@@ -1,4 +1,5 @@
-"""Alignment against a template (burn-store's ``LoadResult`` offline), exactly (issue 25).
+"""Alignment against a template (burn-store's ``LoadResult`` offline), word for word: a user
+loading a model would otherwise be told the wrong names to fix.
 
 Promises (README "Model surgery", "--template") -> tests:
 - names match exactly or through the template's enum variants; a shape differs, or matches if transposed; a dtype
@@ -6,13 +7,20 @@ Promises (README "Model surgery", "--template") -> tests:
   -> ``test_the_report_lists_each_kind_of_difference``
 - the closest names are the most alike segment by segment, ties broken by shared prefixes, at most three
   -> ``test_closest_names_rank_segment_by_segment``
+
+Promises (README "--template": a missing name is listed "with the closest unused names") -> tests:
+- a wanted name of 200 repeated segments (where difflib's autojunk would act) still gets the spare name sharing
+  them as its closest -> ``test_a_name_of_two_hundred_repeated_segments_still_gets_its_closest``
+- a missing name with no spare name alike is listed alone -> ``test_a_missing_name_without_a_close_one_is_listed_alone``
 """
 
 from __future__ import annotations
 
 import numpy as np
+from safetensors.numpy import save_file
 
 from engine import ArrayStore
+from engine import open_store
 from engine.surgery.align import align, closest_names, validate
 
 
@@ -92,3 +100,29 @@ def test_a_segment_every_name_shares_does_not_vote():
     leaf_only = [f"m{i}.weight" for i in range(70)]
     # no telling segment: the leaf picks candidates (the first nine of them scored), each half alike
     assert closest_names(["x.weight"], leaf_only) == {"x.weight": ["m0.weight", "m1.weight", "m2.weight"]}
+
+
+# a Sequential nested 200 deep: difflib's autojunk would drop "block" (more than 1% of the segments) as noise,
+# and with the first and last segments differing nothing would be left to match
+WANTED = "x." + "block." * 200 + "weight"
+
+
+SPARE = "y." + "block." * 199 + "bias"
+
+
+def test_a_name_of_two_hundred_repeated_segments_still_gets_its_closest(tmp_path):
+    save_file({SPARE: np.ones(2, np.float32)}, str(tmp_path / "source.safetensors"))
+    save_file({WANTED: np.ones(2, np.float32)}, str(tmp_path / "template.safetensors"))
+    with open_store(tmp_path / "source.safetensors") as source, open_store(tmp_path / "template.safetensors") as template:
+        report = align(source, template)
+    assert report.suggestions == {WANTED: [SPARE]}
+    assert report.lines()[1] == f"  missing {WANTED} (closest: {SPARE})"
+
+
+def test_a_missing_name_without_a_close_one_is_listed_alone(tmp_path):
+    save_file({"head.bias": np.ones(2, np.float32)}, str(tmp_path / "source.safetensors"))
+    save_file({"encoder.weight": np.ones(2, np.float32)}, str(tmp_path / "template.safetensors"))
+    with open_store(tmp_path / "source.safetensors") as source, open_store(tmp_path / "template.safetensors") as template:
+        report = align(source, template)
+    assert report.lines() == ["applied 0, missing 1, unused 1, shape mismatches 0, dtype differences 0",
+                              "  missing encoder.weight", "  unused head.bias"]

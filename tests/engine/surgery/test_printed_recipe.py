@@ -1,5 +1,5 @@
 """``recipe --as rust|cli`` (and Surgery › Copy as Rust / as Command Line): the printed recipe, word for word
-(issue 25; the rest of ``--as cli``: engine/surgery/test_recipe_as_cli_exact.py).
+(the rest of ``--as cli``: engine/surgery/test_recipe_document.py).
 
 The chain is pasted into a Burn programmer's loader, so its text is the promise: every test compares the
 whole printed text. Promises (README "### Surgery", "The Rust chain" and "Fused modules") -> tests:
@@ -37,12 +37,10 @@ whole printed text. Promises (README "### Surgery", "The Rust chain" and "Fused 
 from __future__ import annotations
 
 import re
-
 import numpy as np
 import pytest
 import torch
 from safetensors.torch import save_file
-
 from engine import ArrayStore, export, open_store
 from engine.burn_versions import BurnVersion
 from engine.cli.recipe import rust
@@ -51,8 +49,7 @@ from engine.surgery.filters import Filter, Predicate
 from engine.surgery.printers import as_cli, as_rust
 from engine.surgery.recipe import CastRule, SourceSpec
 from engine.surgery.remap import compile_rules, remap_name
-
-from fused_targets import burn_named, torch_state
+from tests.helpers.surgery_fused_targets import burn_named, torch_state
 
 V20, V21, V22 = BurnVersion.V0_20, BurnVersion.V0_21, BurnVersion.V0_22
 HEAD22 = "// burn-store 0.22.0-pre.2 (Burn 0.22)\n"

@@ -1,4 +1,4 @@
-"""The filter's rules, exactly as README "Model surgery" and burn-store's ``PathFilter`` promise them (issue 25):
+"""The filter's rules, exactly as README "Model surgery" and burn-store's ``PathFilter`` promise them:
 includes OR-ed and searched anywhere in a name, exact paths, predicates on a tensor's facts, exclusions after,
 the first exclusion that matches naming the reason; a recipe's filter read from JSON refuses what it cannot mean.
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from engine import ArrayStore
 from engine.errors import RecipeError
 from engine.surgery import Filter, Recipe

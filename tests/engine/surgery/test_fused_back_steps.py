@@ -1,5 +1,5 @@
-"""Burn to PyTorch: each fuse's steps, shapes and guesses word for word, and which attention modules fuse (issue 25:
-the survivors of ``fused._fuse_rnns``, ``fused._cell_kind`` and ``fused._fuse_attention``). README "Fused modules":
+"""Burn to PyTorch: each fuse's steps, shapes and guesses word for word, and which attention modules fuse: what a user
+reads in the plan must be what was done. README "Fused modules":
 
 - a Burn ``Lstm``'s gates become ``weight_ih_l0``, ``weight_hh_l0``, ``bias_ih_l0``, ``bias_hh_l0`` (rows i, f,
   g, o), weights transposed -> ``test_an_lstm_fuses_back_saying_each_step``

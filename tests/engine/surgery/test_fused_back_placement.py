@@ -1,9 +1,10 @@
 """Burn to PyTorch: which Burn cells fuse back into an nn.LSTM's tensors, and where they land (README "Fused
 modules": ``forward``/``reverse`` of one kind are a bidirectional module, ``MODULE.0``, ``MODULE.1``... a stack,
 reported as a guess; a module that is not exactly one cell's gates, each two Linears of one shape, is left as
-it is) (issue 25: the survivors of ``fused._cell_kind`` and ``fused._pytorch_place``) ->
+it is); a user would otherwise get a PyTorch file whose LSTM tensors sit under the wrong names ->
 ``test_cells_land_where_their_names_place_them``, ``test_a_module_that_is_not_one_cells_gates_is_left_as_it_is``,
-``test_an_attention_fuses_back_saying_each_step``."""
+``test_an_attention_fuses_back_saying_each_step``.
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """PyTorch to Burn: which nn.LSTM/nn.GRU/nn.MultiheadAttention tensors a split reads as one module, from their
-names and shapes alone (issue 25: the survivors of ``fused._rnn_shape``), and the audit of README "Fused modules".
+names and shapes alone, and where each promise of README "Fused modules" is tested.
 
 Promises of README "Fused modules" -> tests (``fm`` = ``test_fused_modules.py``, ``bp`` =
-``test_fused_back_places_exact.py``, ``bs`` = ``test_fused_back_steps_exact.py``, here = this module):
+``test_fused_back_placement.py``, ``bs`` = ``test_fused_back_steps.py``, here = this module):
 - split and fused back "exactly (slices and transposes, bit for bit both ways)" -> fm
   ``test_every_burn_tensor_is_the_torch_slice_transposed``, fm ``test_fused_back_bit_for_bit``
 - nn.LSTM's rows i, f, g, o are Burn's input, forget, cell and output gates, weights ``[in, out]`` -> fm
@@ -12,7 +12,7 @@ Promises of README "Fused modules" -> tests (``fm`` = ``test_fused_modules.py``,
   ``test_every_burn_tensor_is_the_torch_slice_transposed`` (a two-layer bidirectional nn.LSTM), bp
   ``test_cells_land_where_their_names_place_them``
 - ``num_layers=N``: layer ``k`` goes to ``MODULE.k``, reported as a guess that a ``--template`` settles ->
-  ``test_fused_guess_words_exact.py``, fm ``test_a_template_settles_the_stack_placement``; back, bs
+  fm ``test_a_stacked_layer_is_a_guess_saying_where_it_went``, fm ``test_a_template_settles_the_stack_placement``; back, bs
   ``test_a_stack_fused_back_is_a_guess_naming_the_module_or_the_top_level``
 - nn.MultiheadAttention's ``in_proj_weight``/``in_proj_bias`` (rows q, k, v) and ``out_proj`` are ``query``,
   ``key``, ``value``, ``output`` -> fm ``test_fused_back_bit_for_bit``, bp ``test_an_attention_fuses_back_saying_each_step``
@@ -44,7 +44,6 @@ import numpy as np
 import pytest
 import torch
 from safetensors.numpy import save_file
-
 from engine import open_store
 from engine.surgery import Recipe, plan
 

@@ -1,5 +1,5 @@
-"""Outcomes of re-planning and of a plan's tensors that session 9's mutation run of engine/surgery (plan.py's caches
-and planned tensors, stages.py) showed no test checked, each asserted through ``plan`` on real stores.
+"""Re-planning after an edit, and what a plan's tensors hold, each asserted through ``plan`` on real stores: a user
+editing a recipe must get what a fresh plan of it gives, never a stale cached result.
 
 Promises (README, section) -> tests:
 - "## Performance", Re-planning after an edit (each result kept by its inputs, an edit re-runs only the stages after
