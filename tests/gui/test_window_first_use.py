@@ -245,3 +245,29 @@ def test_a_file_dialog_opens_wide_enough_for_its_columns(qapp, qtbot, tmp_path):
     assert choose_paths(None, "Open", str(tmp_path), "All files (*)") == []
     screen = qapp.primaryScreen().availableGeometry()
     assert seen["size"] == (min(900, int(screen.width() * 0.9)), min(560, int(screen.height() * 0.85)))
+
+
+def test_at_1024x640_a_long_chain_of_operations_wraps_under_the_preview_in_full(window, open_view, qtbot):
+    window.resize(1024, 640)
+    open_view(SAMPLES / "sample_cnn.pt")
+    window.open_recipe(RECIPE)
+    panel = window.panels["preview"]
+    qtbot.waitUntil(lambda: panel.model.plan is not None and any(t.ops for t in panel.model.plan.tensors),
+                    timeout=30_000)
+    QApplication.processEvents()
+    assert panel.operations.isHidden()  # nothing chosen: no line
+    sorted_rows = panel.sorted
+    row = max(range(sorted_rows.rowCount()),
+              key=lambda r: len(getattr(panel.model.row(sorted_rows.mapToSource(sorted_rows.index(r, 0)).row()),
+                                        "ops", ())))
+    panel.table.setCurrentIndex(sorted_rows.index(row, 0))
+    QApplication.processEvents()
+    item = panel.model.row(sorted_rows.mapToSource(sorted_rows.index(row, 0)).row())
+    text = panel.operations.text().replace("\u200b", "")
+    assert text.splitlines() == [f"{item.name} ← {item.source_name}:", *(f"  {op}" for op in item.operations)]
+    assert panel.operations.isVisible() and panel.operations.wordWrap()
+    assert panel.operations.width() <= panel.width()
+    panel.table.clearSelection()
+    panel.table.setCurrentIndex(panel.table.model().index(-1, -1))
+    QApplication.processEvents()
+    assert panel.operations.isHidden()

@@ -36,6 +36,7 @@ from engine.surgery import AlignmentReport, Dropped, Guess, Plan, PlannedTensor
 from gui.models.tree_model import Index
 from gui.resources import icon, monospace
 from gui.visual import ERROR_TEXT_STYLE, brush, struck
+from gui.widgets import breakable
 from gui.workbench.marks import CONFLICT, DROPPED, MISMATCH, TRANSFORMED, op_words, template_fit
 from gui.workbench.panels.base import DocumentPanel
 from gui.workbench.plan_result import PlanResult
@@ -219,6 +220,15 @@ class PreviewModel(QAbstractTableModel):
         return store.entry(dropped.name) if store is not None and dropped.name in store else None
 
 
+def operation_lines(item: PlannedTensor | Dropped | Missing) -> list[str]:
+    """``name: operation`` lines for a row that has any: the whole chain, one line each, as the detail line shows it."""
+    if isinstance(item, PlannedTensor) and item.ops:
+        return [f"{item.name} ← {item.source_name}:", *(f"  {op}" for op in item.operations)]
+    if isinstance(item, Dropped):
+        return [f"{item.name}: {item.reason}"]
+    return []
+
+
 class PreviewPanel(DocumentPanel):
     """``settle_requested(module path)`` when the user double-clicks a guessed row."""
 
@@ -279,10 +289,19 @@ class PreviewPanel(DocumentPanel):
         self.notes.setObjectName("previewNotes")
         self.notes.setWordWrap(True)
         self.notes.hide()
+        self.operations = QLabel()
+        self.operations.setObjectName("previewOperations")
+        self.operations.setWordWrap(True)
+        self.operations.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.operations.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.operations.hide()
+        self.table.selectionModel().currentRowChanged.connect(self._show_operations)
+        self.sorted.modelReset.connect(self._show_operations)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.notes)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.operations)
         self.setEnabled(False)
 
     def _filter_names(self, text: str) -> None:
@@ -326,6 +345,14 @@ class PreviewPanel(DocumentPanel):
         guesses = [g for g in guesses if g.alternatives]  # module types: what Adapters can settle
         if guesses:
             self.settle_requested.emit(guesses[0].module)
+
+    def _show_operations(self, *_: object) -> None:
+        """The current row's operations in full, wrapped under the table: a cell can only elide a long chain."""
+        index = self.table.currentIndex()
+        item = self.model.row(self.sorted.mapToSource(index).row()) if index.isValid() else None
+        lines = operation_lines(item) if item is not None else []
+        self.operations.setText("\n".join(breakable(line) for line in lines))
+        self.operations.setVisible(bool(lines))
 
     def _show_notes(self, lines: list[str], problem: bool) -> None:
         """The lines under the counts: how the result fits the template (more join later)."""
