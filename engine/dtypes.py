@@ -36,7 +36,7 @@ class DType(msgspec.Struct, frozen=True):
 
     name: str
     bits: int | None
-    kind: str  # "float", "int", "uint", "bool", "complex", "quantized"
+    kind: str  # "float", "int", "uint", "bool", "complex", "quantized", "gguf" (a GGML block type)
     storage: str | None = None
     scheme: str | None = None
     quant: q.QuantScheme | None = None
@@ -67,6 +67,8 @@ class DType(msgspec.Struct, frozen=True):
         values are not decoded at all."""
         if self.kind == "quantized":
             return None if q.undecodable(self.quant_scheme) else numpy_dtype("<f4")
+        if self.kind == "gguf":  # a GGML block type (engine/ggml.py): read as gguf's F32 values
+            return numpy_dtype("<f4")
         return self.numpy
 
     @property

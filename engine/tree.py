@@ -74,7 +74,7 @@ def natural_key(text: str) -> tuple:
 
 BUFFER_NAMES = (".running_mean", ".running_var", ".num_batches_tracked")  # BatchNorm state, not trained weights
 BUFFER_ENDINGS = tuple(name[1:] for name in BUFFER_NAMES)  # a cheap first test
-FLOAT_KINDS = ("float", "complex", "quantized")
+FLOAT_KINDS = ("float", "complex", "quantized", "gguf")
 
 
 def is_buffer(entry: TensorEntry) -> bool:

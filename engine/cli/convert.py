@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from .. import humanize
-from ..burn_versions import CHOICES, NEWEST, parse_burn_version
+from ..burn_versions import CHOICES, NEWEST, BurnVersion, parse_burn_version
 from ..errors import ExportError, FormatError, RecipeError
 from ..exporting import export
 from ..exporting.metadata import carried_fields, carried_scalars
+from ..exporting.written_forms import DEFAULT_DEQUANTIZE_TO, Conversion, conversions
+from ..ggml import DEQUANTIZE_TO
 from ..formats import format_for_path, open_store, open_template
 from ..sources.locations import Location, is_url
 from ..store import Store, TensorEntry
@@ -58,7 +60,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="list every guessed tensor, not one line per kind")
     add_burn_version_flag(p)
     p.add_argument("--dequantize", action="store_true",
-                   help="write quantized tensors as their F32 values (SafeTensors has no quantized dtype)")
+                   help="write quantized tensors as their F32 values (SafeTensors has no quantized dtype); GGUF's "
+                        "Q8_0 and Q4_0 too, which a Burnpack otherwise keeps quantized")
+    p.add_argument("--dequantize-to", choices=tuple(DEQUANTIZE_TO), default=DEFAULT_DEQUANTIZE_TO,
+                   help="the float type GGUF tensors Burn cannot hold quantized are written as (default: f16)")
     s = p.add_argument_group("surgery")
     s.add_argument("--include", action="append", default=[], metavar="REGEX", help="keep tensors matching (OR-ed)")
     s.add_argument("--exclude", action="append", default=[], metavar="REGEX", help="drop tensors matching")
@@ -73,7 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--cast", action="append", default=[], choices=CASTS, help="cast float tensors")
     s.add_argument("--module", action="append", default=[], metavar="PATH=TYPE",
                    help="settle a module's type (Linear, Embedding, LayerNorm, RmsNorm, PRelu, EnumVariant, ...)")
-    s.add_argument("--strict", action="store_true", help="refuse (exit 3) while any decision rests on a name alone")
+    s.add_argument("--strict", action="store_true", help="refuse (exit 3) while any decision rests on a name alone, "
+                   "or a GGUF tensor would be dequantized")
     s.add_argument("--template", metavar="FILE",
                    help="check the result against a file saved from the target model, or its Rust source (model.rs "
                         "or the crate's src/, ::Struct to name the model)")
@@ -222,12 +228,13 @@ def copy_one(args: argparse.Namespace, source: str, output: str) -> int:
     extra = parse_metadata(args.metadata)
     version = parse_burn_version(args.burn_version) if args.burn_version else NEWEST
     with open_source(source, args.top_level_key) as store:
+        say_conversions(store.entries, fmt, version, args)
         metadata = {} if args.clear_metadata else carried_fields([store], fmt)
         with progress.line(args, f"writing {Path(output).name}") as report:
             # the recipe path's order: the recipe's keys first, the sources' after them, the recipe's values winning
             out = export(store.entries, output, fmt, metadata={**extra, **metadata, **extra},
                          scalars=carried_scalars([store], fmt), overwrite=args.overwrite, progress=report,
-                         burn_version=version, dequantize=args.dequantize)
+                         burn_version=version, dequantize=args.dequantize, dequantize_to=args.dequantize_to)
         terminal.err(f"wrote {out}")
         say_included(store)
     return 0
@@ -260,13 +267,14 @@ def run_recipe(args: argparse.Namespace, inputs: list[str], output: str) -> int:
         result = plan(stores, recipe, template=template)
         if args.dry_run:
             print_plan(result, args)
-        refused = refusal(result, template, args)
+        refused = refusal(result, template, args, fmt or format_for_path(output))
         if refused or args.dry_run:
             return refused
         metadata, scalars = carried_metadata(stores, recipe, fmt or format_for_path(output))
         with progress.line(args, f"writing {Path(output).name}") as report:
             out = result.export(output, fmt, metadata={**metadata, **recipe.metadata}, scalars=scalars,
-                                overwrite=args.overwrite, progress=report, dequantize=args.dequantize)
+                                overwrite=args.overwrite, progress=report, dequantize=args.dequantize,
+                                dequantize_to=args.dequantize_to)
         terminal.err(f"wrote {out}")
         written = {id(entry) for tensor in result.tensors for entry in tensor.inputs}
         for store in stores:
@@ -330,7 +338,7 @@ def save_recipe(recipe: Recipe, args: argparse.Namespace, keep: Iterable[str | o
     terminal.err(f"saved recipe {args.save_recipe}")
 
 
-def refusal(result: Plan, template: Store | None, args: argparse.Namespace) -> int:
+def refusal(result: Plan, template: Store | None, args: argparse.Namespace, fmt: str | None) -> int:
     """The exit code that stops the conversion before a byte is written (0 to go on), with its reason."""
     from ..surgery.align import align
     empty = result.emptied_by()
@@ -355,6 +363,11 @@ def refusal(result: Plan, template: Store | None, args: argparse.Namespace) -> i
                          f"{'is' if len(report.missing) == 1 else 'are'} missing (use --allow-partial to convert "
                          "anyway)")
             return EXIT_MISSING
+    changed = say_conversions(result.tensors, fmt, result.recipe.burn_version, args)
+    if args.strict and changed:
+        terminal.err(f"store-studio: --strict: {humanize.plural(sum(c.count for c in changed), 'GGUF tensor')} "
+                     "would be dequantized (listed above); nothing written")
+        return EXIT_MISSING
     if args.strict and result.guesses:
         for line in [] if args.dry_run else guess_lines(result, args):  # a dry run listed them already
             terminal.err(line)
@@ -362,6 +375,15 @@ def refusal(result: Plan, template: Store | None, args: argparse.Namespace) -> i
                      f"{'rests' if len(result.guesses) == 1 else 'rest'} on a guess (listed above); nothing written")
         return EXIT_MISSING
     return 0
+
+
+def say_conversions(items: Iterable[TensorEntry], fmt: str | None, version: BurnVersion,
+                    args: argparse.Namespace) -> list[Conversion]:
+    """One stderr line per GGML type the export keeps quantized or dequantizes; the dequantized ones returned."""
+    found = conversions(list(items), fmt, version, args.dequantize, args.dequantize_to)
+    for conversion in found:
+        terminal.err(conversion.line())
+    return [c for c in found if not c.kept]
 
 
 def print_plan(result: Plan, args: argparse.Namespace) -> None:

@@ -25,6 +25,7 @@ from ..errors import ExportCancelled, ExportError
 from ..formats import format_for_path, writer
 from ..sources.regular_files import file_kind
 from ..store import TensorSource
+from .written_forms import DEFAULT_DEQUANTIZE_TO, written_form
 from .metadata import PRODUCER  # burn-store's meaning: who wrote the file (and `version`, its version)
 
 Progress = Callable[[int, int], None]
@@ -38,23 +39,23 @@ CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") 
 def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str | None = None, *,
            metadata: dict[str, str] | None = None, scalars: dict[str, Any] | None = None,
            overwrite: bool = False, progress: Progress | None = None, cancel: Cancel | None = None,
-           burn_version: BurnVersion = NEWEST, dequantize: bool = False) -> Path:
+           burn_version: BurnVersion = NEWEST, dequantize: bool = False,
+           dequantize_to: str = DEFAULT_DEQUANTIZE_TO) -> Path:
     """Write ``items`` (in order) to ``dest`` and return its path.
 
     ``format`` defaults to the destination's extension. ``metadata`` is stored as given, plus
     ``producer`` (and ``format`` for Burnpack) unless given. ``scalars`` only go to Burnpack.
     ``progress(done, total)`` is called with bytes; ``cancel()`` returning true stops the export.
     A Burnpack is written for Burn ``burn_version`` (its Bool spelling and quantization scheme);
-    ``dequantize`` writes quantized tensors as their F32 values instead of their quantized bytes.
+    ``dequantize`` writes quantized tensors as their F32 values instead of their quantized bytes. GGUF's block
+    types are written as ``written_forms`` says (Q8_0 and Q4_0 kept in a Burnpack, others as ``dequantize_to``).
     """
     dest = Path(dest)
-    if dequantize:
-        from ..values.chunked import Dequantized  # numpy: only a dequantizing export needs it
-        items = [Dequantized(i) if i.dtype.kind == "quantized" else i for i in items]
     fmt = format or format_for_path(dest)
     if fmt is None:
         raise ExportError(f"{dest.name}: choose a format (burnpack or safetensors); the extension names neither "
                           "(.pt and .pth files are read only)")
+    items = [written_form(i, fmt, burn_version, dequantize, dequantize_to) for i in items]
     module = writer(fmt)
     _check(items, fmt, dest, overwrite, burn_version)
     problem = module.scalar_problem(scalars) if fmt == "burnpack" and scalars else None

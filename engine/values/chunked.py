@@ -16,7 +16,9 @@ from typing import Any, Callable, Iterator, Union
 
 import numpy as np
 
-from ..dtypes import F32
+from ..burn_versions import BurnVersion
+from ..dtypes import F32, DType
+from .. import ggml
 from ..quantized import DEQUANTIZE_STEP, ByteReader, DequantizedValues
 
 Reader = Callable[[int, int], np.ndarray]  # (start, stop) in elements -> those values, valid until the next call
@@ -81,6 +83,8 @@ def values_of(item: Any) -> Values:
 def dequantized_values(item: Any) -> DequantizedValues | None:
     """A quantized item's F32 values from its stored bytes (None for any other item); SchemeError when they
     cannot be decoded. A quantized item's bytes are always as stored: no surgery op changes them."""
+    if item.dtype.kind == ggml.KIND:  # a GGUF block type: gguf's own dequantization, a few blocks at a time
+        return ggml.BlockValues(item.dtype.name, tuple(item.shape), stored_bytes(item))
     if item.dtype.kind != "quantized":
         return None
     return DequantizedValues(item.dtype.quant_scheme, tuple(item.shape), item.nbytes, stored_bytes(item))
@@ -118,14 +122,15 @@ def _read_exactly(fd: int, view: memoryview, offset: int) -> None:
 
 
 class Dequantized:
-    """A quantized tensor source written as its F32 values (``convert --dequantize``): what Burn's
-    ``dequantize`` gives, computed a step at a time when the export reaches it."""
+    """A quantized tensor source written as its values (``convert --dequantize``): what Burn's ``dequantize`` or
+    gguf's gives, computed a step at a time when the export reaches it, as F32 or (GGUF's block types, whose
+    default is F16) the float ``dtype`` asked for."""
 
-    def __init__(self, source: Any):
+    def __init__(self, source: Any, dtype: DType = F32):
         self.source = source
         self.name, self.shape, self.param_id = source.name, tuple(source.shape), source.param_id
-        self.dtype = F32
-        self.nbytes = 4 * math.prod(self.shape)
+        self.dtype = dtype
+        self.nbytes = dtype.nbytes(self.shape)
 
     def byte_range(self) -> None:
         return None
@@ -133,9 +138,40 @@ class Dequantized:
     def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[memoryview]:
         values = dequantized_values(self.source)
         step = max(1, min(chunk_size // 4, DEQUANTIZE_STEP))
+        target = self.dtype.numpy
         for start in range(0, values.size, step):
             chunk = values.values(start, min(values.size, start + step))
-            yield memoryview(chunk.astype("<f4", copy=False).view(np.uint8))
+            yield memoryview(chunk.astype(target, copy=False).view(np.uint8))
+
+    def verify(self) -> None:
+        self.source.verify()
+
+    def release(self) -> None:
+        release = getattr(self.source, "release", None)
+        if release:
+            release()
+
+
+class BurnBlocks:
+    """A GGUF Q8_0 or Q4_0 tensor written as Burn's block quantization of the same values (``engine/ggml.py``
+    says why they are equal): the stored blocks read a few MiB at a time, never dequantized."""
+
+    def __init__(self, source: Any, burn_version: BurnVersion):
+        self.source, self._type = source, source.dtype.name
+        self.name, self.shape, self.param_id = source.name, tuple(source.shape), source.param_id
+        self.scheme = ggml.burn_scheme(self._type, burn_version)
+        self.dtype = ggml.burn_dtype(self._type, burn_version)
+        self.nbytes = ggml.burn_nbytes(self.scheme, math.prod(self.shape))
+
+    def byte_range(self) -> None:
+        return None
+
+    def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[bytes]:
+        read, total = stored_bytes(self.source), self.source.nbytes
+        block_bytes = ggml.by_name(self._type).block_bytes
+        step = max(1, chunk_size // block_bytes) * block_bytes  # whole blocks a read
+        blocks = (read(at, min(step, total - at)) for at in range(0, total, step))
+        yield from ggml.burn_bytes(self._type, self.scheme, blocks, math.prod(self.shape))
 
     def verify(self) -> None:
         self.source.verify()

@@ -36,7 +36,7 @@ import torch
 from engine import FormatError, open_store
 from engine.formats import format_for_path, writer
 from engine.sources.local import MappedFile
-from tests.engine.formats.pytorch.pytorch_helpers import tar_checkpoint
+from tests.helpers.pytorch_checkpoints import tar_checkpoint
 
 
 def safetensors_bytes() -> bytes:
@@ -54,8 +54,8 @@ def test_a_file_opens_by_its_bytes_whatever_its_name(tmp_path):
 
 @pytest.mark.parametrize(("content", "words"), [
     (b"", "file is empty"),
-    (b"\x00" * 5000, "not a Burnpack, SafeTensors, PyTorch file or Burn record (its first bytes match none of them)"),
-    (b"hello", "not a Burnpack, SafeTensors, PyTorch file or Burn record (its first bytes match none of them)"),
+    (b"\x00" * 5000, "not a Burnpack, SafeTensors, GGUF, PyTorch file or Burn record (its first bytes match none of them)"),
+    (b"hello", "not a Burnpack, SafeTensors, GGUF, PyTorch file or Burn record (its first bytes match none of them)"),
 ])
 def test_an_empty_or_unknown_file_is_one_line_naming_it(tmp_path, content, words):
     path = tmp_path / "model.bin"
