@@ -35,8 +35,9 @@ def run(args: argparse.Namespace) -> int:
                 raise FormatError(store.path, f"has no value at {args.key!r}; its top-level keys are: {keys or 'none'}")
     terminal.document(values, ascii_only=False)
     if not args.key and not values:  # stdout stays the (empty) document a script reads; the words go to stderr
-        terminal.err(f"store-studio config: {store.path.name} holds no values besides its tensors "
-                     f"({store.format}); `store-studio inspect` lists the tensors")
+        keys = f" and {len(store.metadata):,} metadata keys" if store.metadata else ""
+        terminal.err(f"store-studio config: {store.path.name} holds no values besides its tensors{keys} "
+                     f"({store.format}); `store-studio inspect` lists {'both' if keys else 'the tensors'}")
     return 0
 
 

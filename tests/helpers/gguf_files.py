@@ -32,9 +32,10 @@ def weights(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def write_model(path: Path, *, tokens: int = 1000) -> dict[str, np.ndarray]:
-    """A small llama-like GGUF holding every kind of tensor the reader must tell apart; returns the float
-    weights the quantized ones were made from."""
+def write_model(path: Path, *, tokens: int = 1000, output_rows: int = 0) -> dict[str, np.ndarray]:
+    """A small llama-like GGUF holding every kind of tensor the reader must tell apart (and, with
+    ``output_rows``, an F32 ``output.weight`` of that many rows of 1,024 values); returns the float weights the
+    quantized ones were made from."""
     writer = GGUFWriter(str(path), "llama")
     writer.add_block_count(1)
     writer.add_uint32("llama.attention.head_count", 4)
@@ -51,6 +52,8 @@ def write_model(path: Path, *, tokens: int = 1000) -> dict[str, np.ndarray]:
     writer.add_tensor("blk.0.attn_norm.weight", weights((128,), 4))
     writer.add_tensor("token_embd.weight", weights((32, 128), 5).astype(np.float16))
     writer.add_tensor("rope_freqs", np.arange(6, dtype=np.int32))
+    if output_rows:
+        writer.add_tensor("output.weight", weights((output_rows, 1024), 6))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -157,3 +157,36 @@ def test_a_long_token_list_is_skipped_not_kept(tmp_path):
     with open_store(path) as store:
         kept = store.keys["tokenizer.ggml.tokens"]
         assert kept["length"] == 200_000 and kept["first"] == [f"t{i}" for i in range(8)]
+
+
+def test_a_remote_gguf_opens_by_byte_ranges_and_reads_gguf_values(tmp_path):
+    """Over HTTP only the header's ranges are fetched at open; a tensor's values arrive with its own range."""
+    from tests.helpers.remote_http_site import Server, Site
+    model = tmp_path / "big.gguf"
+    write_model(model, output_rows=2048)  # 8 MiB of weights behind the header
+    server = Server(Site(files={"/tiny.gguf": model.read_bytes()}))
+    try:
+        with open_store(server.url("/tiny.gguf")) as store:
+            served_at_open = server.site.bytes_served()
+            assert [str(e.dtype) for e in store.entries][:4] == ["Q8_0", "Q4_0", "Q4_K", "Q6_K"]
+            assert all(r.range for r in server.site.log)
+            want = reference(model)["blk.0.ffn_up.weight"][2]
+            assert store.read("blk.0.ffn_up.weight").tobytes() == want.tobytes()
+    finally:
+        server.close()
+    assert served_at_open <= 2 << 20 < model.stat().st_size
+
+
+def test_inspect_and_config_say_what_a_gguf_holds(model):
+    from tests.helpers.engine_cli_run import run
+    shown = run("inspect", str(model))
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == "tiny.gguf · GGUF v3"
+    assert any(line.split()[:3] == ["blk.0.ffn_up.weight", "Q4_K", "[8,"] for line in lines)
+    assert "  tokenizer.ggml.tokens = [1,000 × STRING] 'tok0', 'tok1', 'tok2', 'tok3', 'tok4', 'tok5', 'tok6', " \
+           "'tok7', …" in lines
+    config = run("config", str(model))
+    assert config.stdout == "{}\n"
+    assert config.stderr == ("store-studio config: tiny.gguf holds no values besides its tensors and 8 metadata keys "
+                             "(gguf); `store-studio inspect` lists both\n")
