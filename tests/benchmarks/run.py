@@ -154,7 +154,7 @@ def list_torch(path: Path) -> None:
 
 
 def bench_config_pickles(rows: list[Row], work: Path, quick: bool) -> None:
-    """Config-heavy checkpoints (issue 39): opening one against torch.load on the same file, in turns. torch's
+    """Config-heavy checkpoints: opening one against torch.load on the same file, in turns. torch's
     default loader unpickles in C and runs what the file names; weights_only=True is its Python loader that, like
     ours, runs nothing."""
     import zipfile
@@ -174,6 +174,36 @@ def bench_config_pickles(rows: list[Row], work: Path, quick: bool) -> None:
         what = f"open+list a config-heavy .pt ({models.objects(value):,} objects, {size / 1e6:.2g} MB pickle)"
         rows.append(Row(what, ours, unsafe, "torch.load(weights_only=False)", "<= 1.5x", ours <= 1.5 * unsafe))
         rows.append(Row(what, ours, safe, "torch.load(weights_only=True)", "<= 1.0x", ours <= safe))
+
+
+def bench_gguf(rows: list[Row], work: Path, quick: bool) -> None:
+    """Opening a llama-shaped GGUF (a tokenizer of 128,000 tokens and 280,000 merges, 291 tensors; --quick: a
+    tenth) against llama.cpp's own ``GGUFReader`` listing the same file, in turns."""
+    import gguf
+    scale = 10 if quick else 1
+    path = work / "llama_like.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_token_list([f"token{i}" for i in range(128_000 // scale)])
+    writer.add_token_merges([f"tok{i} en{i}" for i in range(280_000 // scale)])
+    writer.add_array("tokenizer.ggml.token_type", [1] * (128_000 // scale))
+    block = np.zeros((64, 34), np.uint8)
+    for layer in range(32):
+        for part in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down", "attn_norm",
+                     "ffn_norm"):
+            writer.add_tensor(f"blk.{layer}.{part}.weight", block, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    for name in ("token_embd.weight", "output_norm.weight", "output.weight"):
+        writer.add_tensor(name, block, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+    def list_gguf_reader() -> None:
+        reader = gguf.GGUFReader(str(path))
+        [(t.name, tuple(t.shape)) for t in reader.tensors]
+    ours, ref = (run.seconds for run in measure.in_turns([lambda: list_ours(path), list_gguf_reader]))
+    rows.append(Row(f"open+list a llama-shaped .gguf ({path.stat().st_size / 1e6:.2g} MB header)", ours, ref,
+                    "gguf GGUFReader", "<= 1.0x", ours <= ref))
 
 
 def bench_open(rows: list[Row], files: dict[str, dict[str, Path]], many: dict[str, Path]) -> None:
@@ -244,7 +274,7 @@ def _convert_rows(rows: list[Row], paths: dict[str, Path], out: Path, largest: i
 
 
 def _library_target(src_fmt: str, ours: float, reference: float) -> tuple[str, bool | None]:
-    """Issue 23's goal against the library: 0.25x of ``torch.load`` + ``save_file`` for a ``.pt``. A ``.safetensors``
+    """The goal against the library: 0.25x of ``torch.load`` + ``save_file`` for a ``.pt``. A ``.safetensors``
     row has none: ``load_file`` maps the file and ``save_file`` writes it once, so cp alone takes 0.27-0.53x of that
     reference (measured in turns, warm); its target is the cp row's."""
     if src_fmt == "pt":
@@ -403,7 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small models: checks the suite works, times mean little")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--workdir", type=Path, help="where to generate models (default: a temporary folder)")
-    parser.add_argument("--only", choices=["burn-records", "remote", "plan", "window", "engine", "listing", "pickles"],
+    parser.add_argument("--only", choices=["burn-records", "remote", "plan", "window", "engine", "listing", "pickles",
+                                                  "gguf"],
                         help="run only these rows (the machine is shared)")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="store-studio-bench-"))
@@ -431,6 +462,10 @@ def main(argv: list[str] | None = None) -> int:
             rows = []
             bench_surgery(rows, work)
             return _report(rows, "Plan rows only.", args.json)
+        if args.only == "gguf":
+            rows = []
+            bench_gguf(rows, work, args.quick)
+            return _report(rows, "GGUF rows only.", args.json)
         if args.only == "pickles":
             rows = []
             bench_config_pickles(rows, work, args.quick)
@@ -443,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[Row] = []
         bench_open(rows, files, many)
         bench_config_pickles(rows, work, args.quick)
+        bench_gguf(rows, work, args.quick)
         if args.only == "listing":
             return _report(rows, "Listing rows only.", args.json)
         largest = max(int(np.prod(s)) for s in specs["large"].shapes().values()) * 4
