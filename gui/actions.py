@@ -11,6 +11,7 @@ from typing import Callable, Protocol
 from PySide6.QtGui import QAction, QKeySequence, QUndoGroup
 from PySide6.QtWidgets import QMenu, QMenuBar
 
+from engine.surgery import BUNDLED_PURPOSES, bundled_recipes
 from gui.resources import icon
 
 
@@ -31,6 +32,7 @@ class ActionHost(Protocol):
     def show_file_panel(self) -> None: ...
     def show_about(self) -> None: ...
     def open_recipe_dialog(self) -> None: ...
+    def apply_bundled_recipe(self, name: str) -> None: ...
     def save_recipe(self) -> bool: ...
     def save_recipe_as(self) -> bool: ...
     def export_recipe(self) -> None: ...
@@ -70,6 +72,7 @@ class Actions:
     copy_cli: QAction
     copy_rust: QAction
     workbench: QMenu
+    bundled: QMenu  # the recipes that ship with Store Studio, applied to the current file
 
 
 def _action(window: ActionHost, text: str, slot: Callable[[], object], shortcut: QKeySequence | str | None = None,
@@ -134,6 +137,7 @@ def install(window: ActionHost) -> Actions:
         copy_rust=_action(window, "Copy as R&ust (burn-store)", window.copy_as_rust, None,
                           "Copy the burn-store builder chain that loads like this recipe", "copy"),
         workbench=QMenu("&Workbench Panels", window),
+        bundled=_bundled_menu(window),
     )
     actions.undo.setShortcut(QKeySequence("Ctrl+Z"))
     actions.redo.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
@@ -145,8 +149,8 @@ def install(window: ActionHost) -> Actions:
                   a.close_tab, None, a.quit),
         "&Edit": (a.undo, a.redo, None, a.find, a.copy_path),
         "&View": (a.show_selection, a.show_file, None, a.collapse_all, None, a.workbench),
-        "&Surgery": (a.start_surgery, a.rerun, a.diff, a.make_it_load, None, a.set_template, a.clear_template, None,
-                     a.copy_cli, a.copy_rust),
+        "&Surgery": (a.start_surgery, a.rerun, a.diff, a.make_it_load, a.bundled, None, a.set_template,
+                     a.clear_template, None, a.copy_cli, a.copy_rust),
         "&Help": (a.about,),
     }
     for title, items in menus.items():
@@ -159,3 +163,14 @@ def install(window: ActionHost) -> Actions:
             else:
                 menu.addAction(item)
     return actions
+
+
+def _bundled_menu(window: ActionHost) -> QMenu:
+    """One action per bundled recipe, named as ``--recipe NAME`` names it, its tooltip saying what it does."""
+    menu = QMenu("Apply &Bundled Recipe", window)
+    for name in bundled_recipes():
+        action = menu.addAction(name)
+        action.setToolTip(BUNDLED_PURPOSES.get(name, ""))
+        action.triggered.connect(lambda _=False, name=name: window.apply_bundled_recipe(name))
+    menu.setToolTipsVisible(True)
+    return menu

@@ -35,8 +35,8 @@ from PySide6.QtWidgets import (
 )
 
 import engine
-from engine import FormatError, Location, RemoteLocation, StoreStudioError, humanize, is_url, location
-from engine.surgery import Fit, as_cli, as_rust
+from engine import FormatError, Location, RecipeError, RemoteLocation, StoreStudioError, humanize, is_url, location
+from engine.surgery import Fit, Recipe, as_cli, as_rust
 from gui import settings
 from gui.actions import install
 from gui.dialogs import MODEL_FILES, RECIPE_FILES, choose_paths, show_error
@@ -555,6 +555,20 @@ class MainWindow(QMainWindow):
             self._warn_misfit(document, f"Recipe {path.name} on {view.path.name}")
 
         self.opener.run(lambda cancelled: load_recipe(path), loaded, failed)
+
+    def apply_bundled_recipe(self, name: str) -> None:
+        """Apply the bundled recipe ``name``'s operations to the current tab, as one undoable step."""
+        view = self.current_view()
+        document = self.surgery() if view is not None else None
+        if document is None:
+            return
+        try:
+            recipe = Recipe.load(name)
+        except RecipeError as exc:
+            show_error(self, f"Store Studio could not read the bundled recipe {name}.", str(exc))
+            return
+        if document.apply_operations(recipe, f"Apply recipe {name}"):
+            self._warn_misfit(document, f"Recipe {name} on {view.path.name}")
 
     def _warn_misfit(self, document: RecipeDocument, what: str) -> None:
         """Once the applied recipe is planned, say in the status bar if parts of it find nothing in this file."""

@@ -118,7 +118,30 @@ class FuseSplit:
         return np.concatenate([a.T if self.transpose else a for a in arrays], axis=0)
 
 
-Op = Rename | Transpose | Cast | FuseWeightNorm | SplitFused | FuseSplit
+@dataclass(frozen=True)
+class UnpermuteRotary:
+    """Undo the row order llama.cpp's converter gives q and k projections for its rotary embedding: each of
+    ``heads`` heads' rows, stored as (half, 2) pairs, back to the (2, half) halves Hugging Face keeps
+    (``LlamaModel.permute`` in llama.cpp's ``convert_hf_to_gguf.py``: reshape(heads, 2, rows/heads/2, ...),
+    swap axes 1 and 2). Whole rows move: a quantized row's blocks stay as they are."""
+
+    heads: int
+    rows: int
+    changes_bytes = True
+
+    def describe(self) -> str:
+        return f"undo llama.cpp's rotary row order ({self.heads} heads of {self.rows // self.heads} rows)"
+
+    def row_order(self) -> np.ndarray:
+        """For each output row, the input row it comes from."""
+        half = self.rows // self.heads // 2
+        return np.arange(self.rows).reshape(self.heads, half, 2).swapaxes(1, 2).reshape(-1)
+
+    def apply(self, array: np.ndarray) -> np.ndarray:
+        return array[self.row_order()]
+
+
+Op = Rename | Transpose | Cast | FuseWeightNorm | SplitFused | FuseSplit | UnpermuteRotary
 # An operation as a plan records it: ``(Op class, *arguments)``, built into the Op when first read. A plan
 # of 10,000 tensors records tens of thousands of operations on every edit and shows a few screens of them.
 OpRecord = tuple[Any, ...]

@@ -114,6 +114,9 @@ class PlannedTensor:
         if not self.changes_bytes:
             yield from self.inputs[0].iter_bytes(chunk_size)
             return
+        if self.dtype.numpy is None:  # GGUF blocks: the only op that changes their bytes moves whole rows
+            yield from moved_rows(self.inputs[0], self.ops)
+            return
         array = np.ascontiguousarray(self.read(), dtype=self.dtype.numpy)
         view = memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
         for start in range(0, len(view), chunk_size):
@@ -226,6 +229,18 @@ def with_recipe(recipe: Recipe, metadata: dict[str, str] | None) -> dict[str, st
     """``metadata`` over what a recipe always records: its own ``metadata`` and, when it changes tensors, its digest."""
     digest = {RECIPE_METADATA_KEY: recipe.digest()} if recipe.changes_tensors else {}
     return {**recipe.metadata, **digest, **(metadata or {})}
+
+
+def moved_rows(entry: TensorEntry, ops: Sequence[Op]) -> Iterator[bytes]:
+    """A block-type tensor's stored rows in the order ``ops`` (row moves only) give them, a row at a time."""
+    from ..values.chunked import stored_bytes
+    order = np.arange(entry.shape[0])
+    for op in ops:
+        if op.changes_bytes:
+            order = order[op.row_order()]
+    read, row = stored_bytes(entry), entry.nbytes // max(1, entry.shape[0])
+    for source_row in order.tolist():
+        yield bytes(read(source_row * row, row))
 
 
 def export_metadata(stores: Sequence[Store], recipe: Recipe, fmt: str) -> dict[str, str]:
@@ -395,6 +410,9 @@ def _plan_source(cache: StageCache, selection: "_Selection", index: int, store: 
         return cache.run(stage, key, compute, len(selection.kept[index]))
 
     token, batch = run("source", (selection.token, index), lambda: stages.Batch.of(selection.kept[index]))
+    if recipe.rotary_rows:
+        token, batch = run("rotary rows", (token, recipe.rotary_rows),
+                           lambda: stages.rotary_rows(batch, recipe.rotary_rows, store.metadata, str(store.path)))
     source, names = token, batch.names
     hits: list[int] = []
     for k, rule in enumerate(rules):  # each rule's column kept: an edit re-runs the rules from the edited one on

@@ -62,7 +62,7 @@ def as_cli(recipe: Recipe, output: str = "OUT") -> str:
         args += ["--burn-version", recipe.burn_version.value]
     line = " ".join(_shell_word(a) for a in args)
     if _needs_recipe_file(recipe):
-        line += "  # predicates, casts by module or per-source filters need --recipe FILE"
+        line += "  # predicates, casts by module, per-source filters or rotary rows need --recipe FILE"
     return line
 
 
@@ -86,7 +86,7 @@ def _filter_args(f: Filter) -> list[str]:
 
 
 def _needs_recipe_file(recipe: Recipe) -> bool:
-    return bool(recipe.filter.where or any(c.modules for c in recipe.casts) or len(recipe.casts) > 1
+    return bool(recipe.filter.where or recipe.rotary_rows or any(c.modules for c in recipe.casts) or len(recipe.casts) > 1
                 or any(not s.filter.is_empty for s in recipe.sources)
                 or len({s.top_level_key or recipe.top_level_key for s in recipe.sources}) > 1)
 
@@ -383,6 +383,8 @@ def _rust_notes(recipe: Recipe) -> list[str]:
         if not spec.filter.is_empty:  # burn-store filters see the model's paths, never a file's own names
             notes.append(f"// Store Studio only: {printable(spec.path)} contributes only its own names matching "
                          f"{json.dumps(spec.filter.to_json())}")
+    notes += [f"// Store Studio only: llama.cpp's rotary row order undone on {printable(rule.pattern)}"
+              for rule in recipe.rotary_rows]
     if ad.FUSE_WEIGHT_NORM in recipe.adapters:
         notes.append("// Store Studio only: weight_g/weight_v fused into weight (Burn has no weight norm)")
     notes += [f"// Store Studio only: module {path!r} treated as {kind}" for path, kind in recipe.module_overrides.items()]

@@ -2,7 +2,8 @@
 
 ``{"version": 1, "sources": [...], "filter": {...}, "remaps": [[pattern, replacement]...],
 "adapters": [...], "casts": [...], "module_overrides": {...}, "top_level_key": ..., "metadata": {...},
-"clear_metadata": bool, "template": path, "burn_version": "0.20"|"0.21"|"0.22"}``. Every field is optional but ``version``; a bad document
+"clear_metadata": bool, "template": path, "burn_version": "0.20"|"0.21"|"0.22",
+"rotary_rows": [{"pattern": regex, "heads": [count or metadata key, ...]}...]}``. Every field is optional but ``version``; a bad document
 is a RecipeError naming the field. Relative source and template paths are relative to the recipe
 file's folder, so a recipe travels with the files it names.
 """
@@ -30,7 +31,7 @@ from .remap import RemapRule, rules_from_json
 VERSION = 1
 CAST_TARGETS = {"f16": "F16", "bf16": "BF16", "f32": "F32"}
 _FIELDS = {"version", "sources", "filter", "remaps", "adapters", "casts", "module_overrides", "top_level_key",
-           "metadata", "allow_partial", "clear_metadata", "template", "burn_version"}
+           "metadata", "allow_partial", "clear_metadata", "template", "burn_version", "rotary_rows"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,33 @@ class CastRule:
 
 
 @dataclass(frozen=True)
+class RotaryRule:
+    """Undo llama.cpp's rotary row order (``ops.UnpermuteRotary``) on the tensors whose name in their file matches
+    ``pattern``. ``heads`` is the head count, given as numbers or metadata keys, the first the file has winning
+    (``llama.attention.head_count_kv``, then ``llama.attention.head_count``, for a k projection)."""
+
+    pattern: str
+    heads: tuple[str | int, ...]
+
+    def __post_init__(self) -> None:
+        from .filters import compile_pattern
+        compile_pattern(self.pattern, "rotary_rows")  # a RecipeError naming the pattern when it does not compile
+        if not self.heads or not all(isinstance(h, str) or (type(h) is int and h > 0) for h in self.heads):
+            raise RecipeError(f"rotary_rows {self.pattern!r}: heads must be positive numbers or metadata keys")
+
+    def head_count(self, metadata: dict[str, str]) -> int | None:
+        """The first head count ``metadata`` gives (None when it gives none)."""
+        for head in self.heads:
+            value = head if isinstance(head, int) else metadata.get(head)
+            if isinstance(value, int) or (isinstance(value, str) and value.isdecimal() and int(value) > 0):
+                return int(value)
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, "heads": list(self.heads)}
+
+
+@dataclass(frozen=True)
 class Recipe:
     sources: tuple[SourceSpec, ...] = ()
     filter: Filter = Filter()
@@ -82,6 +110,7 @@ class Recipe:
     clear_metadata: bool = False  # burn-store's clear_metadata: the sources' metadata is not carried over
     template: str | None = None  # a file saved from the target model: names, shapes, module kinds, enum variants
     burn_version: BurnVersion = NEWEST  # the Burn release the output (and a printed Rust chain) must load in
+    rotary_rows: tuple[RotaryRule, ...] = ()  # llama.cpp's q/k row order undone, on the files' own names
 
     def __post_init__(self) -> None:
         check_adapters(self.adapters)
@@ -92,7 +121,7 @@ class Recipe:
     def changes_tensors(self) -> bool:
         """Whether replaying the recipe does more than copy its sources."""
         return bool(not self.filter.is_empty or self.remaps or self.adapters or self.casts or self.module_overrides
-                    or any(not s.filter.is_empty for s in self.sources))
+                    or self.rotary_rows or any(not s.filter.is_empty for s in self.sources))
 
     def with_changes(self, **changes: Any) -> "Recipe":
         return replace(self, **changes)
@@ -127,6 +156,8 @@ class Recipe:
             doc["template"] = self.template
         if self.burn_version is not NEWEST:
             doc["burn_version"] = self.burn_version.value
+        if self.rotary_rows:
+            doc["rotary_rows"] = [r.to_json() for r in self.rotary_rows]
         return doc
 
     def canonical_json(self) -> str:
@@ -160,7 +191,9 @@ class Recipe:
                        allow_partial=_typed(doc, "allow_partial", bool, False),
                        clear_metadata=_typed(doc, "clear_metadata", bool, False),
                        template=_typed(doc, "template", str, None),
-                       burn_version=_burn_version(_typed(doc, "burn_version", str, NEWEST.value)))
+                       burn_version=_burn_version(_typed(doc, "burn_version", str, NEWEST.value)),
+                       rotary_rows=tuple(_rotary(r, f"rotary_rows[{i}]")
+                                         for i, r in enumerate(_typed(doc, "rotary_rows", list, []))))
 
     def with_paths(self, convert: Callable[[str], str]) -> "Recipe":
         """The same recipe with every source and template path passed through ``convert``."""
@@ -197,7 +230,11 @@ class Recipe:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Recipe":
+        """The recipe in file ``path``, or the bundled recipe of that name (``gguf-llama-to-hf``) when no such
+        file exists."""
         path = Path(path)
+        if not os.path.lexists(path) and str(path) in bundled_recipes():
+            path = bundled_recipes()[str(path)]
         try:
             doc = json.loads(_read_text(path))
         except OSError as exc:
@@ -209,6 +246,17 @@ class Recipe:
         except RecipeError as exc:
             raise RecipeError(f"{path.name}: {exc}") from None
         return recipe.with_paths(lambda p: p if is_url(p) else os.path.normpath(path.parent / p))
+
+
+BUNDLED = Path(__file__).with_name("recipes")
+BUNDLED_PURPOSES = {  # what each bundled recipe is for, as the window's Surgery menu says it
+    "gguf-llama-to-hf": "llama.cpp's tensor names and q/k row order (a GGUF llama model) back to Hugging Face's",
+}
+
+
+def bundled_recipes() -> dict[str, Path]:
+    """The recipes that ship with Store Studio, by name: ``--recipe NAME`` and the window's Surgery menu."""
+    return {path.stem: path for path in sorted(BUNDLED.glob("*.json"))}
 
 
 def _read_text(path: Path) -> str:
@@ -279,6 +327,16 @@ def _cast(doc: Any, where: str) -> CastRule:
     modules = tuple(_strs(doc.get("modules", []), f"{where}.modules"))  # its error names the field already
     try:
         return CastRule(to, modules)
+    except RecipeError as exc:
+        raise RecipeError(f"recipe: {where}: {exc}") from None
+
+
+def _rotary(doc: Any, where: str) -> RotaryRule:
+    if not isinstance(doc, dict) or set(doc) != {"pattern", "heads"} or not isinstance(doc["pattern"], str) \
+            or not isinstance(doc["heads"], list):
+        raise RecipeError(f"recipe: {where} must be {{\"pattern\": regex, \"heads\": [count or metadata key, ...]}}")
+    try:
+        return RotaryRule(doc["pattern"], tuple(doc["heads"]))
     except RecipeError as exc:
         raise RecipeError(f"recipe: {where}: {exc}") from None
 

@@ -37,8 +37,8 @@ from .modules import (
     repathed,
     split_names,
 )
-from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose
-from .recipe import CastRule
+from .ops import Cast, FuseWeightNorm, Op, Rename, Transpose, UnpermuteRotary
+from .recipe import CastRule, RotaryRule
 from .remap import CompiledRule
 
 
@@ -110,10 +110,38 @@ def _rename_all(batch: Batch, new_names: list[str], why: str) -> Batch:
 
 
 def _check_bytes(entry: TensorEntry, dtype: DType, op: Op) -> None:
-    """A byte-changing op on a quantized tensor would need to decode it: refused, naming the tensor."""
-    if op.changes_bytes and dtype.kind == "quantized":
+    """A byte-changing op on a quantized tensor would need to decode it: refused, naming the tensor. Only moving
+    a GGUF block type's whole rows keeps its blocks as they are."""
+    blocks_kept = dtype.kind == "gguf" and isinstance(op, UnpermuteRotary)
+    if op.changes_bytes and dtype.kind in ("quantized", "gguf") and not blocks_kept:
         raise RecipeError(f"tensor {entry.name!r} is quantized ({dtype}); "
                           f"'{op.describe()}' would need to decode it (renames and copies are fine)")
+
+
+# --- 0. rotary rows (on the file's own names, before anything renames them) --------------------------------
+def rotary_rows(batch: Batch, rules: Sequence[RotaryRule], metadata: Mapping[str, str], label: str) -> Batch:
+    """``UnpermuteRotary`` on each tensor the first matching rule names, its head count from the rule or the
+    file's metadata; a RecipeError when the file gives no head count or the rows do not split into heads."""
+    from ..rust_regex import quoted_pattern
+    from .filters import compile_pattern
+    compiled = [(rule, compile_pattern(rule.pattern, "rotary_rows")) for rule in rules]
+    ops = list(batch.ops)
+    for i, name in enumerate(batch.names):
+        rule = next((r for r, pattern in compiled if pattern.search(name)), None)
+        if rule is None:
+            continue
+        heads = rule.head_count(dict(metadata))
+        if heads is None:
+            raise RecipeError(f"{label}: rotary_rows {quoted_pattern(rule.pattern)} counts heads by "
+                              f"{', '.join(map(str, rule.heads))}, and the file has none of them")
+        rows = batch.shapes[i][0] if batch.shapes[i] else 0
+        if not rows or rows % (2 * heads):
+            raise RecipeError(f"{label}: tensor {name!r} has {rows} rows, which do not split into {heads} heads of "
+                              "row pairs (rotary_rows)")
+        op = UnpermuteRotary(heads, rows)
+        _check_bytes(batch.inputs[i][0], batch.dtypes[i], op)
+        ops[i] = (*ops[i], op)
+    return batch.renamed(batch.names, ops)
 
 
 # --- 1. remap -------------------------------------------------------------------------------------------
@@ -438,7 +466,7 @@ def _layout(batch: Batch, modules: Modules, direction: str) -> Layout:
             continue
         new_leaf, transpose = layout(direction, leaf, len(shape), kind)
         if transpose:
-            if batch.dtypes[i].kind == "quantized":
+            if batch.dtypes[i].kind in ("quantized", "gguf"):
                 _check_bytes(batch.inputs[i][0], batch.dtypes[i], Transpose((shape[0], shape[1])))
             transposed.append(i)
             transposes.append(((Transpose, (shape[0], shape[1])),))

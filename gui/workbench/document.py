@@ -221,6 +221,13 @@ class RecipeDocument(QObject):
         return self._push(replace(self._state, recipe=synced(new_recipe, self._state.stores)), text,
                           merge_key)
 
+    def apply_operations(self, recipe: Recipe, text: str) -> bool:
+        """Take ``recipe``'s operations (filter, remaps, adapters, casts, rotary rows, module types) in place of the
+        current ones, sources and template kept, as one undo step: how a bundled recipe applies."""
+        return self.push(self.recipe.with_changes(filter=recipe.filter, remaps=recipe.remaps, adapters=recipe.adapters,
+                                                  casts=recipe.casts, rotary_rows=recipe.rotary_rows,
+                                                  module_overrides=dict(recipe.module_overrides)), text)
+
     def set_top_level_key(self, key: str | None) -> bool:
         """Read only the checkpoint's branch ``key`` (None: the whole file), as one undo step."""
         return self.push(self.recipe.with_changes(top_level_key=key), f"Top-level key {key or 'none'}")

@@ -7,9 +7,10 @@ import struct
 from pathlib import Path
 
 import numpy as np
+import gguf
 from gguf import GGMLQuantizationType as T
 from gguf import GGUFWriter
-from gguf.quants import quantize
+from gguf.quants import dequantize, quantize
 
 K_QUANT_BYTES = {T.Q4_K: 144, T.Q6_K: 210}  # bytes a 256-value block takes (gguf.constants.GGML_QUANT_SIZES)
 
@@ -86,3 +87,57 @@ def raw_file(keys: bytes = b"", n_keys: int = 0, infos: tuple[bytes, ...] = (), 
     """A GGUF file from its parts, the data section aligned to 32 bytes."""
     head = header(len(infos) if n_tensors is None else n_tensors, n_keys, version) + keys + b"".join(infos)
     return head + bytes(-len(head) % 32) + data
+
+
+# --- a llama model as llama.cpp's converter writes it -------------------------------------------------
+
+HEADS, KV_HEADS, HIDDEN, BLOCKS = 4, 2, 64, 2
+HF_SHAPES = {"model.embed_tokens.weight": (96, HIDDEN), "model.norm.weight": (HIDDEN,), "lm_head.weight": (96, HIDDEN),
+             **{f"model.layers.{b}.{part}.weight": shape for b in range(BLOCKS) for part, shape in (
+                 ("input_layernorm", (HIDDEN,)), ("post_attention_layernorm", (HIDDEN,)),
+                 ("self_attn.q_proj", (HIDDEN, HIDDEN)), ("self_attn.k_proj", (HIDDEN // 2, HIDDEN)),
+                 ("self_attn.v_proj", (HIDDEN // 2, HIDDEN)), ("self_attn.o_proj", (HIDDEN, HIDDEN)),
+                 ("mlp.gate_proj", (128, HIDDEN)), ("mlp.up_proj", (128, HIDDEN)), ("mlp.down_proj", (HIDDEN, 128)))}}
+
+
+def llama_permute(weights: np.ndarray, n_head: int, n_head_kv: int | None = None) -> np.ndarray:
+    """llama.cpp's ``LlamaModel.permute`` (convert_hf_to_gguf.py), as its converter applies it to q and k."""
+    if n_head_kv is not None and n_head != n_head_kv:
+        n_head = n_head_kv
+    return (weights.reshape(n_head, 2, weights.shape[0] // n_head // 2, *weights.shape[1:])
+            .swapaxes(1, 2).reshape(weights.shape))
+
+
+def hf_weights() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(7)
+    return {name: rng.standard_normal(shape).astype(np.float32) for name, shape in HF_SHAPES.items()}
+
+
+def write_llama_gguf(path: Path, quantized: bool) -> dict[str, np.ndarray]:
+    """A llama model as llama.cpp's converter writes it: gguf's own name map, q and k permuted, 2-D weights Q8_0
+    when ``quantized``, a rope_freqs tensor HF does not have; returns the HF weights (Q8_0 round-tripped)."""
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, BLOCKS)
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_head_count(HEADS)
+    writer.add_head_count_kv(KV_HEADS)
+    writer.add_block_count(BLOCKS)
+    expected = {}
+    for hf_name, weights in hf_weights().items():
+        stored = weights
+        if hf_name.endswith("q_proj.weight"):
+            stored = llama_permute(weights, HEADS, HEADS)
+        elif hf_name.endswith("k_proj.weight"):
+            stored = llama_permute(weights, HEADS, KV_HEADS)
+        gguf_name = names.get_name(hf_name, try_suffixes=(".weight",))
+        if quantized and weights.ndim == 2:
+            writer.add_tensor(gguf_name, quantize(stored, T.Q8_0), raw_dtype=T.Q8_0)
+            expected[hf_name] = dequantize(quantize(weights, T.Q8_0), T.Q8_0)  # blocks are row-local
+        else:
+            writer.add_tensor(gguf_name, stored)
+            expected[hf_name] = weights
+    writer.add_tensor("rope_freqs.weight", np.ones(HIDDEN // HEADS // 2, np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return expected

@@ -44,8 +44,8 @@ def test_config_of_a_plain_state_dict_prints_an_empty_document_and_says_why_on_s
     assert main(["config", str(path)]) == 0
     captured = capsys.readouterr()
     assert captured.out == "{}\n"  # still the document a script parses
-    assert captured.err == ("store-studio config: bn.pt holds no values besides its tensors (pytorch); "
-                            "`store-studio inspect` lists the tensors\n")
+    assert captured.err == ("store-studio config: bn.pt holds no values besides its tensors and 2 metadata keys "
+                            "(pytorch); `store-studio inspect` lists both\n")
 
 
 def test_config_with_values_says_nothing_more(tmp_path, capsys):
