@@ -38,8 +38,8 @@ PACKAGES = ("engine", "gui")
 SHARES = pytest.StashKey[dict]()
 # Tests of cost at scale (100,000 names, 10,000 tensors, a 1 GiB file): smaller tests cover the same lines, and
 # tracing them only doubles their time, so coverage pauses while they run (pytest-cov's no_cover mark). The
-# mutation run leaves them out: the gibibyte conversion alone took 15 s of each mutant's run in mutmut's first
-# pass (its verdict is a child's peak memory; test_export.py's smaller copies check the bytes it streams).
+# mutation run leaves them out: the gibibyte conversion alone would add 15 s to every mutant's run (its verdict
+# is a child's peak memory; test_export.py's smaller copies check the bytes it streams).
 COST_TESTS = frozenset({"test_builds_a_100000_name_tree", "test_100000_tensors_cost_nothing_until_a_group_is_opened",
                         "test_a_10000_tensor_plan_follows_each_edit",
                         "test_more_tensors_than_burn_allows_is_refused_before_reading_them",

@@ -34,7 +34,7 @@ from engine import ArrayStore, export
 from engine.cli import COMMANDS
 from gui.launch import main as store_studio
 from tests.helpers.formats_burn_record_writers import Settings, model_item, record_bytes
-from tests.engine.remote.http_site import Server, Site
+from tests.helpers.remote_http_site import Server, Site
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))

@@ -1,9 +1,10 @@
-"""README's opening and "The two commands" promises, each with the test that fails when it breaks (the audit of
-issue 25), and those of "Tests and tools" about the suite's own settings.
+"""README's opening and "The two commands" promises, each with the test that fails when it breaks, and those
+of "Tests and tools" about the suite's own settings.
 
 ``here::`` is this module; the others are paths under tests/. It sits beside tests/engine, not in it: every test
-here runs the product in a child process, which the mutation run (tests/engine) cannot map to a mutant. "(checked)" marks a pair verified by breaking the
-product line in a worktree and watching the test fail.
+here runs the product in a child process, whose calls the mutation run (tests/engine) cannot map to the
+functions they test. "(checked)" marks a pair verified by breaking the product line in a worktree and watching the
+test fail.
 
 What opens and what is written:
 - `.bpk`, `.safetensors` (sharded too), `.pt`/`.pth`, Burn's `.mpk`/`.bin`/`.json` records, each also `.gz` ->

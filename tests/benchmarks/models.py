@@ -61,14 +61,14 @@ def many_arrays(count: int) -> dict[str, np.ndarray]:
             for i in range(count)}
 
 
-CONFIG_ROWS, LOG_RECORDS = 12_800, 18_000  # issue 39's config-heavy pickles at their size
+CONFIG_ROWS, LOG_RECORDS = 12_800, 18_000  # config-heavy pickles at the size users reported
 CONFIG_ROWS_QUICK, LOG_RECORDS_QUICK = 640, 900
 
 
 def config_tables(rows: int) -> dict:
     """A checkpoint of non-tensor tables beside a tiny state_dict, as a chemistry model ships its lookup tables:
     ``rows`` records of text, numbers and short lists, 14 objects and about 490 pickled bytes each (12,800 rows:
-    179,212 objects in a 6.3 MB pickle, the shape of issue 39's 5.9 MB, 180,000-object file)."""
+    179,212 objects in a 6.3 MB pickle, the shape of a reported 5.9 MB, 180,000-object file)."""
     import torch
     rng = np.random.default_rng(0)
     tables: dict = {}
@@ -82,7 +82,7 @@ def config_tables(rows: int) -> dict:
 
 
 def training_log(records: int) -> dict:
-    """A checkpoint holding a training log of ``records`` small records beside a tiny state_dict (issue 39's 18,000
+    """A checkpoint holding a training log of ``records`` small records beside a tiny state_dict (a reported file's 18,000
     records: 198,004 objects in a 2.6 MB pickle)."""
     import torch
     rng = np.random.default_rng(1)

@@ -1,4 +1,5 @@
-"""Diff and statistics split a large tensor into pieces run on the machine's cores (issue 23): the pieces
+"""Diff and statistics split a large tensor into pieces run on the machine's cores (else a diff of a large model
+takes the time of one core): the pieces
 must give the single thread's results to the last digit, on real files, and a file changed on disk while
 they run must still be caught with the same error. ``run_pieces`` itself must run pieces on two threads,
 keep their order, raise the first failure and never wait for a pool busy with another job."""

@@ -1,4 +1,5 @@
-r"""Patterns mean what they mean to burn-store's Rust regex, and are matched in linear time (issue 38, item 4).
+r"""Patterns mean what they mean to burn-store's Rust regex, and are matched in linear time: a recipe that
+works here must work in burn-store, and a hostile pattern must not hang the tool.
 
 ``tests/fixtures/rust_regex_cases.json`` holds what Rust's ``regex`` 1.13.1 itself answered for 2,250
 (pattern, text) pairs: hand-picked ones for every difference between the dialects and seeded random ones.

@@ -3,7 +3,6 @@ left behind with Cancel while the window keeps working. A real HTTP server on lo
 
 from __future__ import annotations
 
-import sys
 import threading
 from pathlib import Path
 
@@ -15,9 +14,7 @@ from safetensors.numpy import save as save_safetensors
 from engine import RemoteLocation
 from gui import settings
 from gui.open_url import OpenUrlDialog
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "remote"))
-from http_site import Server, Site  # noqa: E402
+from tests.helpers.remote_http_site import Server, Site
 
 ARRAYS = {"enc.weight": np.arange(96, dtype=np.float32).reshape(8, 12), "enc.bias": np.ones(8, np.float32)}
 

@@ -1,6 +1,6 @@
 """The window remembers the addresses opened, never the token (README "Remote files and the Hugging Face Hub", what is
-cached where: "The window remembers the addresses you opened (never tokens) in its settings file"; the audit of
-issue 25: the ten addresses were tested, a token beside them was not). A real HTTP server on loopback plays the Hub
+cached where: "The window remembers the addresses you opened (never tokens) in its settings file"): a token written
+there would leak a user's Hub credentials to anyone who reads the file. A real HTTP server on loopback plays the Hub
 (`HF_ENDPOINT`) and answers only with the bearer token.
 
 Promise -> test:
@@ -11,17 +11,12 @@ Promise -> test:
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 from safetensors.numpy import save as save_safetensors
 
 from engine import RemoteLocation
 from gui import settings
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "remote"))
-from http_site import Server, Site  # noqa: E402
+from tests.helpers.remote_http_site import Server, Site
 
 TOKEN = "hf_window_secret_2468"
 ADDRESS = "hf://org/gated/m.safetensors"

@@ -4,18 +4,14 @@ window still answers, and a good file opens after (the worst size of each class)
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from PySide6.QtWidgets import QMessageBox
 
-from tests.helpers.samples import SAMPLES
 from gui.dialogs import ERROR_DIALOG
 from gui.main_window import MainWindow
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardening"))
-
-from hostile import CATALOGUE  # noqa: E402
+from tests.helpers.hard_hostile_files import CATALOGUE
+from tests.helpers.samples import SAMPLES
 
 # Per class, the largest case that is refused (the aliases' class opens: it is covered by the CLI test).
 WORST = {kind: (label, build, refuses) for kind, label, build, refuses in CATALOGUE if refuses is not None}

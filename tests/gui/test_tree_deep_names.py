@@ -1,5 +1,6 @@
 """Names of any depth or length in the window: at most MAX_DEPTH levels, the name elided in the middle in the
-tree, whole in the tooltip (up to TOOLTIP_CHARS), copied whole, found by search (issue 38, item 7)."""
+tree, whole in the tooltip (up to TOOLTIP_CHARS), copied whole, found by search; a hostile name must
+neither freeze the window nor hide what the tensor is called."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from gui.main_window import MainWindow
 from gui.widgets import LINE_CHARS, TOOLTIP_CHARS
 
 SEGMENTS = ["abcdefghij"[i % 10] for i in range(50_000)]
-DEEP = ".".join(SEGMENTS)  # the issue's name: 50,000 segments, 99,999 characters
+DEEP = ".".join(SEGMENTS)  # a hostile name: 50,000 segments, 99,999 characters
 LONG = ".".join(f"{i:02d}" * 12_000 for i in range(MAX_DEPTH + 2))  # 66 segments of 24,000 characters
 TOOLTIP = Qt.ItemDataRole.ToolTipRole
 

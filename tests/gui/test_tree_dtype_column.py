@@ -1,5 +1,5 @@
-"""The tree's DType column shows a quantized tensor's whole dtype at 1024x640 (issue 24): ``QFLOAT``, not
-``QF…AT``, and its tooltip names the scheme in words.
+"""The tree's DType column shows a quantized tensor's whole dtype at 1024x640: ``QFLOAT``, not
+``QF…AT``, and its tooltip names the scheme in words, so a user can tell quantized tensors apart at a glance.
 
 Promises (README "The window"): the DType column fits the store's longest dtype name ->
 test_a_quantized_dtype_shows_whole_at_1024x640; its tooltip holds the whole dtype and a quantized tensor's

@@ -1,5 +1,6 @@
-"""README "The window" promises no test held until the audit of issue 25 looked again (the section's other pairs:
-test_window_promises.py). Real widgets, offscreen, through pytest-qt; the painted ones are read from their pixels.
+"""README "The window" promises about what the widgets paint and elide, each with the test that fails when it breaks
+(the section's other pairs: test_window_promises.py). Real widgets, offscreen, through pytest-qt; the painted ones
+are read from their pixels.
 
 Promise -> test:
 - the search box's `.*` toggle is filled blue when on ->

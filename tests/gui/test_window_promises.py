@@ -1,5 +1,5 @@
-"""README "The window" promises, each with the test that fails when it breaks (the audit of issue 25). Real widgets,
-offscreen, through pytest-qt.
+"""README "The window" promises, each with the test that fails when it breaks. Real widgets, offscreen, through
+pytest-qt.
 
 ``here::`` is this module; the others are paths under tests/gui/. "(checked)" marks a pair verified by breaking the
 product line in a worktree and watching the test fail.
@@ -60,8 +60,8 @@ The File tab, opening, shortcuts:
 Fitting and looks:
 - every state fits 1024x640, the Name column keeps 40%, dtype and shape fold into it, no sideways scroll, five
   value rows, six preview/diff rows, a cut Operations cell's tooltip, five value rows with the diff in front too
-  (the details fold away, and come back once the height allows; this line said three until the audit of session 7,
-  README and the test said five) -> test_window_fit_states.py (whole module), test_window_fits.py (whole module),
+  (the details fold away, and come back once the height allows) -> test_window_fit_states.py (whole module),
+  test_window_fits.py (whole module),
   test_window_fit_states.py::test_the_details_fold_away_only_for_want_of_height_and_come_back
 - the DType column is as wide as the longest dtype name up to 11 characters, its tooltip the whole dtype and a
   quantized tensor's scheme -> test_tree_dtype_column.py (whole module)

@@ -1,6 +1,6 @@
 """The window's half of README's "The two commands" promise that urllib3 and huggingface_hub are loaded only when
-a URL is opened (the audit of issue 25; the command line's half and the other pairs of that section:
-tests/test_setup_promises.py).
+a URL is opened, so a local file opens without their start-up cost (the command line's half and the other pairs
+of that section: tests/test_setup_promises.py).
 
 Promise -> test:
 - the window on a local file, the workbench and a diff included, loads no HTTP library ->

@@ -16,10 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this tree's engine, not an installed one
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this tree's engine and test helpers, not installed ones
 
-from fuzzing import CLASS_COUNTS, FORMATS, InputFailure, Worker, check_input, fuzz  # noqa: E402
+from tests.helpers.hard_fuzzing import CLASS_COUNTS, FORMATS, InputFailure, Worker, check_input, fuzz
 
 
 def long_run(seconds: float, names: list[str], findings: Path, seed: int) -> int:

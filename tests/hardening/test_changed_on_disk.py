@@ -4,7 +4,6 @@ after the change is a FormatError saying so, never a SIGBUS, never the other fil
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +11,7 @@ import pytest
 import torch
 
 from engine import ArrayStore, FormatError, export, open_store
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import child  # noqa: E402
+from tests.helpers import hard_child as child
 
 ARRAYS = {f"layer{i}.weight": np.arange(256 * 64, dtype=np.float32).reshape(256, 64) + i for i in range(4)}
 

@@ -5,17 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import stat
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engine import ArrayStore, ExportError, FormatError, export, open_store
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import child  # noqa: E402
+from tests.helpers import hard_child as child
 
 ARRAYS = {f"w{i}": np.full((64, 64), i, np.float32) for i in range(4)}
 

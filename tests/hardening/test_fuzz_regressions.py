@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engine import FormatError, open_store
-from fuzzing import Worker, pytorch_helpers, check_input
+from tests.helpers.hard_fuzzing import Worker, check_input, pytorch_helpers
 
 FOUND = Path(__file__).parent / "regressions"
 

@@ -10,7 +10,7 @@ from typing import Iterator
 
 import pytest
 
-from fuzzing import FORMATS, Worker, fuzz
+from tests.helpers.hard_fuzzing import FORMATS, Worker, fuzz
 
 SEED = 20260522
 CASES = {"bpk": 2500, "safetensors": 5000, "pt-zip": 3000, "pt-legacy": 1200, "pt-tar": 3000}  # ~5 s each

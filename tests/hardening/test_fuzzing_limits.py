@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import fuzzing
+from tests.helpers import hard_fuzzing as fuzzing
 
 
 @pytest.fixture

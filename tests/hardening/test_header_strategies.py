@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from engine import open_store
-from fuzzing import check_input, pytorch_helpers, to_json
+from tests.helpers.hard_fuzzing import check_input, pytorch_helpers, to_json
 
 SETTINGS = settings(max_examples=150, deadline=None,  # derandomized in CI by the profile in tests/conftest.py
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -1,11 +1,11 @@
-"""Hostile local files (issue 38, items 5, 8 and 9): a TorchScript archive whose class source would make a regex
-backtrack, and names that are no regular file (a FIFO, a device, a socket), as inputs, shards, templates, the
-other file of a diff, recipe files and where a recipe is saved. Each is run as the command line in a child process (``child.py``): it
-must end in one line (exit 1), or convert, within 2 s of CPU and 300 MiB, and a hang is killed after
-``child.TIMEOUT`` and fails the test, never a test run that waits for ever.
+"""Hostile local files, which must not hang the tool or block it on a pipe: a TorchScript archive whose class source
+would make a regex backtrack, and names that are no regular file (a FIFO, a device, a socket), as inputs, shards,
+templates, the other file of a diff, recipe files and where a recipe is saved. Each is run as the command line in a
+child process (``tests/helpers/hard_child.py``): it must end in one line (exit 1), or convert, within 2 s of CPU and
+300 MiB, and a hang is killed after ``child.TIMEOUT`` and fails the test, never a test run that waits for ever.
 
 Promise -> test (README, "Limits"):
-- TorchScript class sources are scanned in linear time: the issue's 3 KB archive and 300 KB of hostile text
+- TorchScript class sources are scanned in linear time: a reported 3 KB archive and 300 KB of hostile text
   in `code/` open or are refused within 2 s of CPU -> test_hostile_class_source_opens_or_is_refused_within_limits
 - only regular files are opened: a FIFO, a device or a socket is refused at once, naming the file, as an input,
   a shard (SafeTensors or PyTorch index), a template, diff's other file and a recipe
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import zipfile
 from pathlib import Path
 from typing import Callable
@@ -27,10 +26,8 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import child  # noqa: E402
-from tests.helpers.special_files import a_socket  # noqa: E402
+from tests.helpers import hard_child as child
+from tests.helpers.special_files import a_socket
 
 KB = 300_000  # bytes of hostile text in one class source
 MODULE_HEAD = "class M(Module):\n  __parameters__ = []\n"
@@ -137,7 +134,8 @@ def test_a_long_table_against_many_attributes_reads_within_limits(tmp_path: Path
 
 
 def test_the_issues_archive_is_3_kb(scripted: Path, tmp_path: Path) -> None:
-    """The issue's case as it was sent: 150,000 escaped quotes deflate to a 3 KB file."""
+    """The reported case as it was sent: 150,000 escaped quotes deflate to a 3 KB file, so a small download can
+    carry the hostile text."""
     path = with_class_source(scripted, tmp_path / "small.pt", SOURCES["issue-escaped-quotes"][0])
     assert path.stat().st_size < 4_000
 

@@ -1,7 +1,7 @@
-r"""Hostile regexes (issue 38, item 4): every pattern that reaches the engine from a flag, a shared recipe or
-the window's search box runs in time linear in the name, in burn-store's dialect, or is refused in one line.
-Each runs in a child process (``child.py``), measured: a hang is killed after ``child.TIMEOUT`` and fails the
-test, never a test run that waits for ever.
+r"""Hostile regexes, which must not hang a conversion or the window: every pattern that reaches the engine from a
+flag, a shared recipe or the window's search box runs in time linear in the name, in burn-store's dialect, or is
+refused in one line. Each runs in a child process (``tests/helpers/hard_child.py``), measured: a hang is killed after
+``child.TIMEOUT`` and fails the test, never a test run that waits for ever.
 
 Promise -> test (README, "Limits"):
 - ``(a+)+$`` in --include, --exclude, --remap, or any pattern of a recipe file (include, exclude, a source's
@@ -21,7 +21,6 @@ Promise -> test (README, "Limits"):
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +28,8 @@ import pytest
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import child  # noqa: E402
-
-from engine.humanize import printable  # noqa: E402 - a line as a terminal shows it
+from engine.humanize import printable  # a line as a terminal shows it
+from tests.helpers import hard_child as child
 
 LONG = "a" * 100_000 + "b"  # (a+)+$ backtracks exponentially in the length of this, in Python's re
 BACKTRACKS = "(a+)+$"

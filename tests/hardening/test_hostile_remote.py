@@ -1,8 +1,9 @@
-"""Hostile servers and addresses end in one line, within bounds (issue 38, items 1-3), on real servers on 127.0.0.1.
+"""Hostile servers and addresses end in one line, within bounds, on real servers on 127.0.0.1: without it a link from
+a stranger could leak a user's Hub token or exhaust their memory, disk or time.
 
 Each class has its own test: the Hub token never reaches another host whatever the address's spelling
-(``http_site`` servers log every request's Authorization); a token a header cannot carry is refused naming
-its variable; a server that tries to exhaust memory, disk or time (``hostile_http``) is read within 300 MiB,
+(``remote_http_site`` servers log every request's Authorization); a token a header cannot carry is refused naming
+its variable; a server that tries to exhaust memory, disk or time (``hard_hostile_http``) is read within 300 MiB,
 2 s of CPU (3 s for 8,000 shards) and a file-size limit, measured in a child as ``test_hostile_classes`` does;
 headers that are not what they say end in one line, exit 1; and what held before (redirect loops, a
 redirect's token rule, shard paths climbing out) still holds.
@@ -11,8 +12,6 @@ redirect's token rule, shard paths climbing out) still holds.
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,12 +19,9 @@ from safetensors.numpy import save as save_safetensors
 
 from engine.cli import main
 from engine.sources.http import MAX_SIBLINGS
-from tests.engine.remote.http_site import Server, Site
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import child  # noqa: E402
-from hostile_http import INDEX_SHARDS, HostileServer  # noqa: E402
+from tests.helpers import hard_child as child
+from tests.helpers.hard_hostile_http import INDEX_SHARDS, HostileServer
+from tests.helpers.remote_http_site import Server, Site
 
 TOKEN = "hf_secret_token_4c5d"
 ARRAYS = {"w": np.arange(6, dtype=np.float32).reshape(2, 3)}
@@ -80,7 +76,7 @@ def one_line(error: str) -> str:
 
 # Authorities a check and a connection could read differently: HUB and ELSEWHERE are the two servers' host:port.
 SPELLINGS = {
-    "backslash": "ELSEWHERE\\@HUB",  # urllib3 connects to ELSEWHERE, urlsplit reads HUB: the hole of issue 38
+    "backslash": "ELSEWHERE\\@HUB",  # urllib3 connects to ELSEWHERE, urlsplit reads HUB: the token would go to ELSEWHERE
     "userinfo": "HUB@ELSEWHERE",
     "tab": "ELSEWHERE\t@HUB",
     "space": "ELSEWHERE @HUB",

@@ -1,7 +1,7 @@
-"""Terminals get text, not control (issue 38, item 6): names, class names, metadata, config values, file names
-and recipe text from a hostile file reach stdout and stderr with every control character escaped as ``ls``
-shows it, one line each; ``--json`` stays JSON that gives back the raw names; a latin-1 terminal gets ``\\u4e2d``
-for what it cannot show instead of a UnicodeEncodeError.
+"""Terminals get text, not control (else a hostile file could forge output, clear the screen or write the clipboard):
+names, class names, metadata, config values, file names and recipe text from a hostile file reach stdout and stderr
+with every control character escaped as ``ls`` shows it, one line each; ``--json`` stays JSON that gives back the raw
+names; a latin-1 terminal gets ``\\u4e2d`` for what it cannot show instead of a UnicodeEncodeError.
 
 Every file is real (written by safetensors, torch, Burn's record layout); the CLI's output is read as bytes
 (pytest's binary capture, a pty, or a child process's pipes), as a terminal would receive them.
@@ -25,13 +25,11 @@ from safetensors.numpy import save_file
 from engine import open_store
 from engine.cli import main
 from engine.cli.progress import ERASE
+from tests.helpers.formats_burn_record_writers import Settings, model_item, write_record
 from tests.helpers.samples import SAMPLES
+from tests.terminals import cli_on_a_terminal
 
 TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS))
-from tests.helpers.formats_burn_record_writers import Settings, model_item, write_record
-from terminals import cli_on_a_terminal  # noqa: E402
-
 REPO = TESTS.parent
 # Each hostile name and how it must be shown: a forged result line, a screen clear, an OSC 52 clipboard write,
 # an 8-bit CSI, a right-to-left override, and a real backslash before an n (not to be taken for a newline).

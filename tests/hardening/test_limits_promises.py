@@ -1,8 +1,8 @@
-"""README "Limits" promises, each with the test that fails when it breaks (the audit of issue 25).
+"""README "Limits" promises, each with the test that fails when it breaks.
 
 ``here::`` is this module; the others are paths under tests/ (``hostile[CLASS-LABEL]`` is a case of
 hardening/test_hostile_classes.py::test_hostile_file_converts_or_is_refused_in_one_line_within_limits, built
-from hardening/hostile.py's CATALOGUE, each run in a child within 2 s of CPU and 300 MiB). "(checked)" marks a
+from helpers/hard_hostile_files.py's CATALOGUE, each run in a child within 2 s of CPU and 300 MiB). "(checked)" marks a
 pair verified by breaking the product line in a worktree and watching the test fail.
 
 Formats:
@@ -89,11 +89,9 @@ from __future__ import annotations
 
 import os
 import socket
-import zipfile
 import stat
 import struct
-import sys
-from pathlib import Path
+import zipfile
 
 import numpy as np
 import pytest
@@ -102,11 +100,8 @@ import torch
 from engine import ArrayStore, ExportError, FormatError, export, open_store
 from engine.cli import main
 from engine.formats.pytorch.checkpoint import node_budget
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine" / "remote"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tests.helpers.formats_burn_record_writers import Param, Settings, id_text, model_item, write_record
-from hostile import zip_bomb  # noqa: E402
+from tests.helpers.hard_hostile_files import zip_bomb
 
 
 def test_a_safetensors_header_one_byte_over_100_mb_is_refused_unread(tmp_path):
@@ -145,7 +140,7 @@ def test_an_s3_address_is_one_line_not_a_download(tmp_path, capsys, monkeypatch)
 
 
 def test_a_remote_bin_record_is_downloaded_within_the_limit(tmp_path, monkeypatch, capsys):
-    from http_site import Server, Site
+    from tests.helpers.remote_http_site import Server, Site
     monkeypatch.delenv("HF_TOKEN", raising=False)
     item, _ = model_item()
     path = write_record(tmp_path, "model", item, Settings(recorder="Bin"))

@@ -1,10 +1,10 @@
 """Open one model file in the real window (offscreen) as a user would, and print what it showed as JSON.
 
-Run as ``python tests/hardening/window_probe.py FILE`` (``child.run`` measures the whole run's peak memory with
+Run as ``python tests/hardening/window_probe.py FILE`` (``hard_child.run`` measures the whole run's peak memory with
 wait4). The window opens FILE and selects its first tensor (the details compute its statistics, the values panel
 reads it), paints, shows the selected row's tooltip and the details title's as hovering them would, and copies
 the name. ``baseline`` is the peak resident memory once the window is up, before the file is opened: the parent
-holds the run's peak above it to the issue's bound.
+holds the run's peak above it to docs/limits.md's bound.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tests.engine.formats.pytorch.pytorch_helpers import write_tar
+from tests.helpers.pytorch_checkpoints import write_tar
 from tests.helpers.pytorch_python2_pickles import glob, k
 
 WEIGHT = np.arange(6, dtype=np.float32)

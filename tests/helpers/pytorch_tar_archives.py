@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tests.engine.formats.pytorch.pytorch_helpers import write_tar
+from tests.helpers.pytorch_checkpoints import write_tar
 
 FLOATS = np.arange(8, dtype="<f4")
 

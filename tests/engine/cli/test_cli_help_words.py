@@ -1,5 +1,5 @@
 """Every ``--help`` word for word: what each command and flag says it does (README "Command line" lists the same
-commands and flags), the choices each flag takes, and the exit codes under each (issue 25: help text is what a
+commands and flags), the choices each flag takes, and the exit codes under each (help text is what a
 user reads first; a flag's help, metavar or choices changing is a change the user sees).
 
 The expected texts are ``help_texts/NAME.txt``, printed at 120 columns. After changing a flag on purpose,

@@ -1,5 +1,5 @@
 """README "Command line" promises (less "### Surgery": test_surgery_promises.py), each with the test that fails
-when it breaks (the audit of issue 25).
+when it breaks.
 
 ``here::`` is this module; the others are paths under tests/. "(checked)" marks a pair verified by breaking the
 product line in a worktree and watching the test fail.
@@ -19,7 +19,7 @@ What each command does:
 - `--format` overrides OUT's extension -> engine/cli/test_cli.py::test_convert_format_flag_overrides_the_extension (checked)
 - `--overwrite` is needed to replace OUT -> engine/cli/test_cli.py::test_convert_refuses_to_overwrite_with_one_line,
   engine/cli/test_exit_codes.py::test_an_existing_destination_says_use_overwrite (checked; the CLI and the exporter both
-  check, so test_cli's survives either alone)
+  check, so test_cli's still passes with either check broken)
 - `--metadata KEY=VALUE` -> engine/cli/test_cli.py::test_convert_writes_a_readable_file
 - `config` prints the non-tensor values as JSON, or the branch at `--key` ->
   engine/formats/pytorch/test_pytorch_cli_config.py::test_config_prints_all_values,

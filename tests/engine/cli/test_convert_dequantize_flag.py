@@ -1,6 +1,6 @@
 """``convert --dequantize`` (README "Burn versions", quantized Burnpack): SafeTensors has no quantized dtype, so a
-quantized tensor is refused there unless the flag writes its F32 values; the plain copy and the recipe path agree
-(issue 25: what each flag does, in-process).
+quantized tensor is refused there unless the flag writes its F32 values; the plain copy and the recipe path agree.
+Without it a quantized model converted to SafeTensors would lose its values or be refused with no way out.
 
 Promise -> test: ``--dequantize`` writes a quantized tensor's F32 values, without it the conversion is refused in one
 line naming the flag -> ``test_dequantize_writes_the_values_and_is_needed_for_safetensors``

@@ -1,6 +1,8 @@
 """``convert SRC OUT --template T --fit``: the best chain of recipe changes made first, printed, saved, written.
 
-Promises (issue 40, item 3) -> tests:
+Without it a user would have to find by hand the renames and adapters that make a checkpoint load in the model.
+
+Promises -> tests:
 - the chain is applied as the recipe, printed as the command that replays it and one line per change, saved by
   ``--save-recipe``, and the written file holds every tensor the template wants with the checkpoint's values ->
   ``test_a_lightning_checkpoint_is_fitted_printed_saved_and_written_with_its_values``

@@ -1,5 +1,6 @@
 """``convert --recipe FILE`` with flags: the flags extend the recipe (README "Recipes"), and ``--save-recipe``
-writes what they made, so the merged recipe is checked field by field (issue 25: what each flag does).
+writes what they made, so the merged recipe is checked field by field. Without it
+a flag given with ``--recipe`` would be lost or replace the recipe's own settings.
 
 Promises -> tests:
 - filters, remaps, casts, modules and metadata add to the recipe's; adapters are not doubled; a source named by

@@ -1,5 +1,5 @@
 """A conversion without surgery flags copies its one file without building a recipe or a plan (so it never
-imports the surgery: start-up is what a conversion adds to cp, issue 23), and writes exactly the bytes the
+imports the surgery: start-up is what a conversion adds to cp), and writes exactly the bytes the
 recipe path writes for an empty recipe."""
 
 from __future__ import annotations

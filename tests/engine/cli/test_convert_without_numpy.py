@@ -1,4 +1,4 @@
-"""A plain conversion copies bytes and never imports numpy (issue 23: numpy was most of its start-up, and
+"""A plain conversion copies bytes and never imports numpy (numpy was most of its start-up, and
 a conversion is measured against cp). Each of the four conversions the benchmarks time runs in a child
 process that reports ``sys.modules`` at exit; its output must equal, byte for byte, the same conversion run
 in this process, where numpy is loaded, and hold the source's values. Listing a file (``inspect``) touches
@@ -33,7 +33,7 @@ import json  # after the count: json is one of the modules a conversion must not
 print(json.dumps({"code": code, "out": out.getvalue(), "modules": modules}))
 """
 NOT_NEEDED = {"numpy", "ml_dtypes", "PySide6", "engine.surgery", "engine.values.chunked", "engine.stats"}
-# What a plain conversion's start-up no longer pays for (issue 23: against cp, start-up is what it adds):
+# What a plain conversion's start-up no longer pays for (against cp, start-up is what it adds):
 # `dataclasses` (a frozen dataclass compiled its methods at import), `pickletools` and `tarfile` (a zip
 # `.pt` needs neither), json (only writing SafeTensors needs it), cbor2 (only reading a Burnpack header needs
 # it) and the readers of the other formats.

@@ -1,11 +1,22 @@
-"""``store-studio diff A B --suggest``: one ``suggest:`` line per change, and a recipe ``convert --recipe`` applies."""
+"""``store-studio diff A B --suggest``: one ``suggest:`` line per change, and a recipe ``convert --recipe`` applies;
+B, the target model's file, settles module kinds while each change is proved. Without it a user would have to work
+out by hand the renames and adapters that make a checkpoint load in the target model.
+
+Promise (README "Command line": ``--suggest`` proves each change against B, a file saved from the target model)
+-> test:
+- a 2-D weight B wants as it is is not a Linear, so the PyTorch-to-Burn adapter (which renames the norm B names
+  ``gamma``/``beta``) is suggested without transposing it; without B's kinds the transpose breaks the pair and
+  nothing is suggested -> test_b_settles_that_a_weight_it_wants_as_it_is_is_not_transposed
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.numpy import save_file
 from torch import nn
 
 from engine import ArrayStore, export, open_store
@@ -76,3 +87,18 @@ def test_save_recipe_without_suggest_is_a_usage_error(tmp_path, capsys):
     assert main(["diff", str(tmp_path / "a.bpk"), str(tmp_path / "a.bpk"), "--save-recipe", str(tmp_path / "r.json")]) == 2
     assert "--suggest" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
+
+
+ADAPTER = ("suggest: add the pytorch-to-burn adapter (Linear weights, norm parameters): fixes 2 of 2 missing or "
+           "mismatched: adapter pytorch-to-burn")
+
+
+def test_b_settles_that_a_weight_it_wants_as_it_is_is_not_transposed(tmp_path: Path, capsys):
+    a, b, saved = tmp_path / "a.safetensors", tmp_path / "b.safetensors", tmp_path / "r.json"
+    fc = {"fc.weight": np.zeros((3, 2), np.float32), "fc.bias": np.zeros(3, np.float32)}  # named like a Linear
+    save_file({"ln.weight": np.ones(3, np.float32), "ln.bias": np.zeros(3, np.float32), **fc}, str(a))
+    save_file({"ln.gamma": np.ones(3, np.float32), "ln.beta": np.zeros(3, np.float32), **fc}, str(b))
+    assert main(["diff", str(a), str(b), "--suggest", "--save-recipe", str(saved), "-q"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == ADAPTER
+    assert json.loads(saved.read_text())["adapters"] == ["pytorch-to-burn"]

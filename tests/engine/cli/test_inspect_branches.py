@@ -1,5 +1,6 @@
 """``inspect`` and ``convert`` on training checkpoints say what the file holds besides the model weights, and
-the ``--top-level-key`` that reads the weights alone (issue 39, item 4); files written by real torch.
+the ``--top-level-key`` that reads the weights alone; files written by real torch. Without it a user would convert
+an optimizer's state along with the weights without knowing.
 
 Promises -> tests:
 - ``inspect`` prints one line per branch and names the key -> ``test_inspect_lists_the_branches_and_names_the_key``
@@ -20,7 +21,7 @@ import torch
 from engine import open_store
 from engine.cli import main
 from tests.helpers.samples import SAMPLES
-from tests.engine.formats.pytorch.training_checkpoints import lightning_checkpoint, plain_training_checkpoint, trained
+from tests.helpers.pytorch_training_checkpoints import lightning_checkpoint, plain_training_checkpoint, trained
 
 BRANCH_LINES = ["the tensors sit under 3 top-level keys:",
                 "  state_dict        model weights                                 9 tensors  368 B",

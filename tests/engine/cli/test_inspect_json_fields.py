@@ -1,5 +1,6 @@
 """``inspect --json``'s optional fields, each present exactly when the file has it (README "Command line",
-"PyTorch files", "Burn records", quantized Burnpack) -- issue 25, in-process.
+"PyTorch files", "Burn records", quantized Burnpack), in-process. Without
+them a script reading the JSON would miss what a file cannot do or hides.
 
 Promises -> tests:
 - the classes ``torch.load(weights_only=True)`` would refuse, and the names made from keys burn-store refuses, are
@@ -19,8 +20,6 @@ import torch
 from safetensors.numpy import save_file
 
 from engine.cli import main
-
-HERE = Path(__file__).resolve().parent
 from tests.helpers.formats_burn_record_writers import Settings, Unit, write_record
 from tests.helpers.formats_quantized_files import f32, gen2, i8, write
 

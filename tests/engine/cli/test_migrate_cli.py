@@ -1,15 +1,32 @@
-"""``store-studio migrate DIR``: a Learner's checkpoint folder to Burnpack in one command."""
+"""``store-studio migrate DIR``: a Learner's checkpoint folder to Burnpack in one command. Each record is converted
+beside itself, what exists or is planned twice is skipped, a dry run writes nothing, failures are counted, a progress
+line is drawn per record on a terminal. Without it a user would convert a training run's records one by one, or lose
+one silently.
+
+Promises (README "Command line", "Burn records") -> tests:
+- each record is converted beside itself under its name without the record's extension (``.mpk.gz`` whole),
+  one whose destination exists or is already planned is skipped, a dry run writes nothing and says "would"
+  -> ``test_migrate_names_each_destination_and_skips_one_planned_twice``, ``test_a_dry_run_says_would_and_writes_nothing``
+- ``--burn-version`` picks the Burn release the Burnpack loads in -> ``test_migrate_writes_for_the_burn_version_asked``
+- the summary counts every record that failed, not just whether one did -> ``test_two_broken_records_are_two_failed``
+- each record's writing shows a ``writing NAME`` line on a terminal, none with ``-q``
+  -> ``test_migrate_draws_a_writing_line_per_record_on_a_terminal``
+- ``migrate`` refuses what is no folder -> ``test_migrate_refuses_a_file_as_its_folder``
+"""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import numpy as np
 
 from engine import open_store
 from engine.cli import main
-
+from engine.cli.progress import ERASE
 from tests.helpers.formats_burn_record_writers import Data, Settings, Unit, Variant, id_text, model_item, write_record
+from tests.terminals import cli_on_a_terminal
 
 
 def checkpoint_folder(root: Path) -> dict[str, Path]:
@@ -77,3 +94,114 @@ def test_migrate_reports_a_broken_record_and_converts_the_rest(tmp_path, capsys)
     assert out[-1].endswith("0 skipped, 1 failed")
     assert not (tmp_path / "checkpoint" / "model-2.bpk").exists()
     assert (tmp_path / "checkpoint" / "optim-2.bpk").exists()
+
+
+def test_migrate_refuses_a_file_as_its_folder(checkpoint, capsys):
+    assert main(["migrate", checkpoint]) == 1
+    assert capsys.readouterr().err == f"store-studio: {checkpoint}: not a folder\n"
+
+
+def two_models(folder: Path) -> tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    item, _ = model_item()
+    return (write_record(folder, "a", item, Settings(recorder="NamedMpk")),
+            write_record(folder, "b", item, Settings(recorder="NamedMpk")))
+
+
+def test_two_broken_records_are_two_failed(tmp_path, capsys):
+    for record in two_models(tmp_path):
+        record.write_bytes(record.read_bytes()[:200])
+    assert main(["migrate", str(tmp_path)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].endswith(": 0 skipped, 2 failed")
+
+
+def migrate_on_a_terminal(monkeypatch, *args: str) -> str:
+    return cli_on_a_terminal(monkeypatch, ["migrate", *args])
+
+
+def test_migrate_draws_a_writing_line_per_record_on_a_terminal(tmp_path, monkeypatch):
+    two_models(tmp_path / "loud")
+    drawn = [text for text in migrate_on_a_terminal(monkeypatch, str(tmp_path / "loud")).split(ERASE) if text]
+    assert [text.split("  ")[0] for text in drawn if "(100%)" in text] == ["writing a.bpk", "writing b.bpk"]
+    two_models(tmp_path / "quiet")
+    assert migrate_on_a_terminal(monkeypatch, str(tmp_path / "quiet"), "-q") == ""
+
+
+def test_migrate_names_each_destination_and_skips_one_planned_twice(tmp_path, capsys):
+    item, _ = model_item()
+    write_record(tmp_path, "model", item, Settings(recorder="NamedMpk"))
+    write_record(tmp_path, "model", item, Settings(recorder="NamedMpkGz"))  # model.mpk.gz: also model.bpk
+    (tmp_path / "model.mpk").rename(tmp_path / "a.mpk")
+    (tmp_path / "model.mpk.gz").rename(tmp_path / "a.mpk.gz")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "weights").write_bytes((tmp_path / "a.mpk").read_bytes())  # a record without extension
+    assert main(["migrate", str(tmp_path), "-q"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "converted a.mpk -> a.bpk (11 tensors, 260 B)",
+        "skipped   a.mpk.gz: a.bpk already exists",
+        "converted sub/weights -> weights.bpk (11 tensors, 260 B)",
+        f"migrated 2 of 3 records in {tmp_path} (520 B): 1 skipped, 0 failed",
+    ]
+    assert sorted(p.name for p in tmp_path.rglob("*.bpk")) == ["a.bpk", "weights.bpk"]
+    with open_store(tmp_path / "sub" / "weights.bpk") as store:
+        assert len(store.entries) == 11
+
+
+def test_a_dry_run_says_would_and_writes_nothing(tmp_path, capsys):
+    item, _ = model_item()
+    write_record(tmp_path, "only", item, Settings(recorder="NamedMpkGz"))
+    assert main(["migrate", str(tmp_path), "--dry-run", "--to", "safetensors"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "would convert only.mpk.gz -> only.safetensors (11 tensors, 260 B)",
+        f"would migrate 1 of 1 record in {tmp_path} (260 B): 0 skipped, 0 failed",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["only.mpk.gz"]
+
+
+def test_an_empty_folder_migrates_nothing(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("no record")
+    assert main(["migrate", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == f"migrated 0 of 0 records in {tmp_path} (0 B): 0 skipped, 0 failed\n"
+
+
+def test_migrate_writes_for_the_burn_version_asked(tmp_path, capsys):
+    """A bool tensor's spelling differs between Burn 0.20 and 0.21 (README "Burn versions"): the file loads in the
+    release asked for, and the newest by default."""
+    from tests.helpers.formats_burn_record_writers import Param, id_text
+    item = {"mask": Param(id_text(3), np.array([True, False])), "w": Param(id_text(4), np.ones(2, "<f4"))}
+    loads_in = {}
+    for flags in (["--burn-version", "0.20"], ["--burn-version", "0.21"], []):
+        folder = tmp_path / (flags[-1] if flags else "default")
+        folder.mkdir()
+        write_record(folder, "m", item, Settings(recorder="NamedMpk"))
+        assert main(["migrate", str(folder), "-q", *flags]) == 0
+        capsys.readouterr()
+        assert main(["inspect", str(folder / "m.bpk"), "--json"]) == 0
+        loads_in[folder.name] = json.loads(capsys.readouterr().out)["burn"]["loads_in"]
+        with open_store(folder / "m.bpk") as store:
+            assert store.read("mask").astype(bool).tolist() == [True, False]
+    assert loads_in == {"0.20": ["0.20"], "0.21": ["0.21", "0.22"], "default": ["0.21", "0.22"]}
+
+
+def test_a_file_that_cannot_be_read_is_passed_over_and_the_search_goes_on(tmp_path, capsys):
+    """``a_mem`` links to /proc/self/mem, a regular file whose first read fails (EIO) even for root: migrate
+    skips it and still finds the record after it."""
+    os.symlink("/proc/self/mem", tmp_path / "a_mem")
+    item, _ = model_item()
+    write_record(tmp_path, "b", item, Settings(recorder="NamedMpk"))
+    assert main(["migrate", str(tmp_path), "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "would convert b.mpk -> b.bpk (11 tensors, 260 B)",
+        f"would migrate 1 of 1 record in {tmp_path} (260 B): 0 skipped, 0 failed"]
+
+
+def test_a_dry_run_skips_records_planned_to_the_same_destination(tmp_path, capsys):
+    """``a.mpk``, ``a.mpk.gz`` and ``a.json`` all become ``a.bpk``: a dry run writes nothing, yet plans one."""
+    item, _ = model_item()
+    for recorder in ("NamedMpk", "NamedMpkGz", "PrettyJson"):
+        write_record(tmp_path, "a", item, Settings(recorder=recorder))
+    assert main(["migrate", str(tmp_path), "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == f"would migrate 1 of 3 records in {tmp_path} (260 B): 2 skipped, 0 failed"
+    assert sum(line.startswith("skipped   ") and line.endswith(": a.bpk already exists") for line in out) == 2
+    assert not (tmp_path / "a.bpk").exists()

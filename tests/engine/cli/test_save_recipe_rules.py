@@ -1,4 +1,4 @@
-"""``--save-recipe FILE`` follows the rules OUT follows (issue 38, item 9), in ``convert`` and ``diff --suggest``.
+"""``--save-recipe FILE`` follows the rules OUT follows, in ``convert`` and ``diff --suggest``.
 
 FILE is never a file the command reads or writes (a source, a shard, the template, the recipe it extends, the
 output), however spelled or linked; an existing FILE is replaced only with ``--overwrite``; it is written as an

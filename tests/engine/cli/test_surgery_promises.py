@@ -1,4 +1,4 @@
-"""README "Surgery" promises, each with the test that fails when it breaks (the audit of issue 25).
+"""README "Surgery" promises, each with the test that fails when it breaks.
 
 Each promise below is a README sentence about `convert`'s surgery flags; the test after the arrow asserts its
 outcome on a real file. ``here::`` is this module; the others are paths under tests/engine/.
@@ -48,8 +48,8 @@ Module types and guesses:
   surgery/test_modules.py (whole module), surgery/test_guesses.py (whole module), surgery/test_modules.py
   (its own pairs), cli/test_convert_trust.py (the LayerNorm and time_embed cases)
 - every tensor resting on a guess is listed, one line each -> cli/test_convert_trust.py::test_tensors_resting_on_a_name_are_reported_after_the_summary;
-  by `--dry-run` too -> cli/test_convert_words_exact.py::test_strict_lists_each_guess_once,
-  cli/test_convert_words_exact.py::test_a_written_conversion_lists_its_guesses
+  by `--dry-run` too -> cli/test_convert_surgery.py::test_strict_lists_each_guess_once,
+  cli/test_convert_surgery.py::test_a_written_conversion_lists_its_guesses
 - `--module PATH=TYPE` settles a module, any case -> cli/test_convert_trust.py::test_module_flags_settle_the_guesses_and_change_the_bytes,
   surgery/test_modules.py::test_module_types_are_read_in_any_case; an unknown type is exit 2 ->
   cli/test_convert_trust.py::test_an_unknown_module_type_is_a_usage_error
@@ -92,7 +92,7 @@ What is refused and what is kept:
 - `diff A B --suggest` prints `suggest:` lines, each proven on top of the ones before; `--save-recipe` saves A as
   source and B as template, and `convert --recipe` applies them ->
   cli/test_diff_suggest_cli.py::test_suggest_prints_each_change_and_the_saved_recipe_converts_to_what_the_template_wants,
-  cli/test_diff_recipe_exact.py::test_suggest_finds_the_top_level_key_and_saves_source_and_template,
+  cli/test_diff_cli.py::test_suggest_finds_the_top_level_key_and_saves_source_and_template,
   surgery/test_suggest_steps.py (whole module); the fused split by name, naming its modules ->
   surgery/test_suggest_fused.py (whole module)
 - non-float buffers (`num_batches_tracked`) are kept by the adapters -> surgery/test_round_trip_torch.py (whole module)

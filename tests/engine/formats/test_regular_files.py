@@ -21,7 +21,7 @@ import pytest
 
 from engine import FormatError, open_store
 from engine.sources.regular_files import NotRegularFile, file_kind, open_regular
-from tests.hardening import child
+from tests.helpers import hard_child as child
 from tests.helpers.special_files import a_socket
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from http_site import Server, Site
+from tests.helpers.remote_http_site import Server, Site
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """What an open remote file keeps in memory (README "Remote files and the Hugging Face Hub", what is cached where:
 "Each open remote file keeps up to 32 MiB of the ranges it read for its index and for values shown in memory ...;
-bytes streamed by a conversion are never kept"; the audit of issue 25: a range read twice was tested, the bound and
-the streamed bytes were not). A real HTTP server on loopback serves a SafeTensors file of 1 MiB tensors; whether a
-read was kept is read from the server's request log.
+bytes streamed by a conversion are never kept"): without it a tab kept open on a remote file would grow without
+bound, or a conversion would hold the whole model in memory. A real HTTP server on loopback serves a SafeTensors file
+of 1 MiB tensors; whether a read was kept is read from the server's request log.
 
 Promise -> test:
 - the ranges read are kept up to 32 MiB, the least recently read going first ->

@@ -1,6 +1,6 @@
-"""Bounding every answer (issue 38) keeps what made remote reads cheap: an answer read to its end gives its
-connection back for the next request (only one that goes on past what was asked loses it, see
-tests/hardening/test_hostile_remote.py)."""
+"""Bounding every answer keeps what made remote reads cheap (else each range read would pay a new connection): an
+answer read to its end gives its connection back for the next request (only one that goes on past what was asked
+loses it, see tests/hardening/test_hostile_remote.py)."""
 
 from __future__ import annotations
 

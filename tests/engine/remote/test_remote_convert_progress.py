@@ -1,7 +1,7 @@
-"""`convert URL` draws the same progress line as a local conversion (README "Remote files and the Hugging Face
-Hub": "`convert URL out.bpk` writes the same bytes as converting the downloaded file ... with the same progress
-line (bytes, rate, time left)"; the audit of issue 25). A real HTTP server on loopback serves the file; stderr is
-a real pty.
+"""`convert URL` draws the same progress line as a local conversion (README "Remote files and the Hugging Face Hub":
+"`convert URL out.bpk` writes the same bytes as converting the downloaded file ... with the same progress line
+(bytes, rate, time left)"): without it a slow download would look hung. A real HTTP server on loopback serves the
+file; stderr is a real pty.
 
 Promise -> test:
 - a conversion from an address draws the progress line on a terminal, names the output and ends in `wrote OUT`,

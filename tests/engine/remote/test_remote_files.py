@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from http_site import RANGE
+from tests.helpers.remote_http_site import RANGE
 from safetensors.numpy import save as save_safetensors
 
 from engine import ArrayStore, FormatError, export, open_store

@@ -1,6 +1,7 @@
 """A remote `.gz` record leaves nothing on disk once closed (README "Remote files and the Hugging Face Hub", what
 is cached where: "nothing on disk persists ... a remote `.gz` record is inflated to a temporary file removed when
-the tab closes, as for local records"; the audit of issue 25). A real HTTP server on loopback serves a record
+the tab closes, as for local records"): without it each remote record opened would leave its inflated copy on
+disk. A real HTTP server on loopback serves a record
 written by Burn's rules (burn_record_writers).
 
 Promise -> test:

@@ -1,5 +1,5 @@
-"""README "Remote files and the Hugging Face Hub" promises, each with the test that fails when it breaks (the audit
-of issue 25). A real HTTP server on loopback (http_site.py) serves files written by real safetensors.
+"""README "Remote files and the Hugging Face Hub" promises, each with the test that fails when it breaks. A real
+HTTP server on loopback (tests/helpers/remote_http_site.py) serves files written by real safetensors.
 
 ``here::`` is this module, ``rf::`` is test_remote_files.py beside it; the others are paths under tests/.
 "(checked)" marks a pair verified by breaking the product line in a worktree and watching the test fail.

@@ -1,7 +1,7 @@
 """``SourceReader`` (engine/formats/source.py) is a read-only, seekable file object over any byte source, local or
-remote (mutation run, issue 25): the zip and tar readers hand it to ``zipfile`` and ``tarfile``, and a library
+remote: the zip and tar readers hand it to ``zipfile`` and ``tarfile``, and a library
 that checks the io contract before reading (``io.BufferedReader`` refuses a raw file that is not readable) reads
-the same bytes through it.
+the same bytes through it. Without it a remote zip or tar checkpoint would fail to open, or read the wrong bytes.
 
 Promises (README, "Remote files") -> tests:
 - remote files open wherever paths do, read by ranges -> test_a_buffered_reader_reads_a_remote_file_by_ranges

@@ -1,5 +1,6 @@
 """A remote Bin record is downloaded whole to a temporary file before it is read (engine/formats/source.py
-``spool``, mutation run, issue 25), from a real HTTP server on 127.0.0.1.
+``spool``), from a real HTTP server on 127.0.0.1: without it a remote Bin record could not be read at all, or
+would leave its download behind.
 
 Promises (README, "Remote files") -> tests:
 - a whole download (a remote Bin record, read from a memory map) goes to a temporary file in ``$TMPDIR``, and

@@ -1,4 +1,5 @@
-"""A template read from Rust source is taken wherever a ``.bpk`` template is (issue 40, item 5): the alignment
+"""A template read from Rust source is taken wherever a ``.bpk`` template is, so a user with only the model's
+Rust code can still fit a checkpoint to it: the alignment
 (run-time shapes and optional tensors counted apart from mismatches and missing ones), the plan's module kinds,
 ``diff --suggest``, ``convert --template``, ``recipe --as rust`` (which names the struct) and Bin records."""
 

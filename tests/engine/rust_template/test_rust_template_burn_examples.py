@@ -1,5 +1,5 @@
 """Burn's own models read as templates: the names and shapes Burn's modules save, and real torch checkpoints that
-load into them (issue 40, items 4 to 6).
+load into them; a wrong name here would make a recipe fitted to a Burn model fail when Burn loads it.
 
 The sources are tests/fixtures/burn-rust-models (copied from tracel-ai/burn at the tags their folders name). The
 expected names follow Burn's module code: a struct field's name, then the nn module's own fields (Conv2d

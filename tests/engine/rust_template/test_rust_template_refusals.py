@@ -17,7 +17,7 @@ from engine.formats import open_template
 
 from tests.helpers.engine_rust_sources import write
 
-from tests.hardening import child
+from tests.helpers import hard_child as child
 
 
 @pytest.fixture

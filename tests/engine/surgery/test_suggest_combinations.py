@@ -35,7 +35,7 @@ from engine import ArrayStore, Store, export, open_store
 from engine.surgery import Recipe, RemapRule, align, plan
 from engine.surgery import suggestions as search
 from engine.surgery.suggestions import MAX_CHANGES, MAX_PLANS, REMOVE, fit, reopen_at_key, suggest
-from tests.hardening import child
+from tests.helpers import hard_child as child
 from tests.helpers.wrapped_checkpoints import (SAMPLE_BPK, SAMPLE_PT, compiled_checkpoint, data_parallel_checkpoint,
                                                lightning_checkpoint)
 

@@ -1,5 +1,6 @@
 """The File panel lists a training checkpoint's top-level branches, each with a button that makes it the recipe's
-top-level key: one undo step, which Ctrl+Z takes back (issue 39, item 4). Real files from real torch, the real
+top-level key: one undo step, which Ctrl+Z takes back; without it a user must
+write the key by hand to read one branch of a training checkpoint. Real files from real torch, the real
 window, real clicks.
 
 Promises -> tests:
@@ -20,7 +21,7 @@ from tests.helpers.samples import SAMPLES
 from gui.main_window import MainWindow
 from gui.models.tree_model import Column
 from gui.panels.file_info import KEY_PROPERTY
-from tests.engine.formats.pytorch.training_checkpoints import lightning_checkpoint, trained
+from tests.helpers.pytorch_training_checkpoints import lightning_checkpoint, trained
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,6 @@
-"""The File panel on what training frameworks save (issue 39): OmegaConf hparams as a plain tree, as
-``OmegaConf.to_container(resolve=False)`` gives them, and a pointer back to a container as where it points."""
+"""The File panel on what training frameworks save: OmegaConf hparams as a plain tree, as
+``OmegaConf.to_container(resolve=False)`` gives them, and a pointer back to a container as where it points; without
+it a Lightning checkpoint's hyper-parameters would show as opaque objects or loop for ever."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from gui.main_window import MainWindow
 from gui.workbench.document import RecipeDocument
-from workbench_helpers import SAMPLE_PT, settle
+from tests.helpers.gui_workbench import SAMPLE_PT, settle
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,7 @@
 """Each of the Adapters dock's boxes does what its name says to the plan, and undoes it when cleared (README "The
-workbench", Adapters: "PyTorch → Burn, Burn → PyTorch, contiguous indices, skip enum variants, fuse weight norm";
-the audit of issue 25: only PyTorch → Burn was clicked by a test). Real widgets in the real window, offscreen.
+workbench", Adapters: "PyTorch → Burn, Burn → PyTorch, contiguous indices, skip enum variants, fuse weight norm"): a
+box that did nothing, or could not be undone, would leave a recipe that does not load. Real widgets in the real
+window, offscreen.
 
 Promise -> test:
 - Burn → PyTorch renames norm gamma/beta to weight/bias; contiguous indices renumbers `layers.0/2` as `0/1`; fuse
@@ -20,7 +21,7 @@ import pytest
 from engine import ArrayStore, export
 from gui.main_window import MainWindow
 
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 ARRAYS = {"layers.0.weight": np.ones((2, 2), np.float32), "layers.2.weight": np.full((2, 2), 2, np.float32),
           "feature.BaseConv.weight": np.ones(3, np.float32),

@@ -13,7 +13,7 @@ from gui.main_window import MainWindow
 from gui.models.diff_model import ROW_ROLE, STATUSES, TONE_COLOURS, Column
 from gui.workbench.diff_panel import show_diff_dock
 
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 
 def _model_file(path: Path) -> None:

@@ -11,7 +11,7 @@ import torch
 
 from engine import ArrayStore, export
 from gui.workbench.diff_panel import show_diff_dock
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 
 def _state() -> dict[str, torch.Tensor]:

@@ -15,7 +15,7 @@ from tests.helpers.samples import SAMPLES
 from engine.surgery import Filter, Recipe, RemapRule, plan
 from gui.main_window import MainWindow
 from gui.workbench.panels.filters import EXCLUDE
-from workbench_helpers import SAMPLE_PT, settle
+from tests.helpers.gui_workbench import SAMPLE_PT, settle
 
 
 def sample_cnn_class() -> type[torch.nn.Module]:

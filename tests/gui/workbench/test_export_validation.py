@@ -14,7 +14,7 @@ from engine import ArrayStore, export, open_store
 from gui.main_window import MainWindow
 from gui.workbench.export_dialog import MISMATCH_QUESTION, run_export
 
-from workbench_helpers import model_and_template, settle
+from tests.helpers.gui_workbench import model_and_template, settle
 
 
 def _question(qtbot) -> QMessageBox:

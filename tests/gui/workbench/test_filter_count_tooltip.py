@@ -1,6 +1,7 @@
 """A filter rule's count lists the names it matched: the first few under the rules, more in the count's tooltip
 (README "The workbench", Filters: "each row with how many tensors it matches and which names (listed under the
-rules, more in the count's tooltip)"; the audit of issue 25, the section's other pairs: test_workbench_promises.py).
+rules, more in the count's tooltip)"; the section's other pairs: test_workbench_promises.py). Without it a user cannot
+check what a broad rule catches before exporting.
 
 Promise -> test:
 - the names past the ones listed under the rules are in the count's tooltip, in the plan's order, and the line
@@ -18,7 +19,7 @@ from engine import ArrayStore, export
 from gui.main_window import MainWindow
 from gui.workbench.panels.filters import INCLUDE
 
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 NAMES = [f"block.{i}.weight" for i in range(8)] + ["head.bias"]
 

@@ -12,7 +12,7 @@ from engine.surgery import RemapRule
 from gui.main_window import MainWindow
 from gui.workbench.panels.filters import EXCLUDE
 
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 
 def test_a_filter_rule_matches_the_remapped_name_and_shows_it(window: MainWindow, surgery, qtbot, tmp_path: Path):

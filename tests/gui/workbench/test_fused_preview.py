@@ -7,7 +7,7 @@ import torch
 from gui.main_window import MainWindow
 from gui.workbench.panels.preview import NAME, OPERATIONS, STATUS
 
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 
 def test_lstm_gates_show_as_one_split_operation(window: MainWindow, surgery, qtbot, tmp_path):

@@ -8,7 +8,7 @@ from PySide6.QtGui import QImage
 
 from tests.helpers.samples import SAMPLES
 from gui.app import main
-from workbench_helpers import SAMPLE_PT
+from tests.helpers.gui_workbench import SAMPLE_PT
 
 RECIPE = SAMPLES / "pytorch_to_burn.recipe.json"
 

@@ -1,4 +1,5 @@
-"""Surgery › Make It Load Into… and suggestions that wrap (issue 40, items 3 and 6), driven like a user.
+"""Surgery › Make It Load Into… and suggestions that wrap, driven like a user: the one step that fits a checkpoint
+to a template, and suggestions a user can read whole at 1024x640.
 
 Promises -> tests:
 - the action picks a template, applies the best chain as one undoable edit (the template with it), and the diff
@@ -22,7 +23,7 @@ from engine.surgery import Recipe, RemapRule
 from gui.main_window import MainWindow
 from gui.workbench.suggestion_list import BREAK, WrappedLabel
 from tests.helpers.wrapped_checkpoints import SAMPLE_BPK, SAMPLE_PT, lightning_checkpoint
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 ADAPTER = "add the pytorch-to-burn adapter (Linear weights, norm parameters)"
 

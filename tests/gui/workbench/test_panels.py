@@ -21,7 +21,7 @@ from gui.workbench.panels.filters import EXCLUDE, INCLUDE, WHERE
 from gui.workbench.panels.preview import NAME, STATUS
 from gui.workbench.panels.remap import MIME, check
 
-from workbench_helpers import FIXTURES, SAMPLE_BPK, SAMPLE_PT, settle
+from tests.helpers.gui_workbench import FIXTURES, SAMPLE_BPK, SAMPLE_PT, settle
 
 
 def test_workbench_docks_are_hidden_until_surgery_starts(window: MainWindow, open_view, qtbot):

@@ -1,7 +1,7 @@
 """The preview's colours and the tree's are the same marks (README "The workbench", Preview: "Transformed tensors are
 amber with the word (split, renamed, transposed, cast, fused), dropped ones grey and struck through with the reason,
-conflicts red: the tree marks its own tensors the same way"; the audit of issue 25: the tree's dropped mark was
-tested, no colour was). Real widgets in the real window, offscreen, on the bundled sample checkpoint.
+conflicts red: the tree marks its own tensors the same way"): without it a user would miss a
+dropped or conflicting tensor. Real widgets in the real window, offscreen, on the bundled sample checkpoint.
 
 Promise -> test:
 - a transformed row is amber with its word, a dropped one grey, struck through, its reason in the tooltip, a
@@ -12,7 +12,7 @@ Promise -> test:
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 from engine.surgery import Filter, RemapRule
 from gui.main_window import MainWindow

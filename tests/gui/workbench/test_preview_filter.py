@@ -5,7 +5,7 @@ from __future__ import annotations
 from gui.main_window import MainWindow
 from gui.workbench.panels.preview import NAME
 
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 
 def _shown_names(panel) -> list[str]:

@@ -13,7 +13,7 @@ from gui.main_window import MainWindow
 from gui.workbench.panels.adapters import KIND
 from gui.workbench.panels.preview import GUESSED, NAME, STATUS
 
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 
 class _Net(torch.nn.Module):

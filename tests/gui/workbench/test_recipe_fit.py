@@ -12,7 +12,7 @@ from engine.surgery import Recipe
 from gui.app import main, recipe_home
 from gui.main_window import MainWindow
 
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 
 def _net(path: Path) -> dict[str, torch.Tensor]:

@@ -1,4 +1,5 @@
-"""The window saves a recipe as ``--save-recipe`` does (issue 38, item 9): never over a file the tab reads, written
+"""The window saves a recipe as ``--save-recipe`` does (else saving could destroy the model being edited):
+never over a file the tab reads, written
 beside the name and renamed over it (a symlink there is replaced, its target kept). The file dialog has asked
 before replacing any other file, so an existing recipe is replaced.
 

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 from engine.formats.rust_model import RustTemplate
 from gui.main_window import MainWindow
 from gui.model_picker import ModelPicker
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 MODEL = """
     #[derive(Module, Debug)]

@@ -9,7 +9,7 @@ import torch
 
 from gui.main_window import MainWindow
 
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 
 def _checkpoint(path: Path) -> dict[str, torch.Tensor]:

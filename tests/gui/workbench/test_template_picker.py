@@ -11,7 +11,7 @@ from gui.models.tree_model import MARK_ROLE, NODE_ROLE
 from gui.workbench.marks import MISMATCH, UNUSED
 from gui.workbench.panels.preview import NAME, STATUS, TEMPLATE
 
-from workbench_helpers import model_and_template, settle
+from tests.helpers.gui_workbench import model_and_template, settle
 
 
 def pick(monkeypatch, path: Path) -> None:

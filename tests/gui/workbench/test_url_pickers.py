@@ -3,9 +3,6 @@ with, the template. The address is typed into the real picker; a real HTTP serve
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from PySide6.QtCore import QTimer
@@ -18,10 +15,8 @@ from gui.main_window import MainWindow
 from gui.model_picker import ModelPicker
 from gui.workbench.diff_panel import show_diff_dock
 from gui.workbench.template_picker import choose_template
-from workbench_helpers import SAMPLE_PT
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine" / "remote"))
-from http_site import Server, Site  # noqa: E402
+from tests.helpers.gui_workbench import SAMPLE_PT
+from tests.helpers.remote_http_site import Server, Site
 
 PATH = "/org/repo/resolve/main/other.safetensors"
 

@@ -1,5 +1,5 @@
-"""README "The workbench" promises, each with the test that fails when it breaks (the audit of issue 25). Real widgets
-in the real window, offscreen, through pytest-qt.
+"""README "The workbench" promises, each with the test that fails when it breaks. Real widgets in the real window,
+offscreen, through pytest-qt.
 
 ``here::`` is this module; the others are paths under tests/gui/ (``wb/`` is workbench/). "(checked)" marks a pair
 verified by breaking the product line in a worktree and watching the test fail.
@@ -63,7 +63,7 @@ verified by breaking the product line in a worktree and watching the test fail.
   wb/test_diff_panel.py::test_the_summary_bar_and_the_worst_pairs_first, wb/test_diff_dropped.py (whole module)
 - suggested recipe changes, best first, with the pairs they make and Apply ->
   wb/test_diff_panel.py::test_a_common_prefix_is_offered_as_one_remap_rule_with_the_pairs_it_makes; at most two
-  (README said three; the fit work of issue 24 cut it to two, one line each: README fixed) ->
+  (one line each, so they fit at 1024x640) ->
   here::test_the_diff_view_offers_at_most_two_changes_best_first (checked: 2 -> 3 and 2 -> 1 both fail it); never one that pairs different shapes ->
   engine/surgery/test_suggest.py (whole module); the fused-gate split, with its pairs, and Apply ->
   wb/test_diff_fused_suggestion.py::test_the_split_is_offered_with_its_pairs_and_applying_it_makes_every_tensor_identical;
@@ -88,7 +88,7 @@ from engine.surgery.suggestions import suggest
 from gui.main_window import MainWindow
 from gui.workbench.diff_panel import show_diff_dock
 from gui.workbench.document import RecipeDocument
-from workbench_helpers import settle
+from tests.helpers.gui_workbench import settle
 
 # nine families of names, each its own rename: more than one search's bounds combine, so besides the best chain
 # the families it leaves are offered one by one (engine/surgery/test_suggest_steps.py::test_five_suggestions_at_most)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pytorch_helpers import LAYOUTS, checkpoints, save
+from tests.helpers.pytorch_checkpoints import LAYOUTS, checkpoints, save
 
 from tests.mutation import mutant_runs
 

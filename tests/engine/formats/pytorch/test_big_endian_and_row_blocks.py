@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from pytorch_helpers import big_endian_copy, raw_bytes, torch_flat
+from tests.helpers.pytorch_checkpoints import big_endian_copy, raw_bytes, torch_flat
 
 from engine.formats import open_store
 

@@ -29,14 +29,14 @@ from engine.formats.pytorch.branches import (
     Branch,
 )
 from safetensors.numpy import save_file
-from tests.engine.formats.pytorch.training_checkpoints import (
+from tests.helpers.pytorch_training_checkpoints import (
     lightning_checkpoint,
     nbytes,
     optimizer_tensors,
     plain_training_checkpoint,
     trained,
 )
-from tests.hardening import child
+from tests.helpers import hard_child as child
 
 
 def branches_of(path: Path, **options) -> CheckpointBranches | None:

@@ -24,7 +24,7 @@ import collections
 import pickle
 from pathlib import Path
 
-from pytorch_helpers import Storage, Tensor, zip_checkpoint
+from tests.helpers.pytorch_checkpoints import Storage, Tensor, zip_checkpoint
 
 from engine.formats import open_store
 from engine.formats.pytorch.checkpoint import MAX_NODES, MIN_NODES, node_budget

@@ -17,8 +17,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from tests.hardening import child
-from tests.hardening.hostile import PROTO, _text, colliding_int_keys, deep_tuple_key
+from tests.helpers import hard_child as child
+from tests.helpers.hard_hostile_files import PROTO, _text, colliding_int_keys, deep_tuple_key
 
 
 def nested_by_appends(depth: int) -> bytes:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pytorch_helpers import (
+from tests.helpers.pytorch_checkpoints import (
     LEGACY_MAGIC,
     Storage,
     Tensor,
@@ -158,7 +158,7 @@ def test_sys_info_without_a_byte_order_means_little_endian(tmp_path: Path) -> No
 def test_a_class_in_sys_info_is_named_in_the_note(tmp_path: Path) -> None:
     sys_info = {"little_endian": True, "by": Storage}  # a class of the tests: a placeholder, refused by torch
     with open_store(with_sys_info(tmp_path / "cls.pt", sys_info, FOUR.tobytes())) as store:
-        assert store.foreign_classes == ("pytorch_helpers.Storage",)
+        assert store.foreign_classes == ("tests.helpers.pytorch_checkpoints.Storage",)
 
 
 def test_two_views_of_one_storage_keep_their_own_ranges(tmp_path: Path) -> None:
@@ -191,11 +191,12 @@ def with_pids(path: Path, pids: list) -> Path:
 def test_only_a_four_part_module_id_names_a_module_class(tmp_path: Path) -> None:
     """torch.save(model) writes ``("module", class, source file, source)``; anything else is a storage id."""
     with open_store(with_pids(tmp_path / "mod.pt", [("module", Storage, "m.py", "class Storage: ...")])) as store:
-        assert store.values == ["pytorch_helpers.Storage"]
+        assert store.values == ["tests.helpers.pytorch_checkpoints.Storage"]
     assert refusal(with_pids(tmp_path / "short.pt", [("module", Storage)])) == (
-        "short.pt: persistent id ('module', pytorch_helpers.Storage) is not a storage reference")
+        "short.pt: persistent id ('module', tests.helpers.pytorch_checkpoints.Storage) is not a storage reference")
     assert refusal(with_pids(tmp_path / "other.pt", [("storage", Storage, "m.py", "src")])) == (
-        "other.pt: persistent id ('storage', pytorch_helpers.Storage, 'm.py', 'src') is not a storage reference")
+        "other.pt: persistent id ('storage', tests.helpers.pytorch_checkpoints.Storage, 'm.py', 'src') "
+        "is not a storage reference")
 
 
 def test_a_cut_pickle_names_which_of_the_legacy_pickles_it_was(tmp_path: Path) -> None:

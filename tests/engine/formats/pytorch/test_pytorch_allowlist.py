@@ -17,7 +17,7 @@ from engine.errors import FormatError
 from engine.formats import open_store
 from engine.formats.pytorch.allowlist import Placeholder
 from engine.formats.pytorch.unpickler import PickleStream, load
-from pytorch_helpers import LAYOUTS, Storage, legacy_checkpoint, raw_bytes, save, zip_checkpoint
+from tests.helpers.pytorch_checkpoints import LAYOUTS, Storage, legacy_checkpoint, raw_bytes, save, zip_checkpoint
 
 
 def unpickle(raw: bytes):

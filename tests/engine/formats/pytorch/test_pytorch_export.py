@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from pytorch_helpers import LAYOUTS, checkpoints, raw_bytes, torch_flat
+from tests.helpers.pytorch_checkpoints import LAYOUTS, checkpoints, raw_bytes, torch_flat
 from safetensors.torch import load_file
 
 from engine import dtypes

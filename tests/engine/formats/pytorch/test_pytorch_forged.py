@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from engine.errors import FormatError
 from engine.formats import open_store
 
-from pytorch_helpers import Storage, Tensor, legacy_checkpoint, legacy_head, zip_checkpoint
+from tests.helpers.pytorch_checkpoints import Storage, Tensor, legacy_checkpoint, legacy_head, zip_checkpoint
 
 FOUR = struct.pack("<4f", 1, 2, 3, 4)
 
@@ -195,7 +195,7 @@ def test_deep_nesting_is_cut_off(tmp_path: Path) -> None:
 def test_damaged_torch_files_fail_only_with_format_error(torch_files, tmp_path: Path, data) -> None:
     """Random damage to real legacy and tar files (no CRC to catch it first): a FormatError or a
     store whose every tensor reads, never another exception."""
-    from pytorch_helpers import tar_checkpoint
+    from tests.helpers.pytorch_checkpoints import tar_checkpoint
     sources = [torch_files[("nested", "legacy")], torch_files[("views", "legacy")], tar_checkpoint(tmp_path / "t.pt")[0]]
     raw = bytearray(sources[data.draw(st.integers(0, 2))].read_bytes())
     for _ in range(data.draw(st.integers(1, 6))):

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from engine.formats import open_store
-from pytorch_helpers import LAYOUTS, save
+from tests.helpers.pytorch_checkpoints import LAYOUTS, save
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

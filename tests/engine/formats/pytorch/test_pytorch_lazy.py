@@ -11,7 +11,7 @@ import numpy as np
 
 from engine.formats import open_store
 
-from pytorch_helpers import Storage, Tensor, checkpoint_pickle, legacy_head
+from tests.helpers.pytorch_checkpoints import Storage, Tensor, checkpoint_pickle, legacy_head
 
 FOUR = struct.pack("<4f", 1, 2, 3, 4)
 LOCAL = struct.Struct("<4s5H3I2H")

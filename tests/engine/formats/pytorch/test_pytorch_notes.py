@@ -17,7 +17,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from pytorch_helpers import Storage, Tensor, zip_checkpoint
+from tests.helpers.pytorch_checkpoints import Storage, Tensor, zip_checkpoint
 
 from engine.formats import open_store, pytorch
 
@@ -69,9 +69,9 @@ def test_both_notes_are_joined(tmp_path: Path) -> None:
     obj = {(1, "a"): Tensor(Storage("0", 4), 0, (4,), (1,)), "cls": Storage}  # a class of this test: a placeholder
     with open_store(zip_checkpoint(tmp_path / "both.pt", obj, {"0": bytes(16)})) as store:
         assert store.note == (f"torch.load(weights_only=True) would refuse this file: it names 1 non-weight class "
-                              f"(pytorch_helpers.Storage), shown here as placeholders; nothing was run; "
-                              "1 key naming tensors is neither text nor a whole number (first: \"(1, 'a')\"), named "
-                              "here as Python prints them; burn-store refuses such keys")
+                              f"(tests.helpers.pytorch_checkpoints.Storage), shown here as placeholders; "
+                              "nothing was run; 1 key naming tensors is neither text nor a whole number "
+                              "(first: \"(1, 'a')\"), named here as Python prints them; burn-store refuses such keys")
 
 
 @pytest.mark.parametrize(("head", "claimed"), [

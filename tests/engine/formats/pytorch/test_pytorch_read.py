@@ -13,7 +13,8 @@ import torch
 from engine.errors import FormatError
 from engine.formats import open_store
 
-from pytorch_helpers import DTYPES, LAYOUTS, big_endian_copy, checkpoints, raw_bytes, tar_checkpoint, torch_flat
+from tests.helpers.pytorch_checkpoints import (DTYPES, LAYOUTS, big_endian_copy, checkpoints, raw_bytes,
+                                             tar_checkpoint, torch_flat)
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "burn-pytorch-tests"
 MANIFEST = json.loads((FIXTURES / "MANIFEST.json").read_text())

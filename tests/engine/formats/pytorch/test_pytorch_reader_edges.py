@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from pytorch_helpers import Storage, Tensor, zip_checkpoint
+from tests.helpers.pytorch_checkpoints import Storage, Tensor, zip_checkpoint
 
 from engine.errors import FormatError
 from engine.formats import open_store

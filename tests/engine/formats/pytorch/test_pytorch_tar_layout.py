@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from pytorch_helpers import write_tar
+from tests.helpers.pytorch_checkpoints import write_tar
 
 from engine.errors import FormatError
 from engine.formats import open_store

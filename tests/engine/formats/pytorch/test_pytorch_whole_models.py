@@ -19,7 +19,7 @@ import torch
 
 from engine.errors import FormatError
 from engine.formats import open_store
-from pytorch_helpers import LAYOUTS, raw_bytes, save
+from tests.helpers.pytorch_checkpoints import LAYOUTS, raw_bytes, save
 
 ROOT = Path(__file__).parents[4]
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 import torch
-from pytorch_helpers import write_tar
+from tests.helpers.pytorch_checkpoints import write_tar
 
 from engine.formats import open_store
 from engine.formats.pytorch import tar_layout

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from pytorch_helpers import Storage, Tensor, legacy_checkpoint, zip_checkpoint
+from tests.helpers.pytorch_checkpoints import Storage, Tensor, legacy_checkpoint, zip_checkpoint
 
 from engine.formats import open_store
 from engine.formats.pytorch import tensors

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional
 
 import pytest
 import torch
-from pytorch_helpers import raw_bytes
+from tests.helpers.pytorch_checkpoints import raw_bytes
 
 from engine.formats import open_store
 from engine.formats.pytorch.tensors import TORCH_DTYPES

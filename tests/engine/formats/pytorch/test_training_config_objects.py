@@ -31,7 +31,7 @@ from typing import Dict, List, Optional
 import pytest
 import torch
 from omegaconf import MISSING, OmegaConf
-from pytorch_helpers import LAYOUTS, raw_bytes, save, torch_flat
+from tests.helpers.pytorch_checkpoints import LAYOUTS, raw_bytes, save, torch_flat
 
 from engine.cli import main
 from engine.formats import open_store

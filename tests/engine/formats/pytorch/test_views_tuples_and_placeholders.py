@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from pytorch_helpers import (
+from tests.helpers.pytorch_checkpoints import (
     Storage,
     Tensor,
     checkpoint_pickle,

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from pytorch_helpers import raw_bytes, torch_flat
+from tests.helpers.pytorch_checkpoints import raw_bytes, torch_flat
 
 from engine.errors import FormatError
 from engine.formats import open_store

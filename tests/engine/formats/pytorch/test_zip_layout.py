@@ -1,9 +1,9 @@
 """The zip layout's own records and refusals, word for word (engine/formats/pytorch zip_layout.py, store.py,
-unpickler.py): where data.pkl may sit and how many there are, the byteorder and version records (their 64-byte
-limit, compressed or not ASCII), an entry's stated sizes at their edges, a storage header forged past the end of a
-remote file, the byte range of a one-element tensor, and a hash flood through single SETITEMs. Checkpoints are
-written by real torch or built with ``pytorch_helpers`` and ``tests.helpers.pytorch_zip_entries``'s exact zip writer
-(``zip_of``: sizes and flags as given).
+unpickler.py): where data.pkl may sit and how many there are, the byteorder and version records (their 64-byte limit,
+compressed or not ASCII), an entry's stated sizes at their edges, a storage header forged past the end of a remote
+file, the byte range of a one-element tensor, and a hash flood through single SETITEMs. Checkpoints are written by
+real torch or built with ``tests.helpers.pytorch_checkpoints`` and ``tests.helpers.pytorch_zip_entries``'s exact zip
+writer (``zip_of``: sizes and flags as given).
 
 Promises (README, "PyTorch files": bad input is refused with one line naming the file; "Limits") -> tests:
 - data.pkl sits in one top folder of any name, or at the archive's top (read here; torch.load refuses that: "file in
@@ -38,7 +38,7 @@ import struct
 from pathlib import Path
 
 import torch
-from pytorch_helpers import (
+from tests.helpers.pytorch_checkpoints import (
     Storage,
     Tensor,
     checkpoint_pickle,
@@ -48,7 +48,7 @@ from pytorch_helpers import (
 )
 
 from engine.formats import open_store
-from tests.engine.remote.http_site import Server, Site
+from tests.helpers.remote_http_site import Server, Site
 from tests.helpers.pytorch_zip_entries import (
     DEFLATED,
     PICKLE,

@@ -1,6 +1,7 @@
-"""A zip checkpoint's storage entries, refused exactly: each refusal names the file, the
-storage and what is wrong with its entry. Checkpoints are built as torch.save lays them out
-(``pytorch_helpers.zip_checkpoint``), then one entry is taken out, compressed, or its header forged.
+"""A zip checkpoint's storage entries, refused exactly: each refusal names the file, the storage and what is wrong
+with its entry. Checkpoints are built as torch.save lays them out
+(``tests.helpers.pytorch_checkpoints.zip_checkpoint``), then one entry is taken out, compressed, or its header
+forged.
 
 Promises (README, "PyTorch files": bad input is refused with one line naming the file and what is wrong) -> tests:
 - a storage with no entry, a compressed one, one of another size
@@ -19,7 +20,7 @@ import struct
 import zipfile
 from pathlib import Path
 
-from pytorch_helpers import Storage, Tensor, zip_checkpoint
+from tests.helpers.pytorch_checkpoints import Storage, Tensor, zip_checkpoint
 
 from tests.refusals import refusal
 

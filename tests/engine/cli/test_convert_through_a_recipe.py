@@ -1,6 +1,6 @@
 """``convert`` through a recipe (any surgery flag, ``--recipe``, several sources), checked by outcome in-process:
-what the one-file copy path checks too, here on the path that plans first (issue 25: the sixth session's
-mutation run left these lines with no test that fails when they break).
+what the one-file copy path checks too, here on the path that plans first. Without it a conversion with any surgery
+flag could write another format than asked, drop a source's metadata or scalars, or apply a recipe to the wrong file.
 
 Promises (README "Command line", "Metadata and recipes", "Model surgery") -> tests:
 - ``--format`` chooses the output format whatever OUT's extension -> test_format_flag_names_the_format_of_any_out_name
@@ -31,7 +31,7 @@ from engine import ArrayStore, open_store
 from engine.cli import main
 from engine.surgery import plan
 from tests.helpers.formats_burn_record_writers import Bincode, Settings, id_text, DTYPES_0_16
-from tests.engine.remote.http_site import Server, Site
+from tests.helpers.remote_http_site import Server, Site
 from tests.terminals import cli_on_a_terminal
 
 

@@ -1,5 +1,6 @@
-"""What ``open_source`` (engine/formats/source.py, mutation run, issue 25) takes: any path-like object, and no
-address of a scheme Store Studio does not read, refused in one line that names the file.
+"""What ``open_source`` (engine/formats/source.py) takes: any path-like object, and no address of a scheme Store
+Studio does not read, refused in one line that names the file. Without it a library user passing an ``os.DirEntry``
+could not open a file, and an ``s3://`` address would fail with a puzzling error instead of saying what to do.
 
 Promises (README, "Remote files"; bad input is one line naming the file) -> tests:
 - ``s3://``, ``gs://``, ``ftp://`` ... are refused by their scheme, naming the file

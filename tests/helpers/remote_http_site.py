@@ -143,7 +143,7 @@ class Server:
         self.base = f"http://{name or host}:{self.httpd.server_address[1]}"
         # close() waits for serve_forever to look at its stop flag, which it does once per poll: socketserver's
         # default (0.5 s) made each test that closes a server wait up to half a second, 35 of the remote tests'
-        # 44 s, and each mutant's run of a reader that a survivor keeps running all of them.
+        # 44 s.
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
         self.thread.start()
 

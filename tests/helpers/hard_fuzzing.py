@@ -497,8 +497,7 @@ PICKLE_INTS = {"BININT": "<i", "BININT1": "<B", "BININT2": "<H", "BINPUT": "<B",
 
 def pytorch_helpers() -> Any:
     """The PyTorch reader's own test builders (hand-made pickles, legacy and tar layouts)."""
-    sys.path.insert(0, str(REPO / "tests/engine/formats/pytorch"))
-    import pytorch_helpers as helpers
+    from tests.helpers import pytorch_checkpoints as helpers
     return helpers
 
 
@@ -741,7 +740,7 @@ def fuzz(fmt: FuzzFormat, worker: Worker, workdir: Path, *, seed: int, cases: in
     return campaign
 
 
-# --- the hostile classes of issue 12, as structure-aware mutations -----------------------------------
+# --- the hostile classes (tests.helpers.hard_hostile_files), as structure-aware mutations -----------
 # Each format's structural mutation is wrapped: one time in four it plants one of these attacks
 # (at a random size) instead. ``CLASS_COUNTS`` tallies how many inputs each class made.
 
@@ -750,7 +749,8 @@ HOSTILE_SHARE = 0.25
 
 
 def _hostile():
-    import hostile  # beside this file; its generators are the tests' own
+    # the hostile-class tests' own generators
+    from tests.helpers import hard_hostile_files as hostile
     return hostile
 
 

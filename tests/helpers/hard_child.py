@@ -1,4 +1,4 @@
-"""Run the command line (or a snippet) in a fresh interpreter and measure it as the issue's limits ask:
+"""Run the command line (or a snippet) in a fresh interpreter and measure it as docs/limits.md's bounds ask:
 peak resident memory and CPU time from ``wait4`` (CPU, not wall time, so a loaded machine cannot
 fail a case), exit status and what it printed."""
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-MAX_RSS = 300 << 20  # the issue's limits for an input under 2 MiB
+MAX_RSS = 300 << 20  # the documented limits for an input under 2 MiB
 MAX_CPU = 2.0
 TIMEOUT = 120.0  # wall seconds before a child is presumed hung and killed
 

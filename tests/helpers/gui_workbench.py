@@ -8,10 +8,10 @@ import numpy as np
 import torch
 from safetensors.numpy import save_file
 
-from tests.helpers.samples import SAMPLES
 from gui.workbench.document import RecipeDocument
+from tests.helpers.samples import SAMPLES
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "burn-pytorch-tests"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "burn-pytorch-tests"
 SAMPLE_PT = SAMPLES / "sample_cnn.pt"
 SAMPLE_BPK = SAMPLES / "sample_cnn.bpk"
 

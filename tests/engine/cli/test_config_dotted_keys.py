@@ -1,5 +1,5 @@
-"""``config --key`` through keys that hold dots at several depths, and digits on a dict (issue 25: survivors of
-``engine/cli/config.py``'s ``branch``), on checkpoints written by torch.
+"""``config --key`` through keys that hold dots at several depths, and digits on a dict, on checkpoints written by
+torch. Without it a user asking for a nested training setting would get the wrong value, or none.
 
 Promises (README "Command line": ``config --key`` takes an exact key first, dots included, then a dotted path
 through dicts and lists) -> tests:
