@@ -28,9 +28,9 @@ import functools
 import math
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from . import dtypes
+from . import dtypes, quantize
 from .burn_versions import BurnVersion
-from .quantized import QuantScheme, encode_scheme, inexpressible
+from .quantized import QuantScheme, encode_scheme
 
 if TYPE_CHECKING:
     import numpy as np
@@ -138,12 +138,8 @@ class BlockValues:
 
 def burn_scheme(name: str, version: BurnVersion) -> QuantScheme:
     """Burn's scheme for GGML type ``name`` (Q8_0 or Q4_0) at ``version``: symmetric, blocks of 32 along the last
-    dimension, packed in u32 words (Burn's default store), F16 scales where ``version`` reads them, else F32."""
-    generation = 2 if version is BurnVersion.V0_22 else 1
-    half = QuantScheme(generation, BURN_VALUES[name], "PackedU32", 0, "Symmetric", (BURN_BLOCK,), "F16", None)
-    if not inexpressible(half, version):
-        return half
-    return QuantScheme(generation, BURN_VALUES[name], "PackedU32", 0, "Symmetric", (BURN_BLOCK,), "F32", None)
+    dimension, packed in u32 words, F16 scales where ``version`` reads them, else F32 (``quantize.burn_scheme``)."""
+    return quantize.burn_scheme(BURN_VALUES[name], BURN_BLOCK, version)
 
 
 def burn_dtype(name: str, version: BurnVersion) -> dtypes.DType:
@@ -163,7 +159,7 @@ def burn_bytes(name: str, scheme: QuantScheme, raw_blocks: Iterator[bytes], nume
         d = blocks[:, :2].copy().view("<f2")  # (n, 1)
         q = _integers(name, blocks[:, 2:])  # (n, 32) int8
         q[(d == 0).reshape(-1)] = 0  # Burn reads a zero scale as 0.1: keep such a block's values zero
-        yield _packed(q, scheme.bits)
+        yield quantize.pack(q, scheme.bits)
         scales.append(d.reshape(-1) if scheme.scale_dtype == "F16" else d.reshape(-1).astype("<f4"))
     yield np.concatenate(scales).tobytes() if scales else b""
 
@@ -181,17 +177,3 @@ def _integers(name: str, payload: np.ndarray) -> np.ndarray:
         return payload.view(np.int8).copy()
     low, high = payload & np.uint8(0x0F), payload >> np.uint8(4)
     return np.concatenate([low, high], axis=1).astype(np.int8) - np.int8(8)
-
-
-def _packed(q: np.ndarray, bits: int) -> bytes:
-    """Integers as Burn's PackedU32 store holds them: 8-bit ones byte by byte, 4-bit ones 8 to a little-endian
-    u32, the first value in the lowest bits."""
-    import numpy as np
-    flat = q.reshape(-1)
-    if bits == 8:
-        return flat.tobytes()
-    nibbles = (flat.view(np.uint8) & np.uint8(0x0F)).astype(np.uint32).reshape(-1, 8)
-    words = np.zeros(len(nibbles), np.uint32)
-    for i in range(8):
-        words |= nibbles[:, i] << np.uint32(4 * i)
-    return words.astype("<u4").tobytes()

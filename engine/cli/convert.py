@@ -23,6 +23,7 @@ from ..exporting import export
 from ..exporting.metadata import carried_fields, carried_scalars
 from ..exporting.written_forms import DEFAULT_DEQUANTIZE_TO, Conversion, conversions
 from ..ggml import DEQUANTIZE_TO
+from ..quantize import RANGES, QuantizeSpec, quantized_choices
 from ..formats import format_for_path, open_store, open_template
 from ..sources.locations import Location, is_url
 from ..store import Store, TensorEntry
@@ -43,10 +44,11 @@ EXIT_MISSING = exits.VALIDATION
 # surgery (a test checks them against engine.surgery's own).
 ADAPTERS = ("pytorch-to-burn", "burn-to-pytorch")
 CASTS = ("bf16", "f16", "f32")
+QUANTIZE_CHOICES = tuple(value.lower() for value in RANGES)
 # Flags that need a recipe and a plan; a conversion without any copies one file as it is, without them.
 SURGERY_FLAGS = ("include", "exclude", "remap", "adapter", "contiguous_indices", "skip_enum_variants",
                  "fuse_weight_norm", "cast", "module", "strict", "template", "allow_partial", "no_validate",
-                 "dry_run", "recipe", "save_recipe", "fit")
+                 "dry_run", "recipe", "save_recipe", "fit", "quantize")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,6 +66,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "Q8_0 and Q4_0 too, which a Burnpack otherwise keeps quantized")
     p.add_argument("--dequantize-to", choices=tuple(DEQUANTIZE_TO), default=DEFAULT_DEQUANTIZE_TO,
                    help="the float type GGUF tensors Burn cannot hold quantized are written as (default: f16)")
+    q = p.add_argument_group("quantization (Burnpack only)")
+    q.add_argument("--quantize", choices=QUANTIZE_CHOICES, type=str.lower,
+                   help="quantize float weights as Burn's quantize_dynamic does (min-max, symmetric, per block)")
+    q.add_argument("--block", type=int, default=32, metavar="N", help="values per block, along the last dimension "
+                   "(default: 32)")
+    q.add_argument("--modules", metavar="KIND,...", help="quantize the float tensors of these module kinds (default: "
+                   "weights of 2+ dimensions outside norms and embeddings)")
     s = p.add_argument_group("surgery")
     s.add_argument("--include", action="append", default=[], metavar="REGEX", help="keep tensors matching (OR-ed)")
     s.add_argument("--exclude", action="append", default=[], metavar="REGEX", help="drop tensors matching")
@@ -214,6 +223,8 @@ def open_source(path: str, key: str | None, template: str | None = None) -> Stor
 
 def run(args: argparse.Namespace) -> int:
     *inputs, output = args.paths
+    if not args.quantize and (args.modules or args.block != 32):
+        raise UsageError("--block and --modules say how to --quantize: give --quantize q8s|q4s|q2s too")
     if len(inputs) == 1 and not any(getattr(args, flag) for flag in SURGERY_FLAGS):
         return copy_one(args, inputs[0], output)
     return run_recipe(args, inputs, output)
@@ -252,6 +263,7 @@ def run_recipe(args: argparse.Namespace, inputs: list[str], output: str) -> int:
     if args.fit and not recipe.template:
         raise UsageError("--fit fits the recipe to a target model: give --template FILE (or a --recipe that names one)")
     fmt = FORMATS[args.format] if args.format else None
+    check_quantize_flags(args, fmt or format_for_path(output))
     if not args.dry_run:
         check_destination(output, fmt, args.overwrite)
     named = [output, *([args.recipe] if args.recipe else [])]  # besides the recipe's own sources and template
@@ -271,10 +283,11 @@ def run_recipe(args: argparse.Namespace, inputs: list[str], output: str) -> int:
         if refused or args.dry_run:
             return refused
         metadata, scalars = carried_metadata(stores, recipe, fmt or format_for_path(output))
+        quantize = say_quantized(result, args)
         with progress.line(args, f"writing {Path(output).name}") as report:
             out = result.export(output, fmt, metadata={**metadata, **recipe.metadata}, scalars=scalars,
                                 overwrite=args.overwrite, progress=report, dequantize=args.dequantize,
-                                dequantize_to=args.dequantize_to)
+                                dequantize_to=args.dequantize_to, quantize=quantize)
         terminal.err(f"wrote {out}")
         written = {id(entry) for tensor in result.tensors for entry in tensor.inputs}
         for store in stores:
@@ -384,6 +397,38 @@ def say_conversions(items: Iterable[TensorEntry], fmt: str | None, version: Burn
     for conversion in found:
         terminal.err(conversion.line())
     return [c for c in found if not c.kept]
+
+
+def check_quantize_flags(args: argparse.Namespace, fmt: str | None) -> None:
+    """``--quantize`` writes a Burnpack, never with ``--dequantize``; a block Burn can store; known module kinds."""
+    if not args.quantize:
+        return
+    if fmt != "burnpack":
+        raise UsageError("--quantize writes Burn's quantization, which only a Burnpack (.bpk) holds")
+    if args.dequantize:
+        raise UsageError("--quantize and --dequantize ask opposite things: give one")
+    if not 1 <= args.block <= 255:
+        raise UsageError(f"--block {args.block}: Burn stores a block of 1 to 255 values")
+    from ..surgery.modules import KINDS, parse_kind
+    kinds = [kind.strip() for kind in args.modules.split(",")] if args.modules else []
+    unknown = [kind for kind in kinds if kind.lower() not in {k.lower() for k in KINDS} | {"prelu"}]
+    if unknown:
+        raise UsageError(f"--modules: unknown module kind {unknown[0]!r} (one of {', '.join(KINDS)})")
+    args.modules = tuple(parse_kind(kind, "--modules") for kind in kinds)
+
+
+def say_quantized(result: Plan, args: argparse.Namespace) -> QuantizeSpec | None:
+    """The ``--quantize`` spec, after one stderr line for what it quantizes and one per reason it leaves a
+    selected tensor as it is."""
+    if not args.quantize:
+        return None
+    spec = QuantizeSpec(args.quantize.upper(), args.block, args.modules)
+    chosen, refused = quantized_choices(result.tensors, spec)
+    terminal.err(f"{humanize.plural(len(chosen), 'tensor')} quantized as Burn's {spec.describe(result.recipe.burn_version)}")
+    for reason, names in refused.items():
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3:,} more" if len(names) > 3 else "")
+        terminal.err(f"left as {'they are' if len(names) > 1 else 'it is'}: {shown} ({reason})")
+    return spec
 
 
 def print_plan(result: Plan, args: argparse.Namespace) -> None:

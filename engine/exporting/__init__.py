@@ -25,6 +25,7 @@ from ..errors import ExportCancelled, ExportError
 from ..formats import format_for_path, writer
 from ..sources.regular_files import file_kind
 from ..store import TensorSource
+from ..quantize import QuantizeSpec
 from .written_forms import DEFAULT_DEQUANTIZE_TO, written_form
 from .metadata import PRODUCER  # burn-store's meaning: who wrote the file (and `version`, its version)
 
@@ -40,7 +41,7 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
            metadata: dict[str, str] | None = None, scalars: dict[str, Any] | None = None,
            overwrite: bool = False, progress: Progress | None = None, cancel: Cancel | None = None,
            burn_version: BurnVersion = NEWEST, dequantize: bool = False,
-           dequantize_to: str = DEFAULT_DEQUANTIZE_TO) -> Path:
+           dequantize_to: str = DEFAULT_DEQUANTIZE_TO, quantize: QuantizeSpec | None = None) -> Path:
     """Write ``items`` (in order) to ``dest`` and return its path.
 
     ``format`` defaults to the destination's extension. ``metadata`` is stored as given, plus
@@ -48,14 +49,17 @@ def export(items: Iterable[TensorSource], dest: str | os.PathLike, format: str |
     ``progress(done, total)`` is called with bytes; ``cancel()`` returning true stops the export.
     A Burnpack is written for Burn ``burn_version`` (its Bool spelling and quantization scheme);
     ``dequantize`` writes quantized tensors as their F32 values instead of their quantized bytes. GGUF's block
-    types are written as ``written_forms`` says (Q8_0 and Q4_0 kept in a Burnpack, others as ``dequantize_to``).
+    types are written as ``written_forms`` says (Q8_0 and Q4_0 kept in a Burnpack, others as ``dequantize_to``), and
+    ``quantize`` writes the float tensors it selects as Burn's block quantization of them.
     """
     dest = Path(dest)
     fmt = format or format_for_path(dest)
     if fmt is None:
         raise ExportError(f"{dest.name}: choose a format (burnpack or safetensors); the extension names neither "
                           "(.pt and .pth files are read only)")
-    items = [written_form(i, fmt, burn_version, dequantize, dequantize_to) for i in items]
+    if quantize is not None and fmt != "burnpack":
+        raise ExportError(f"{dest.name}: only a Burnpack holds quantized tensors; choose a .bpk to quantize")
+    items = [written_form(i, fmt, burn_version, dequantize, dequantize_to, quantize) for i in items]
     module = writer(fmt)
     _check(items, fmt, dest, overwrite, burn_version)
     problem = module.scalar_problem(scalars) if fmt == "burnpack" and scalars else None

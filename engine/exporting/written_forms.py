@@ -1,4 +1,5 @@
-"""How a tensor whose stored bytes are not its values is written: kept as Burn stores it, or as its values.
+"""How a tensor whose stored bytes are not its values is written (kept as Burn stores it, or as its values), and
+a float tensor ``convert --quantize`` selects (as Burn's block quantization of its values, ``engine/quantize.py``).
 
 A Burn QFloat tensor keeps its bytes (``--dequantize``: F32 values). A GGUF tensor of a GGML block type has no
 Burn or SafeTensors spelling, except Q8_0 and Q4_0 into a Burnpack, which become Burn's Q8S and Q4S block
@@ -14,6 +15,7 @@ from typing import Any, NamedTuple, Sequence
 from .. import ggml
 from ..burn_versions import NEWEST, BurnVersion
 from ..dtypes import DType
+from ..quantize import QuantizeSpec, Quantized, quantizable
 
 DEFAULT_DEQUANTIZE_TO = "f16"
 
@@ -35,9 +37,13 @@ class Conversion(NamedTuple):
 
 
 def written_form(item: Any, fmt: str, burn_version: BurnVersion = NEWEST, dequantize: bool = False,
-                 dequantize_to: str = DEFAULT_DEQUANTIZE_TO) -> Any:
-    """``item`` as the export writes it: itself, or a source of its Burn quantization or of its values."""
+                 dequantize_to: str = DEFAULT_DEQUANTIZE_TO, quantize: QuantizeSpec | None = None) -> Any:
+    """``item`` as the export writes it: itself, or a source of its Burn quantization or of its values (a float
+    tensor ``quantize`` selects and can quantize: Burn's quantization of it)."""
     kind = item.dtype.kind
+    if quantize is not None and quantize.selects(item) and \
+            not quantizable(item.dtype, tuple(item.shape), quantize.block, quantize.value):
+        return Quantized(item, quantize.value, quantize.block, burn_version)
     if kind == "quantized" and dequantize:
         from ..values.chunked import Dequantized  # numpy: only a dequantizing export needs it
         return Dequantized(item)

@@ -34,6 +34,7 @@ from ..errors import ExportError
 from ..exporting import Cancel, Progress, export, header_metadata
 from ..exporting.metadata import RECIPE_KEY, carried_fields, carried_scalars
 from ..exporting.written_forms import DEFAULT_DEQUANTIZE_TO
+from ..quantize import QuantizeSpec
 from ..sources import CHUNK
 from ..store import Store, TensorEntry
 from . import adapters as ad
@@ -189,14 +190,14 @@ class Plan:
     def export(self, dest: str | os.PathLike, format: str | None = None, *, metadata: dict[str, str] | None = None,
                scalars: dict[str, Any] | None = None, overwrite: bool = False, progress: Progress | None = None,
                cancel: Cancel | None = None, dequantize: bool = False, burn_version: BurnVersion | None = None,
-               dequantize_to: str = DEFAULT_DEQUANTIZE_TO) -> Path:
+               dequantize_to: str = DEFAULT_DEQUANTIZE_TO, quantize: "QuantizeSpec | None" = None) -> Path:
         """Write the plan for ``burn_version`` (default: the recipe's); refused while it has conflicts. Metadata
         records the recipe's digest."""
         if self.conflicts:
             raise ExportError(f"{Path(dest).name}: " + "; ".join(str(c) for c in self.conflicts))
         return export(self.tensors, dest, format, metadata=with_recipe(self.recipe, metadata), scalars=scalars, overwrite=overwrite,
                       progress=progress, cancel=cancel, burn_version=burn_version or self.recipe.burn_version, dequantize=dequantize,
-                      dequantize_to=dequantize_to)
+                      dequantize_to=dequantize_to, quantize=quantize)
 
     def to_json(self) -> dict[str, Any]:
         """The dry-run document: every output tensor and everything else the plan decided."""

@@ -103,6 +103,7 @@ class ExportDialog(QDialog):
         self.kind = FormatRow(self._state.recipe.burn_version, quantized)
         self.format_combo, self.burn_combo = self.kind.format_combo, self.kind.burn_combo
         self.burn_label, self.dequantize = self.kind.burn_label, self.kind.dequantize
+        self.quantize = self.kind.quantize
         self.summary, self.problem = QLabel(), QLabel()
         self.summary.setObjectName("exportSummary")
         self.problem.setObjectName("exportProblem")
@@ -332,13 +333,13 @@ class ExportDialog(QDialog):
 
     def _run(self, plan: Plan, dest: Path, *, overwrite: bool) -> None:
         fmt, metadata, relay, version = self.format(), self.metadata(), self.progress_relay, self.burn_version()
-        dequantize = self.dequantize.isChecked()
+        dequantize, quantize = self.dequantize.isChecked(), self.kind.quantize_spec()
         _, scalars = carried_metadata(self._planned.planned_stores, plan.recipe, fmt)  # as convert does
 
         def work(cancelled: Callable[[], bool]) -> Path:
             return plan.export(dest, fmt, metadata=metadata, scalars=scalars, overwrite=overwrite,
                                progress=relay.reporter(cancelled), cancel=cancelled, burn_version=version,
-                               dequantize=dequantize)
+                               dequantize=dequantize, quantize=quantize)
 
         self._show_result("")
         self._started = time.monotonic()

@@ -329,6 +329,27 @@ def burnpack_param_id(param_id: object) -> bytes:
 MiB = 1 << 20
 
 
+def gguf_strings(count: int) -> bytes:
+    """A key holding ``count`` one-letter strings (a tokenizer's shape), then a tensor past the file's end."""
+    from tests.helpers.gguf_files import raw_file, tensor_info, text
+    items = text("t") * count
+    return raw_file(keys=text("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, count) + items, n_keys=1,
+                    infos=(tensor_info("w", (1 << 20,), 0, 0),))
+
+
+def gguf_nested(depth: int) -> bytes:
+    """A key whose array nests ``depth`` arrays deep."""
+    from tests.helpers.gguf_files import raw_file, text
+    return raw_file(keys=text("k") + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * depth + bytes(64), n_keys=1)
+
+
+def gguf_tensors(count: int) -> bytes:
+    """``count`` tensors of 8 F32 values each, the last one past the file's end."""
+    from tests.helpers.gguf_files import raw_file, tensor_info
+    infos = tuple(tensor_info(f"t{i}", (8,), 0, 32 * i) for i in range(count))
+    return raw_file(infos=infos, data=bytes(32 * (count - 1)))
+
+
 def _bytes(make: Callable[[], bytes], suffix: str) -> Callable[[Path], Path]:
     def build(folder: Path) -> Path:
         path = folder / f"hostile{suffix}"
@@ -397,6 +418,12 @@ CATALOGUE: list[tuple[str, str, Callable[[Path], Path], str | None]] = [
        f"names '{field}' twice") for field in ("dtype", "shape", "data_offsets")],
     ("official-refuses", "duplicated-metadata", _bytes(duplicated_metadata, ".safetensors"),
      "names '__metadata__' twice"),
+    *[("gguf", f"strings-{n}", _bytes(lambda n=n: gguf_strings(n), ".gguf"), r"truncated or its header is wrong")
+      for n in (10_000, 200_000)],
+    *[("gguf", f"nested-{d}", _bytes(lambda d=d: gguf_nested(d), ".gguf"), r"nests arrays over 4 deep")
+      for d in (5, 100_000)],
+    *[("gguf", f"tensors-{n}", _bytes(lambda n=n: gguf_tensors(n), ".gguf"), r"truncated or its header is wrong")
+      for n in (1_000, 40_000)],
     *[("official-refuses", f"param-id-{value}", _bytes(lambda v=value: burnpack_param_id(v), ".bpk"),
        r"invalid param_id") for value in (-1, -(1 << 63), 1.5, "7")],
 ]

@@ -1,10 +1,18 @@
-"""What the export writes: Burnpack or SafeTensors, "Dequantize" for a quantized model, and the Burn release."""
+"""What the export writes: Burnpack or SafeTensors, "Dequantize" for a quantized model, Burn's quantization of the
+float weights for a Burnpack, and the Burn release."""
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QWidget
 
-from engine import BURN_VERSIONS, WRITABLE_FORMATS, BurnVersion, parse_burn_version
+from engine import (
+    BURN_VERSIONS,
+    QUANTIZED_VALUES,
+    WRITABLE_FORMATS,
+    BurnVersion,
+    QuantizeSpec,
+    parse_burn_version,
+)
 
 
 class FormatRow(QWidget):
@@ -29,16 +37,29 @@ class FormatRow(QWidget):
         self.dequantize.setObjectName("exportDequantize")
         self.dequantize.setToolTip("Write quantized tensors as their F32 values (SafeTensors has no quantized dtype)")
         self.dequantize.setVisible(quantized)
+        self.quantize = QComboBox()
+        self.quantize.setObjectName("exportQuantize")
+        self.quantize.setToolTip("Quantize float weights as Burn's quantize_dynamic does (min-max, symmetric, blocks of "
+                                 "32 along the last dimension); norms, biases and embeddings stay float")
+        self.quantize.addItem("Float weights", None)
+        for value in QUANTIZED_VALUES:
+            self.quantize.addItem(f"Quantize {value}", value)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.format_combo, 1)
         row.addWidget(self.dequantize)
+        row.addWidget(self.quantize)
         row.addWidget(self.burn_label)
         row.addWidget(self.burn_combo)
         self.format_combo.currentIndexChanged.connect(self.show_burn_choice)
 
     def format(self) -> str:
         return self.format_combo.currentData()
+
+    def quantize_spec(self) -> QuantizeSpec | None:
+        """Burn's quantization chosen for a Burnpack (None: float weights stay float)."""
+        value = self.quantize.currentData()
+        return QuantizeSpec(value) if value and self.format() == "burnpack" else None
 
     def burn_version(self) -> BurnVersion:
         """The Burn release chosen (the recipe's until changed here)."""
@@ -60,3 +81,4 @@ class FormatRow(QWidget):
         burnpack_chosen = self.format() == WRITABLE_FORMATS[0].name
         self.burn_combo.setVisible(burnpack_chosen)
         self.burn_label.setVisible(burnpack_chosen)
+        self.quantize.setVisible(burnpack_chosen)
