@@ -27,6 +27,8 @@ _LAZY = {
     "QuantizedValues": (".quantized", "QuantizedValues"), "scheme_description": (".quantized", "scheme_description"),
     "stored_values": (".quantized", "stored_values"), "why_undecoded": (".quantized", "why_undecoded"),
     "QuantizeSpec": (".quantize", "QuantizeSpec"), "QUANTIZED_VALUES": (".quantize", "RANGES"),
+    "quantized_choices": (".quantize", "quantized_choices"),
+    "gguf_conversions": (".exporting.written_forms", "conversions"),
     "ArrayStore": (".store", "ArrayStore"), "Store": (".store", "Store"), "TensorEntry": (".store", "TensorEntry"),
     "TensorSource": (".store", "TensorSource"),
     "WRITABLE_FORMATS": (".formats", "WRITABLE_FORMATS"), "WritableFormat": (".formats", "WritableFormat"),
@@ -69,7 +71,8 @@ if TYPE_CHECKING:
     from .formats.pytorch.branches import CheckpointBranches, checkpoint_branches
     from .formats.rust_model import split_struct
     from .quantize import RANGES as QUANTIZED_VALUES
-    from .quantize import QuantizeSpec
+    from .exporting.written_forms import conversions as gguf_conversions
+    from .quantize import QuantizeSpec, quantized_choices
     from .quantized import QuantizedValues, scheme_description, stored_values, why_undecoded
     from .rust_regex import PatternError
     from .sources.downloads import watch_downloads
@@ -93,7 +96,7 @@ __all__ = ["ArrayStore", "BURN_VERSIONS", "BurnVersion", "COMMANDS", "Checkpoint
            "EXIT_USAGE", "ExportCancelled", "ExportError", "FormatError", "Location", "NEWEST_BURN", "ORDERS",
            "PatternError", "QuantizedValues", "RecipeError", "RemoteLocation", "Store", "StoreStudioError",
            "TensorEntry", "TensorSource", "TensorStats", "TreeNode", "WRITABLE_FORMATS", "WritableFormat",
-           "QuantizeSpec", "QUANTIZED_VALUES",
+           "QuantizeSpec", "QUANTIZED_VALUES", "quantized_choices", "gguf_conversions",
            "__version__", "build_tree", "burn_compatibility", "checkpoint_branches", "collector_paused",
            "command_line", "dtypes_of", "export", "filter_entries", "first_levels", "format_for_path", "humanize",
            "is_buffer", "is_url", "location", "name_matcher", "natural_key", "open_store", "open_template",

@@ -261,6 +261,8 @@ def to_safetensors(dtype: DType) -> str:
 
 def writable_to(dtype: DType, fmt: str, version: BurnVersion = NEWEST, shape: tuple[int, ...] | None = None) -> str | None:
     """None when ``fmt`` (for Burn ``version``) can hold ``dtype``; otherwise the reason it cannot."""
+    if dtype.kind == "gguf":  # a GGML block type is always written: as Burn's blocks or as its values (written_forms)
+        return None
     try:
         if fmt != "burnpack":
             to_safetensors(dtype)

@@ -28,7 +28,9 @@ from engine import (
     BurnVersion,
     RemoteLocation,
     format_for_path,
+    gguf_conversions,
     humanize,
+    quantized_choices,
     writable_format,
     writable_to,
 )
@@ -139,7 +141,8 @@ class ExportDialog(QDialog):
         document.planFailed.connect(self._plan_failed)
         document.busyChanged.connect(self._busy_changed)  # no export of a plan an edit just made stale
         for changed in (self.format_combo.currentIndexChanged, self.burn_combo.currentIndexChanged,
-                        self.path_edit.textChanged, self.dequantize.toggled):  # what the file can hold depends on its format and Burn version
+                        self.path_edit.textChanged, self.dequantize.toggled,
+                        self.quantize.currentIndexChanged):  # what the file can hold depends on its format and Burn version
             changed.connect(self._plan_changed)
 
     def _default_path(self) -> Path:
@@ -237,8 +240,9 @@ class ExportDialog(QDialog):
         total = sum(t.nbytes for t in plan.tensors)
         changed = sum(1 for t in plan.tensors if t.ops)
         sources = ", ".join(s.path.name for s in self._planned.planned_stores)
-        self.summary.setText(f"{len(plan.tensors):,} tensors · {humanize.size(total)} from {sources} · "
-                             f"{changed:,} changed by recipe {plan.recipe.digest()}")
+        self.summary.setText("\n".join([f"{len(plan.tensors):,} tensors · {humanize.size(total)} from {sources} · "
+                                        f"{changed:,} changed by recipe {plan.recipe.digest()}",
+                                        *self._written_as(plan)]))
         self.summary.setToolTip(f"{total:,} bytes of tensor data")
         mismatches = self._mismatches()
         if plan.conflicts:
@@ -255,6 +259,19 @@ class ExportDialog(QDialog):
                               f"writes the last good plan.")
         else:
             self._set_problem("")
+
+    def _written_as(self, plan: Plan) -> list[str]:
+        """What the export does to tensors whose bytes change on the way, as ``convert`` says it: GGUF block types
+        kept or dequantized, float weights quantized (and the chosen ones left float, by reason)."""
+        fmt, version, dequantize = self.format(), self.burn_version(), self.dequantize.isChecked()
+        lines = [c.line() for c in gguf_conversions(plan.tensors, fmt, version, dequantize)]
+        spec = self.kind.quantize_spec()
+        if spec is not None:
+            chosen, refused = quantized_choices(plan.tensors, spec)
+            lines.append(f"{humanize.plural(len(chosen), 'tensor')} quantized as Burn's {spec.describe(version)}")
+            lines += [f"left float: {', '.join(names[:3])}{' …' if len(names) > 3 else ''} ({reason})"
+                      for reason, names in refused.items()]
+        return lines
 
     def _unwritable(self, plan: Plan) -> str:
         """The first tensor the chosen format (and Burn version) cannot hold, with the reason; "" if none."""
