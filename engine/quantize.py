@@ -1,4 +1,5 @@
-"""Burn's own quantization of float weights, as an export item (``convert IN OUT.bpk --quantize q8s|q4s|q2s``).
+"""Burn's own quantization of float weights (``convert IN OUT.bpk --quantize q8s|q4s|q2s``): the arithmetic, the
+packing and which tensors an export quantizes; ``values.chunked.Quantized`` is the export item that uses them.
 
 A tensor is quantized the way Burn's ``quantize_dynamic`` does it on its reference backend (burn-ndarray), so
 Burn's ``dequantize`` of the written file gives what ``tensor.quantize_dynamic(&scheme)`` would have. Every rule is
@@ -42,15 +43,12 @@ on the device; the reference backend is what this reproduces.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .burn_versions import BurnVersion
 from .quantized import (
-    SCALE_BYTES,
     ZERO_SCALE,
     QuantScheme,
-    encode_scheme,
     inexpressible,
 )
 
@@ -172,59 +170,6 @@ def pack(q: np.ndarray, bits: int) -> bytes:
     for i in range(per):
         words |= fields[:, i] << np.uint32(bits * i)
     return words.astype("<u4").tobytes()
-
-
-class Quantized:
-    """A float tensor source written as Burn's block quantization of its values (``value`` Q8S, Q4S or Q2S, blocks
-    of ``block`` along the last dimension) for Burn ``burn_version``: computed a few rows at a time when the export
-    reaches it. Has the export-item interface of ``values.chunked.BurnBlocks``."""
-
-    def __init__(self, source: Any, value: str, block: int, burn_version: BurnVersion):
-        from . import dtypes
-        self.source = source
-        self.name, self.shape, self.param_id = source.name, tuple(source.shape), source.param_id
-        reason = quantizable(source.dtype, self.shape, block, value)
-        if reason:
-            raise ValueError(f"tensor {source.name!r} cannot be quantized to {value} in blocks of {block}: {reason}")
-        self.value, self.block = value, block
-        self.scheme = burn_scheme(value, block, burn_version)
-        self.dtype = dtypes.quantized(encode_scheme(self.scheme, burn_version))
-        numel = math.prod(self.shape)
-        self.nbytes = numel * BITS[value] // 8 + numel // block * SCALE_BYTES[self.scheme.scale_dtype]
-
-    def byte_range(self) -> None:
-        return None
-
-    def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[bytes]:
-        """The values, a few rows at a time, then every scale; ExportError naming the tensor if one cannot be."""
-        import numpy as np
-
-        from .errors import ExportError
-        from .values.chunked import values_of
-        row = self.shape[-1]
-        rows = math.prod(self.shape) // row
-        step = max(1, min(chunk_size // 4, STEP_VALUES) // row)  # whole rows a step, at least one
-        read = values_of(self.source).reader(step * row)
-        half = self.scheme.scale_dtype == "F16"
-        scales = []
-        for first in range(0, rows, step):
-            count = min(step, rows - first)
-            chunk = np.asarray(read(first * row, (first + count) * row)).astype(np.float32).reshape(count, row)
-            try:
-                q, s = quantize_rows(chunk, self.value, self.block, self.scheme.scale_dtype)
-            except ValueError as exc:
-                raise ExportError(f"tensor {self.name!r} cannot be quantized: {exc}") from None
-            yield pack(q, BITS[self.value])
-            scales.append(s.reshape(-1).astype("<f2" if half else "<f4"))  # f16 exact: s is on f16's grid
-        yield np.concatenate(scales).tobytes() if scales else b""
-
-    def verify(self) -> None:
-        self.source.verify()
-
-    def release(self) -> None:
-        release = getattr(self.source, "release", None)
-        if release:
-            release()
 
 
 def _check_value(value: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Sequence
 from .. import ggml
 from ..burn_versions import NEWEST, BurnVersion
 from ..dtypes import DType
-from ..quantize import QuantizeSpec, Quantized, quantizable
+from ..quantize import QuantizeSpec, quantizable
 
 DEFAULT_DEQUANTIZE_TO = "f16"
 
@@ -43,6 +43,7 @@ def written_form(item: Any, fmt: str, burn_version: BurnVersion = NEWEST, dequan
     kind = item.dtype.kind
     if quantize is not None and quantize.selects(item) and \
             not quantizable(item.dtype, tuple(item.shape), quantize.block, quantize.value):
+        from ..values.chunked import Quantized
         return Quantized(item, quantize.value, quantize.block, burn_version)
     if kind == "quantized" and dequantize:
         from ..values.chunked import Dequantized  # numpy: only a dequantizing export needs it

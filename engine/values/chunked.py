@@ -18,8 +18,11 @@ import numpy as np
 
 from ..burn_versions import BurnVersion
 from ..dtypes import F32, DType
+from ..dtypes import quantized as quantized_dtype
+from ..quantize import BITS, burn_scheme, pack, quantizable, quantize_rows
+from ..quantize import STEP_VALUES as QUANTIZE_STEP
 from .. import ggml
-from ..quantized import DEQUANTIZE_STEP, ByteReader, DequantizedValues
+from ..quantized import DEQUANTIZE_STEP, SCALE_BYTES, ByteReader, DequantizedValues, encode_scheme
 
 Reader = Callable[[int, int], np.ndarray]  # (start, stop) in elements -> those values, valid until the next call
 
@@ -172,6 +175,55 @@ class BurnBlocks:
         step = max(1, chunk_size // block_bytes) * block_bytes  # whole blocks a read
         blocks = (read(at, min(step, total - at)) for at in range(0, total, step))
         yield from ggml.burn_bytes(self._type, self.scheme, blocks, math.prod(self.shape))
+
+    def verify(self) -> None:
+        self.source.verify()
+
+    def release(self) -> None:
+        release = getattr(self.source, "release", None)
+        if release:
+            release()
+
+
+class Quantized:
+    """A float tensor source written as Burn's block quantization of its values (``value`` Q8S, Q4S or Q2S, blocks
+    of ``block`` along the last dimension) for Burn ``burn_version``: computed a few rows at a time when the export
+    reaches it. Has the export-item interface of ``values.chunked.BurnBlocks``."""
+
+    def __init__(self, source: Any, value: str, block: int, burn_version: BurnVersion):
+        self.source = source
+        self.name, self.shape, self.param_id = source.name, tuple(source.shape), source.param_id
+        reason = quantizable(source.dtype, self.shape, block, value)
+        if reason:
+            raise ValueError(f"tensor {source.name!r} cannot be quantized to {value} in blocks of {block}: {reason}")
+        self.value, self.block = value, block
+        self.scheme = burn_scheme(value, block, burn_version)
+        self.dtype = quantized_dtype(encode_scheme(self.scheme, burn_version))
+        numel = math.prod(self.shape)
+        self.nbytes = numel * BITS[value] // 8 + numel // block * SCALE_BYTES[self.scheme.scale_dtype]
+
+    def byte_range(self) -> None:
+        return None
+
+    def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[bytes]:
+        """The values, a few rows at a time, then every scale; ExportError naming the tensor if one cannot be."""
+        from ..errors import ExportError
+        row = self.shape[-1]
+        rows = math.prod(self.shape) // row
+        step = max(1, min(chunk_size // 4, QUANTIZE_STEP) // row)  # whole rows a step, at least one
+        read = values_of(self.source).reader(step * row)
+        half = self.scheme.scale_dtype == "F16"
+        scales = []
+        for first in range(0, rows, step):
+            count = min(step, rows - first)
+            chunk = np.asarray(read(first * row, (first + count) * row)).astype(np.float32).reshape(count, row)
+            try:
+                q, s = quantize_rows(chunk, self.value, self.block, self.scheme.scale_dtype)
+            except ValueError as exc:
+                raise ExportError(f"tensor {self.name!r} cannot be quantized: {exc}") from None
+            yield pack(q, BITS[self.value])
+            scales.append(s.reshape(-1).astype("<f2" if half else "<f4"))  # f16 exact: s is on f16's grid
+        yield np.concatenate(scales).tobytes() if scales else b""
 
     def verify(self) -> None:
         self.source.verify()

@@ -22,7 +22,8 @@ from engine import export, open_store
 from engine.burn_versions import BurnVersion
 from engine.dtypes import F16, F32, I32
 from engine.errors import ExportError
-from engine.quantize import Quantized, quantizable, quantize_rows
+from engine.quantize import quantizable, quantize_rows
+from engine.values.chunked import Quantized
 
 RANGES = {"Q8S": 127, "Q4S": 7, "Q2S": 1}
 
