@@ -34,6 +34,7 @@ from engine import ArrayStore, export
 from engine.cli import COMMANDS
 from gui.launch import main as store_studio
 from tests.helpers.formats_burn_record_writers import Settings, model_item, record_bytes
+from tests.helpers.gguf_files import write_llama_gguf
 from tests.helpers.remote_http_site import Server, Site
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,8 +172,17 @@ def write_checkpoint_folder(path: Path) -> None:
     write_record("JsonGz")(path / "optim-2.json.gz")
 
 
+def write_linear_model(path: Path) -> None:
+    """Two Linear layers whose rows are whole blocks of 32: what a quantization example needs."""
+    rng = np.random.default_rng(0)
+    export(ArrayStore({"fc1.weight": rng.standard_normal((64, 128), np.float32), "fc1.bias": np.zeros(64, np.float32),
+                       "fc2.weight": rng.standard_normal((10, 64), np.float32)}).entries, path)
+
+
 FILES: dict[str, Callable[[Path], None]] = {
     "model.pt": write_checkpoint,
+    "llama.gguf": lambda path: write_llama_gguf(path, quantized=True),
+    "linear_model.bpk": write_linear_model,
     "burn_model.bpk": write_burn_model,
     "model.mpk": write_record("NamedMpk"),
     "model.bin": write_record("Bin"),
