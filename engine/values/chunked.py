@@ -124,19 +124,35 @@ def _read_exactly(fd: int, view: memoryview, offset: int) -> None:
         done += n
 
 
-class Dequantized:
+class Rewritten:
+    """An export item whose bytes are computed from a source tensor's (its values, or another encoding of them):
+    the source's name, shape and id, no byte range to copy, and the source's checks and release."""
+
+    def __init__(self, source: Any):
+        self.source = source
+        self.name, self.shape, self.param_id = source.name, tuple(source.shape), source.param_id
+
+    def byte_range(self) -> None:
+        return None
+
+    def verify(self) -> None:
+        self.source.verify()
+
+    def release(self) -> None:
+        release = getattr(self.source, "release", None)
+        if release:
+            release()
+
+
+class Dequantized(Rewritten):
     """A quantized tensor source written as its values (``convert --dequantize``): what Burn's ``dequantize`` or
     gguf's gives, computed a step at a time when the export reaches it, as F32 or (GGUF's block types, whose
     default is F16) the float ``dtype`` asked for."""
 
     def __init__(self, source: Any, dtype: DType = F32):
-        self.source = source
-        self.name, self.shape, self.param_id = source.name, tuple(source.shape), source.param_id
+        super().__init__(source)
         self.dtype = dtype
         self.nbytes = dtype.nbytes(self.shape)
-
-    def byte_range(self) -> None:
-        return None
 
     def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[memoryview]:
         values = dequantized_values(self.source)
@@ -146,28 +162,18 @@ class Dequantized:
             chunk = values.values(start, min(values.size, start + step))
             yield memoryview(chunk.astype(target, copy=False).view(np.uint8))
 
-    def verify(self) -> None:
-        self.source.verify()
-
-    def release(self) -> None:
-        release = getattr(self.source, "release", None)
-        if release:
-            release()
 
 
-class BurnBlocks:
+class BurnBlocks(Rewritten):
     """A GGUF Q8_0 or Q4_0 tensor written as Burn's block quantization of the same values (``engine/ggml.py``
     says why they are equal): the stored blocks read a few MiB at a time, never dequantized."""
 
     def __init__(self, source: Any, burn_version: BurnVersion):
-        self.source, self._type = source, source.dtype.name
-        self.name, self.shape, self.param_id = source.name, tuple(source.shape), source.param_id
+        super().__init__(source)
+        self._type = source.dtype.name
         self.scheme = ggml.burn_scheme(self._type, burn_version)
         self.dtype = ggml.burn_dtype(self._type, burn_version)
         self.nbytes = ggml.burn_nbytes(self.scheme, math.prod(self.shape))
-
-    def byte_range(self) -> None:
-        return None
 
     def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[bytes]:
         read, total = stored_bytes(self.source), self.source.nbytes
@@ -176,23 +182,15 @@ class BurnBlocks:
         blocks = (read(at, min(step, total - at)) for at in range(0, total, step))
         yield from ggml.burn_bytes(self._type, self.scheme, blocks, math.prod(self.shape))
 
-    def verify(self) -> None:
-        self.source.verify()
-
-    def release(self) -> None:
-        release = getattr(self.source, "release", None)
-        if release:
-            release()
 
 
-class Quantized:
+class Quantized(Rewritten):
     """A float tensor source written as Burn's block quantization of its values (``value`` Q8S, Q4S or Q2S, blocks
     of ``block`` along the last dimension) for Burn ``burn_version``: computed a few rows at a time when the export
-    reaches it. Has the export-item interface of ``values.chunked.BurnBlocks``."""
+    reaches it. """
 
     def __init__(self, source: Any, value: str, block: int, burn_version: BurnVersion):
-        self.source = source
-        self.name, self.shape, self.param_id = source.name, tuple(source.shape), source.param_id
+        super().__init__(source)
         reason = quantizable(source.dtype, self.shape, block, value)
         if reason:
             raise ValueError(f"tensor {source.name!r} cannot be quantized to {value} in blocks of {block}: {reason}")
@@ -201,9 +199,6 @@ class Quantized:
         self.dtype = quantized_dtype(encode_scheme(self.scheme, burn_version))
         numel = math.prod(self.shape)
         self.nbytes = numel * BITS[value] // 8 + numel // block * SCALE_BYTES[self.scheme.scale_dtype]
-
-    def byte_range(self) -> None:
-        return None
 
     def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[bytes]:
         """The values, a few rows at a time, then every scale; ExportError naming the tensor if one cannot be."""
@@ -225,10 +220,3 @@ class Quantized:
             scales.append(s.reshape(-1).astype("<f2" if half else "<f4"))  # f16 exact: s is on f16's grid
         yield np.concatenate(scales).tobytes() if scales else b""
 
-    def verify(self) -> None:
-        self.source.verify()
-
-    def release(self) -> None:
-        release = getattr(self.source, "release", None)
-        if release:
-            release()
