@@ -187,7 +187,7 @@ class BurnBlocks(Rewritten):
 class Quantized(Rewritten):
     """A float tensor source written as Burn's block quantization of its values (``value`` Q8S, Q4S or Q2S, blocks
     of ``block`` along the last dimension) for Burn ``burn_version``: computed a few rows at a time when the export
-    reaches it. """
+    reaches it."""
 
     def __init__(self, source: Any, value: str, block: int, burn_version: BurnVersion):
         super().__init__(source)
