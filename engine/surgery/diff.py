@@ -43,10 +43,11 @@ class TensorDiff:
     max_abs: float | None = None
     mean_abs: float | None = None
     allclose: bool | None = None
+    relative_change: float | None = None  # ||a - b|| / ||a|| (L2 over every value) of a pair whose values differ
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "status": self.status}
-        for key in ("dtype_a", "dtype_b", "max_abs", "mean_abs", "allclose"):
+        for key in ("dtype_a", "dtype_b", "max_abs", "mean_abs", "allclose", "relative_change"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -121,7 +122,7 @@ def _compare(name: str, x: Any, y: Any, values: bool, rtol: float, atol: float, 
     else:
         status = "identical" if stats["equal"] else "different"
     return TensorDiff(name, status, **base, max_abs=stats.get("max_abs"), mean_abs=stats.get("mean_abs"),
-                      allclose=stats.get("allclose"))
+                      allclose=stats.get("allclose"), relative_change=stats.get("relative_change"))
 
 
 def _digest(item: Any) -> str:
@@ -161,6 +162,7 @@ def _values(x: Any, y: Any, same_dtype: bool, values: bool, rtol: float, atol: f
                     stop = min(n, at + chunk)
                     ca, cb = read_a(at, stop), read_b(at, stop)
                     if same_dtype and _same_bytes(ca, cb):
+                        stats.skipped.append((at, stop))  # its share of ||a|| is counted only if the pair differs
                         continue
                     if not values:
                         stats.equal = False
@@ -180,7 +182,20 @@ def _values(x: Any, y: Any, same_dtype: bool, values: bool, rtol: float, atol: f
         for block_sum in part.sums:  # one addition at a time, in tensor order: as one thread adds them
             total += block_sum
     return {"equal": equal, "max_abs": max((part.largest for part in parts), default=0.0),
-            "mean_abs": total / n if n else 0.0, "allclose": all(part.close for part in parts)}
+            "mean_abs": total / n if n else 0.0, "allclose": all(part.close for part in parts),
+            "relative_change": None if equal else _relative_change(parts, side_a.reader(chunk))}
+
+
+def _relative_change(parts: list["_Stats"], read_a: Callable[[int, int], np.ndarray]) -> float:
+    """||a - b|| / ||a|| from each differing block's squares and, read again now, the chunks skipped as equal
+    (a LoRA merge or a fine-tune changes whole tensors; a pair that differs in one chunk rereads the rest of a)."""
+    delta = sum(d for part in parts for d, _ in part.squares)
+    size = sum(x for part in parts for _, x in part.squares)
+    for part in parts:
+        for start, stop in part.skipped:
+            chunk = np.asarray(read_a(start, stop), np.float64).reshape(-1)
+            size += float(np.dot(chunk, chunk))
+    return math.sqrt(delta) / math.sqrt(size) if size else math.inf
 
 
 def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
@@ -218,6 +233,8 @@ class _Stats:
         self.rtol, self.atol = rtol, atol
         self.apart = apart or threading.Event()
         self.equal, self.close, self.largest, self.sums = True, True, 0.0, []
+        self.squares: list[tuple[float, float]] = []  # each differing block's sum of (a - b)**2 and of a**2
+        self.skipped: list[tuple[int, int]] = []  # chunks skipped as byte-equal
         self.wide = self if work == np.float64 else None
 
     def fresh(self) -> "_Stats":
@@ -226,6 +243,7 @@ class _Stats:
         stats.x, stats.y, stats.d, stats.rtol, stats.atol = self.x, self.y, self.d, self.rtol, self.atol
         stats.apart = self.apart
         stats.equal, stats.close, stats.largest, stats.sums = True, True, 0.0, []
+        stats.squares, stats.skipped = [], []
         stats.wide = stats if self.wide is self else self.wide
         return stats
 
@@ -251,6 +269,7 @@ class _Stats:
         self.equal = False
         self.largest = max(self.largest, largest)
         self.sums.append(float(d.sum()))  # numpy sums pairwise: a float32 block's sum is good to ~1e-7
+        self.squares.append((float(np.dot(d, d)), float(np.dot(x, x))))
         if self.close and largest > self.atol:
             if self.apart.is_set():
                 self.close = False
@@ -268,6 +287,7 @@ class _Stats:
             self.wide = _Stats(self.d.size, self.rtol, self.atol, apart=self.apart)
         wide = self.wide
         wide.equal, wide.close, wide.largest, wide.sums = self.equal, self.close, self.largest, self.sums
+        wide.squares = self.squares
         wide.add(ca, cb)
         self.equal, self.close, self.largest = wide.equal, wide.close, wide.largest
 

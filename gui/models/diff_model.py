@@ -99,6 +99,7 @@ class DiffRow:
     note: str = ""
     suggestions: tuple[str, ...] = ()  # for a missing tensor: the closest unused source names
     max_abs: float | None = None  # the largest |source - other| when values were compared
+    relative_change: float | None = None  # ||source - other|| / ||source|| of a pair whose values differ
 
     @property
     def name(self) -> str:
@@ -140,7 +141,8 @@ def build_rows(plan: Plan, other: Store, report: AlignmentReport, values: DiffRe
             notes.insert(0, value_note)
         note = "; ".join(text for text in notes if text)
         max_abs = compared[name].max_abs if name in compared else None
-        rows.append(DiffRow(status, tensor, theirs[name], note, max_abs=max_abs))
+        change = compared[name].relative_change if name in compared else None
+        rows.append(DiffRow(status, tensor, theirs[name], note, max_abs=max_abs, relative_change=change))
     for mismatch in report.shape_mismatches:
         source_name = report.through_variants.get(mismatch.name, mismatch.name)
         shapes = f"source {humanize.shape(mismatch.source_shape)}, other {humanize.shape(mismatch.template_shape)}"
@@ -176,11 +178,12 @@ class Column(IntEnum):
     OTHER_SHAPE = 5
     OTHER_DTYPE = 6
     DELTA = 7  # max |source - other|, with a bar so the worst pairs stand out
+    CHANGE = 8  # ||source - other|| / ||source||: how much a merge or a fine-tune moved the whole tensor
 
 
 HEADERS = {Column.SOURCE_NAME: "Source (after recipe)", Column.SOURCE_SHAPE: "Shape", Column.SOURCE_DTYPE: "DType",
            Column.STATUS: "Status", Column.OTHER_NAME: "Other file", Column.OTHER_SHAPE: "Shape",
-           Column.OTHER_DTYPE: "DType", Column.DELTA: "max |Δ|"}
+           Column.OTHER_DTYPE: "DType", Column.DELTA: "max |Δ|", Column.CHANGE: "‖Δ‖/‖W‖"}
 SOURCE_COLUMNS = (Column.SOURCE_NAME, Column.SOURCE_SHAPE, Column.SOURCE_DTYPE)
 
 
@@ -236,6 +239,13 @@ def _glyph(name: str) -> QPainterPath:
             path.moveTo(8.5, y)
             path.cubicTo(12, y - 4, 16, y + 4, 23.5, y - 1)
     return path
+
+
+def relative_text(change: float | None) -> str:
+    """A relative change as a percentage to three significant digits (``0.377%``), ``∞`` against a zero tensor."""
+    if change is None:
+        return ""
+    return "∞" if not math.isfinite(change) else f"{change * 100:.3g}%"
 
 
 class DiffModel(QAbstractTableModel):
@@ -296,7 +306,7 @@ class DiffModel(QAbstractTableModel):
             if row.max_abs is None:
                 return None
             return 1.0 if not math.isfinite(row.max_abs) else row.max_abs / self._largest if self._largest else 0.0
-        if role == Qt.ItemDataRole.TextAlignmentRole and column == Column.DELTA:
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in (Column.DELTA, Column.CHANGE):
             return Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         if role == Qt.ItemDataRole.DecorationRole and column == Column.STATUS:
             return status_icon(row.status)
@@ -314,6 +324,8 @@ class DiffModel(QAbstractTableModel):
             return STATUSES[row.status].word
         if column == Column.DELTA:
             return format_number(row.max_abs, 3) if row.max_abs is not None else ""
+        if column == Column.CHANGE:
+            return relative_text(row.relative_change)
         item = row.source if column in SOURCE_COLUMNS else row.other
         if item is None:
             return "—" if column in (Column.SOURCE_NAME, Column.OTHER_NAME) else ""
@@ -350,8 +362,9 @@ class DiffFilterModel(QSortFilterProxyModel):
         return row.status not in self._hidden and (not self._text or row.matches(self._text))
 
     def lessThan(self, left: Index, right: Index) -> bool:
-        if left.column() == Column.DELTA:  # by size: sorted descending, the worst pairs come first
-            a, b = (index.data(ROW_ROLE).max_abs for index in (left, right))
+        if left.column() in (Column.DELTA, Column.CHANGE):  # by size: sorted descending, the worst pairs come first
+            field = "max_abs" if left.column() == Column.DELTA else "relative_change"
+            a, b = (getattr(index.data(ROW_ROLE), field) for index in (left, right))
             return (-1.0 if a is None else math.inf if math.isnan(a) else a) < \
                 (-1.0 if b is None else math.inf if math.isnan(b) else b)
         a, b = left.data() or "", right.data() or ""

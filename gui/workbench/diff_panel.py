@@ -333,6 +333,10 @@ class DiffPanel(QWidget):
         self.summary_bar.set_groups(self.model.summary())
         self.summary_bar.setVisible(bool(self.model.rows))
         self.table.setColumnHidden(Column.DELTA, all(row.max_abs is None for row in self.model.rows))
+        changed = any(row.relative_change is not None for row in self.model.rows)
+        self.table.setColumnHidden(Column.CHANGE, not changed)
+        if changed:  # what moved the most comes first: a merged adapter's or a fine-tune's largest changes
+            self.table.sortByColumn(Column.CHANGE, Qt.SortOrder.DescendingOrder)
 
     def apply_suggestion(self, suggestion: Suggestion) -> None:
         """Make a suggested change to the recipe, as one undoable step."""

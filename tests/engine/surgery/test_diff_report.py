@@ -261,3 +261,22 @@ def test_undecoded_quantized_tensors_compare_by_their_bytes(tmp_path: Path) -> N
             "same": "identical", "changed": "different", "scale": "different", "kind": "dtype_mismatch"}
         assert all(row.max_abs is None and row.allclose is None for row in rows.values())  # no values were read
         assert [row.status for row in diff(sa, sa, values=False).tensors] == ["identical"] * 4
+
+
+def test_a_changed_tensor_carries_its_relative_change_as_the_l2_norms_give_it(tmp_path):
+    """||a - b|| / ||a|| over every value, the unchanged chunks of a counted too (chunks of 1,000 values here, so
+    most of ``w`` is skipped as byte-equal); identical tensors carry none. A merged LoRA adapter is read so."""
+    rng = np.random.default_rng(3)
+    a = {"w": rng.standard_normal((100, 100)).astype(np.float32), "same": np.ones(8, np.float32)}
+    b = {"w": a["w"].copy(), "same": a["same"]}
+    b["w"][:5] += np.float32(0.25)  # the first 500 values change; the other 9,500 are byte-equal chunks
+    save_file(a, tmp_path / "a.safetensors")
+    save_file(b, tmp_path / "b.safetensors")
+    want = np.linalg.norm((a["w"] - b["w"]).astype(np.float64)) / np.linalg.norm(a["w"].astype(np.float64))
+    with open_store(tmp_path / "a.safetensors") as x, open_store(tmp_path / "b.safetensors") as y:
+        report = diff(x, y, chunk_elements=1000)
+    by_name = {t.name: t for t in report.tensors}
+    assert by_name["w"].relative_change == pytest.approx(want, rel=1e-6)
+    assert by_name["same"].relative_change is None
+    assert by_name["w"].to_json()["relative_change"] == by_name["w"].relative_change
+    assert "relative_change" not in by_name["same"].to_json()

@@ -276,3 +276,21 @@ def test_compare_with_a_models_rust_source_aligns_names_and_shapes_without_value
     assert len(statuses) == 18 and statuses["fc1.weight"] == "applied"  # [800, 128] once the adapter transposed it
     assert not panel.values_box.isEnabled()
     assert "model.rs" in panel.against.text()
+
+
+def test_changed_pairs_show_their_relative_change_largest_first(window, document, qtbot, tmp_path):
+    """A merged adapter or a fine-tune moves some tensors: their ||Δ||/||W|| shows as a percentage, the largest
+    first; identical pairs leave the cell empty, and without any change the column is hidden."""
+    values = {t.name: np.array(t.read()) for t in document.plan.tensors}
+    values["conv1.weight"] = values["conv1.weight"] * np.float32(1.5)  # moved by half its norm
+    values["fc2.weight"] = values["fc2.weight"] * np.float32(1.01)  # by a hundredth
+    path = export(ArrayStore(values).entries, tmp_path / "moved.safetensors")
+    panel = show_diff_dock(window, document)
+    panel.compare_with_file(path)
+    _compared(panel, qtbot)
+    qtbot.waitUntil(lambda: any(r.relative_change is not None for r in panel.model.rows), timeout=30_000)
+    assert not panel.table.isColumnHidden(Column.CHANGE)
+    assert [r.name for r in _visible_rows(panel)[:2]] == ["conv1.weight", "fc2.weight"]
+    assert _row_index(panel, "conv1.weight", Column.CHANGE).data() == "50%"
+    assert _row_index(panel, "fc2.weight", Column.CHANGE).data() == "1%"
+    assert _row_index(panel, "fc1.bias", Column.CHANGE).data() == ""
