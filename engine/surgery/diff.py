@@ -195,7 +195,8 @@ def _relative_change(parts: list["_Stats"], read_a: Callable[[int, int], np.ndar
         for start, stop in part.skipped:
             chunk = np.asarray(read_a(start, stop), np.float64).reshape(-1)
             size += float(np.dot(chunk, chunk))
-    return math.sqrt(delta) / math.sqrt(size) if size else math.inf
+    change = math.sqrt(delta) / math.sqrt(size) if size else math.inf
+    return change if not math.isnan(change) else math.inf  # NaN or infinite values: as max |a - b| says, infinite
 
 
 def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
