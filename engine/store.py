@@ -203,7 +203,8 @@ class Store:
     @property
     def description(self) -> str:
         """Format and version as a user reads it, e.g. ``Burnpack v1``."""
-        label = {"burnpack": "Burnpack", "safetensors": "SafeTensors", "pytorch": "PyTorch", "gguf": "GGUF"}.get(self.format, self.format)
+        label = {"burnpack": "Burnpack", "safetensors": "SafeTensors", "pytorch": "PyTorch", "gguf": "GGUF",
+                 "onnx": "ONNX"}.get(self.format, self.format)
         return f"{label} {self.version}" if self.version else label
 
     # --- data -----------------------------------------------------------------------------

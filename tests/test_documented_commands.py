@@ -35,6 +35,8 @@ from engine.cli import COMMANDS
 from gui.launch import main as store_studio
 from tests.helpers.formats_burn_record_writers import Settings, model_item, record_bytes
 from tests.helpers.gguf_files import write_llama_gguf
+from tests.helpers.lora_files import save_adapter, save_base
+from tests.helpers.onnx_files import write_model as write_onnx_model
 from tests.helpers.remote_http_site import Server, Site
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,6 +185,10 @@ FILES: dict[str, Callable[[Path], None]] = {
     "model.pt": write_checkpoint,
     "llama.gguf": lambda path: write_llama_gguf(path, quantized=True),
     "linear_model.bpk": write_linear_model,
+    "model.onnx": lambda path: write_onnx_model(path),
+    "base.safetensors": lambda path: save_base(path),
+    "adapter": lambda path: save_adapter(path, save_base(path.parent / "adapter_base.safetensors"), r=2,
+                                         lora_alpha=4, target_modules=["q_proj"]),
     "burn_model.bpk": write_burn_model,
     "model.mpk": write_record("NamedMpk"),
     "model.bin": write_record("Bin"),

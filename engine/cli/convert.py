@@ -48,7 +48,7 @@ QUANTIZE_CHOICES = tuple(value.lower() for value in RANGES)
 # Flags that need a recipe and a plan; a conversion without any copies one file as it is, without them.
 SURGERY_FLAGS = ("include", "exclude", "remap", "adapter", "contiguous_indices", "skip_enum_variants",
                  "fuse_weight_norm", "cast", "module", "strict", "template", "allow_partial", "no_validate",
-                 "dry_run", "recipe", "save_recipe", "fit", "quantize")
+                 "dry_run", "recipe", "save_recipe", "fit", "quantize", "lora")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -84,6 +84,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--skip-enum-variants", action="store_true", help="drop CamelCase (enum variant) path segments")
     s.add_argument("--fuse-weight-norm", action="store_true", help="fuse weight_g/weight_v into weight")
     s.add_argument("--top-level-key", metavar="KEY", help="PyTorch: read only this branch of the checkpoint")
+    s.add_argument("--lora", action="append", default=[], metavar="ADAPTER",
+                   help="merge a PEFT LoRA adapter (its folder, or adapter_model.safetensors) into the first input; "
+                        "repeat for several, merged in order")
+    s.add_argument("--lora-scale", action="append", default=[], type=float, metavar="S",
+                   help="the scale of the --lora given at the same place (default 1.0)")
     s.add_argument("--cast", action="append", default=[], choices=CASTS, help="cast float tensors")
     s.add_argument("--module", action="append", default=[], metavar="PATH=TYPE",
                    help="settle a module's type (Linear, Embedding, LayerNorm, RmsNorm, PRelu, EnumVariant, ...)")
@@ -172,13 +177,22 @@ def build_recipe(args: argparse.Namespace, inputs: list[str], modules: dict[str,
     """The recipe the arguments describe: ``--recipe``'s, extended by the flags."""
     from ..surgery import adapters as ad
     from ..surgery.filters import Filter
-    from ..surgery.recipe import CAST_TARGETS, CastRule, Recipe, SourceSpec
+    from ..surgery.recipe import CAST_TARGETS, CastRule, LoraSpec, Recipe, SourceSpec
     from ..surgery.remap import RemapRule
     check_patterns(args)
     base = Recipe.load(args.recipe) if args.recipe else Recipe()
     known = {_same_file(s.path): s for s in base.sources}
     key = args.top_level_key or base.top_level_key
     sources = tuple(known.get(_same_file(p), SourceSpec(p)) for p in inputs) if inputs else base.sources
+    if args.lora:
+        if len(args.lora_scale) > len(args.lora):
+            raise UsageError(f"{len(args.lora_scale)} --lora-scale for {len(args.lora)} --lora: give each scale after "
+                             "its adapter")
+        from dataclasses import replace  # here: a plain conversion imports no dataclasses
+        scales = [*args.lora_scale, *[1.0] * (len(args.lora) - len(args.lora_scale))]
+        first = sources[0]
+        sources = (replace(first, lora=first.lora + tuple(LoraSpec(a, s) for a, s in zip(args.lora, scales))),
+                   *sources[1:])
     adapters = list(base.adapters)
     wanted = [*args.adapter, *([ad.CONTIGUOUS_INDICES] if args.contiguous_indices else []),
               *([ad.SKIP_ENUM_VARIANTS] if args.skip_enum_variants else []),
@@ -206,7 +220,9 @@ def open_sources(recipe: Recipe, stack: ExitStack, template: str | None = None) 
 
     ``template`` also names the parameters of Burn Bin records, which have no names of their own.
     """
-    return [stack.enter_context(open_source(spec.path, spec.top_level_key or recipe.top_level_key, template))
+    from ..lora import with_adapters  # only a recipe with adapters opens them
+    return [stack.enter_context(with_adapters(open_source(spec.path, spec.top_level_key or recipe.top_level_key,
+                                                          template), [(a.path, a.scale) for a in spec.lora]))
             for spec in recipe.sources]
 
 
@@ -271,6 +287,7 @@ def run_recipe(args: argparse.Namespace, inputs: list[str], output: str) -> int:
         recipe.check_destination(args.save_recipe, overwrite=args.overwrite, keep=named)
     with ExitStack() as stack:
         stores = open_sources(recipe, stack, recipe.template)
+        say_merged(stores)
         template = stack.enter_context(open_template(recipe.template, recipe.burn_version)) if recipe.template else None
         if args.fit:
             recipe, stores = fitted(recipe, stores, template, output, stack)
@@ -301,6 +318,16 @@ def guess_lines(result: Plan, args: argparse.Namespace) -> list[str]:
     """Each guess (``-v``), else one line per decision and reason with its count."""
     from ..surgery.guesses import grouped_lines  # the surgery is loaded by now: only a plan has guesses
     return [g.line() for g in result.guesses] if args.verbose else grouped_lines(result.guesses)
+
+
+def say_merged(stores: Iterable[Store]) -> None:
+    """One stderr line per LoRA adapter merged into a source: which, with what scale, into how many tensors."""
+    for store in stores:
+        for adapter in getattr(store, "lora", ()):
+            path = Path(adapter.path)
+            name = path.parent.name if path.name.startswith("adapter_model.") else path.name
+            terminal.err(f"{name}: LoRA merged into {humanize.plural(len(adapter.tensors), 'tensor')} of "
+                         f"{store.path.name} (scale {adapter.scale:g})")
 
 
 def say_included(store: Store, written: Iterable[TensorEntry] | None = None, named: bool = False) -> None:

@@ -32,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def summary(store: Store) -> dict[str, Any]:
     """The JSON document ``inspect --json`` prints."""
     from ..tree import is_buffer as buffer
+    users = getattr(store, "users", {})  # ONNX: the nodes that read each initializer
     return {
         "file": str(store.path),
         "format": store.format,
@@ -42,7 +43,9 @@ def summary(store: Store) -> dict[str, Any]:
         "tensors": [{"name": e.name, "dtype": str(e.dtype), "shape": list(e.shape), "values": e.numel,
                      "bytes": e.nbytes, **({"buffer": True} if buffer(e) else {}),
                      **({"param_id": e.param_id} if e.param_id is not None else {}),
-                     **({"quantization": scheme_description(e.dtype)} if e.dtype.kind == "quantized" else {})}
+                     **({"quantization": scheme_description(e.dtype)} if e.dtype.kind == "quantized" else {}),
+                     **({"used_by": [{"node": node, "op": op, "input": index} for node, op, index in users[e.name]]}
+                        if e.name in users else {})}
                     for e in store.entries],
         "totals": {"tensors": len(store.entries), **value_totals(store), "bytes": store.total_bytes},
         **({"scalars": store.scalars} if store.scalars else {}),

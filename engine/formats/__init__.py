@@ -28,7 +28,7 @@ ZIP_SIGNATURE = b"PK\x03\x04"  # a zip's local file header: PyTorch's current la
 OPTIONS = {"top_level_key", "template"}  # options some format understands; the others ignore them
 
 
-READERS = ("burnpack", "gguf", "burn_record", "safetensors", "pytorch")  # modules here, asked in this order
+READERS = ("burnpack", "gguf", "burn_record", "safetensors", "pytorch", "onnx")  # modules here, asked in this order
 WRITERS: tuple[ModuleType, ...] = (burnpack, safetensors)
 TOP_LEVEL_KEY_FORMATS = ("pytorch",)  # the formats whose files nest tensors under top-level keys
 
@@ -82,8 +82,8 @@ def open_store(where: "str | os.PathLike | RemoteLocation | ByteSource", **optio
                     raise FormatError(source.path, "is nested too deeply to read") from None
                 store.note = store.note or getattr(source, "note", None)  # e.g. a remote file downloaded whole
                 return store
-        raise FormatError(source.path, "not a Burnpack, SafeTensors, GGUF, PyTorch file or Burn record (its first "
-                                       "bytes match none of them)")
+        raise FormatError(source.path, "not a Burnpack, SafeTensors, GGUF, ONNX, PyTorch file or Burn record (its "
+                                       "first bytes match none of them)")
     except BaseException:
         source.close()
         raise

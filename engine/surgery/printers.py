@@ -38,6 +38,8 @@ _ADAPTER_FLAGS = {ad.CONTIGUOUS_INDICES: "--contiguous-indices", ad.SKIP_ENUM_VA
 def as_cli(recipe: Recipe, output: str = "OUT") -> str:
     """The ``store-studio convert`` line doing what ``recipe`` does."""
     args = ["store-studio", "convert", *(s.path for s in recipe.sources), output]
+    for adapter in recipe.sources[0].lora if recipe.sources else ():
+        args += ["--lora", adapter.path, *(["--lora-scale", f"{adapter.scale:g}"] if adapter.scale != 1.0 else [])]
     key = recipe.top_level_key or next((s.top_level_key for s in recipe.sources if s.top_level_key), None)
     if key:
         args += ["--top-level-key", key]
@@ -62,7 +64,7 @@ def as_cli(recipe: Recipe, output: str = "OUT") -> str:
         args += ["--burn-version", recipe.burn_version.value]
     line = " ".join(_shell_word(a) for a in args)
     if _needs_recipe_file(recipe):
-        line += "  # predicates, casts by module, per-source filters or rotary rows need --recipe FILE"
+        line += "  # predicates, casts by module, per-source filters, rotary rows or adapters on a later source need --recipe FILE"
     return line
 
 
@@ -86,7 +88,7 @@ def _filter_args(f: Filter) -> list[str]:
 
 
 def _needs_recipe_file(recipe: Recipe) -> bool:
-    return bool(recipe.filter.where or recipe.rotary_rows or any(c.modules for c in recipe.casts) or len(recipe.casts) > 1
+    return bool(recipe.filter.where or recipe.rotary_rows or any(s.lora for s in recipe.sources[1:]) or any(c.modules for c in recipe.casts) or len(recipe.casts) > 1
                 or any(not s.filter.is_empty for s in recipe.sources)
                 or len({s.top_level_key or recipe.top_level_key for s in recipe.sources}) > 1)
 
@@ -383,6 +385,8 @@ def _rust_notes(recipe: Recipe) -> list[str]:
         if not spec.filter.is_empty:  # burn-store filters see the model's paths, never a file's own names
             notes.append(f"// Store Studio only: {printable(spec.path)} contributes only its own names matching "
                          f"{json.dumps(spec.filter.to_json())}")
+    notes += [f"// Store Studio only: LoRA adapter {printable(adapter.path)} merged into {printable(spec.path)} "
+              f"(scale {adapter.scale:g}; burn-store merges no adapter)" for spec in recipe.sources for adapter in spec.lora]
     notes += [f"// Store Studio only: llama.cpp's rotary row order undone on {printable(rule.pattern)}"
               for rule in recipe.rotary_rows]
     if ad.FUSE_WEIGHT_NORM in recipe.adapters:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,16 +36,29 @@ _FIELDS = {"version", "sources", "filter", "remaps", "adapters", "casts", "modul
 
 
 @dataclass(frozen=True)
+class LoraSpec:
+    """A PEFT LoRA adapter (its folder or weights file) merged into a source with scale ``scale`` (engine/lora.py)."""
+
+    path: str
+    scale: float = 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, **({"scale": self.scale} if self.scale != 1.0 else {})}
+
+
+@dataclass(frozen=True)
 class SourceSpec:
-    """One input file; its own filter applies before the recipe's."""
+    """One input file; its own filter applies before the recipe's; its LoRA adapters merge into it first."""
 
     path: str
     top_level_key: str | None = None
     filter: Filter = Filter()
+    lora: tuple[LoraSpec, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, **({"top_level_key": self.top_level_key} if self.top_level_key else {}),
-                **({"filter": self.filter.to_json()} if not self.filter.is_empty else {})}
+                **({"filter": self.filter.to_json()} if not self.filter.is_empty else {}),
+                **({"lora": [a.to_json() for a in self.lora]} if self.lora else {})}
 
 
 @dataclass(frozen=True)
@@ -121,7 +135,7 @@ class Recipe:
     def changes_tensors(self) -> bool:
         """Whether replaying the recipe does more than copy its sources."""
         return bool(not self.filter.is_empty or self.remaps or self.adapters or self.casts or self.module_overrides
-                    or self.rotary_rows or any(not s.filter.is_empty for s in self.sources))
+                    or self.rotary_rows or any(not s.filter.is_empty or s.lora for s in self.sources))
 
     def with_changes(self, **changes: Any) -> "Recipe":
         return replace(self, **changes)
@@ -197,7 +211,9 @@ class Recipe:
 
     def with_paths(self, convert: Callable[[str], str]) -> "Recipe":
         """The same recipe with every source and template path passed through ``convert``."""
-        return replace(self, sources=tuple(replace(s, path=convert(s.path)) for s in self.sources),
+        return replace(self, sources=tuple(replace(s, path=convert(s.path),
+                                                   lora=tuple(replace(a, path=convert(a.path)) for a in s.lora))
+                                           for s in self.sources),
                        template=convert(self.template) if self.template else self.template)
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False,
@@ -309,13 +325,27 @@ def _source(doc: Any, where: str) -> SourceSpec:
         return SourceSpec(doc)
     if not isinstance(doc, dict) or not isinstance(doc.get("path"), str):
         raise RecipeError(f"recipe: {where} must be a path or {{\"path\": ..., \"top_level_key\"?, \"filter\"?}}")
-    unknown = set(doc) - {"path", "top_level_key", "filter"}
+    unknown = set(doc) - {"path", "top_level_key", "filter", "lora"}
     if unknown:
         raise RecipeError(f"recipe: {where}: unknown field(s) {', '.join(sorted(unknown))}")
     key = doc.get("top_level_key")
     if key is not None and not isinstance(key, str):
         raise RecipeError(f"recipe: {where}.top_level_key must be a string")
-    return SourceSpec(doc["path"], key, Filter.from_json(doc.get("filter"), f"{where}.filter"))
+    lora = doc.get("lora", [])
+    if not isinstance(lora, list):
+        raise RecipeError(f"recipe: {where}.lora must be a list of adapters")
+    return SourceSpec(doc["path"], key, Filter.from_json(doc.get("filter"), f"{where}.filter"),
+                      tuple(_lora(a, f"{where}.lora[{i}]") for i, a in enumerate(lora)))
+
+
+def _lora(doc: Any, where: str) -> LoraSpec:
+    if isinstance(doc, str):
+        doc = {"path": doc}
+    scale = doc.get("scale", 1.0) if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or set(doc) - {"path", "scale"} or not isinstance(doc.get("path"), str) or \
+            isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
+        raise RecipeError(f"recipe: {where} must be a path or {{\"path\": ..., \"scale\"?: a finite number}}")
+    return LoraSpec(doc["path"], float(scale))
 
 
 def _cast(doc: Any, where: str) -> CastRule:

@@ -147,6 +147,31 @@ def _dtype_box(loaded: LoadedStore) -> QGroupBox:
     return box
 
 
+def _users_box(users: dict[str, list[tuple[str, str, int]]]) -> QGroupBox:
+    """Each initializer with the graph nodes that read it (node, operator, input slot): what maps an ONNX weight to
+    the Burn module it becomes. At most MAX_CHILDREN rows, then how many more."""
+    box = QGroupBox(f"Used by ({len(users):,} initializers)")
+    box.setObjectName("onnxUsers")
+    tree = QTreeWidget()
+    tree.setObjectName("onnxUsersTree")
+    tree.setHeaderLabels(["Initializer", "Read by"])
+    tree.setRootIsDecorated(False)
+    tree.setUniformRowHeights(True)
+    for name, readers in list(users.items())[:MAX_CHILDREN]:
+        text = ", ".join(f"{node or '(unnamed)'} ({op}, input {index})" for node, op, index in readers) or "no node"
+        item = QTreeWidgetItem([name, text])
+        item.setToolTip(0, name)
+        item.setToolTip(1, text)
+        tree.addTopLevelItem(item)
+    if len(users) > MAX_CHILDREN:
+        tree.addTopLevelItem(QTreeWidgetItem([f"… {len(users) - MAX_CHILDREN:,} more", ""]))
+    tree.resizeColumnToContents(0)
+    tree.setMinimumHeight(min(12, len(users) + 2) * tree.fontMetrics().height())
+    layout = QVBoxLayout(box)
+    layout.addWidget(tree)
+    return box
+
+
 def _metadata_box(metadata: dict[str, str]) -> QGroupBox:
     box = QGroupBox(f"Metadata ({len(metadata):,})")
     form = QFormLayout(box)
@@ -251,6 +276,9 @@ class FileInfoPanel(QWidget):
             layout.addWidget(_foreign_box(foreign))
         if store.scalars:
             layout.addWidget(_scalars_box(store.scalars))
+        users = getattr(store, "users", None)  # ONNX: which node reads each initializer
+        if users:
+            layout.addWidget(_users_box(users))
         self.values_tree: QTreeWidget | None = None
         if store.values:
             box, self.values_tree = _values_box(store.values, self.copy_values_json)

@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from engine import Store, open_store, open_template, takes_top_level_key
+from engine import Store, open_store, open_template, takes_top_level_key, with_adapters
 from engine.surgery import AlignmentReport, Plan, Recipe, RemapRule, SourceSpec, align, plan
 from gui.workbench.marks import Mark, plan_marks, template_fit
 from gui.workbench.plan_result import PlanResult
@@ -87,14 +87,32 @@ def keys(stores: Sequence[Store], recipe: Recipe) -> list[str | None]:
 
 
 class _KeyedStores:
-    """PyTorch stores reopened at a top-level key, cached per (path, key): the key changes what the file holds."""
+    """PyTorch stores reopened at a top-level key, cached per (path, key): the key changes what the file holds;
+    and any store with its recipe's LoRA adapters merged in."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stores: dict[tuple[Path, str], Store] = {}
+        self._adapted: dict[tuple[int, tuple], Store] = {}  # LoRA-merged views of the stores above or the tab's
 
     def resolve(self, stores: Sequence[Store], recipe: Recipe) -> list[Store]:
-        return [self._keyed(store, key) if key else store for store, key in zip(stores, keys(stores, recipe))]
+        resolved = [self._keyed(store, key) if key else store for store, key in zip(stores, keys(stores, recipe))]
+        for i, store in enumerate(resolved):
+            spec = recipe.source_spec(i)
+            if spec is not None and spec.lora:
+                resolved[i] = self._merged(store, spec.lora)
+        return resolved
+
+    def _merged(self, store: Store, lora: tuple) -> Store:
+        """``store`` with its LoRA adapters merged, cached per (store, adapters and scales); the store stays the
+        tab's (or the keyed cache's) to close."""
+        with self._lock:
+            found = self._adapted.get((id(store), lora))
+        if found is None:
+            found = with_adapters(store, [(spec.path, spec.scale) for spec in lora], own_base=False)
+            with self._lock:
+                found = self._adapted.setdefault((id(store), lora), found)
+        return found
 
     def _keyed(self, store: Store, key: str) -> Store:
         with self._lock:
@@ -107,8 +125,9 @@ class _KeyedStores:
 
     def close(self) -> None:
         with self._lock:
-            for store in self._stores.values():
+            for store in [*self._adapted.values(), *self._stores.values()]:
                 store.close()
+            self._adapted.clear()
             self._stores.clear()
 
 

@@ -206,6 +206,24 @@ def bench_gguf(rows: list[Row], work: Path, quick: bool) -> None:
                     "gguf GGUFReader", "<= 1.0x", ours <= ref))
 
 
+def bench_onnx(rows: list[Row], work: Path, quick: bool) -> None:
+    """Opening an ONNX model of 192 MatMul weights (1 MiB each; --quick: 64 KiB) held in the file, against
+    ``onnx.load(load_external_data=False)``, which still parses every embedded weight into memory."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    side = 128 if quick else 512
+    weights = [numpy_helper.from_array(np.full((side, side), i, np.float32), f"layer{i}.weight") for i in range(192)]
+    nodes = [helper.make_node("MatMul", [f"x{i}", f"layer{i}.weight"], [f"x{i + 1}"], name=f"mm{i}") for i in range(192)]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, [1, side])],
+                              [helper.make_tensor_value_info("x192", TensorProto.FLOAT, [1, side])], weights)
+    path = work / "chain.onnx"
+    onnx.save_model(helper.make_model(graph), str(path))
+    ours, ref = (run.seconds for run in measure.in_turns([lambda: list_ours(path),
+                                                          lambda: onnx.load(str(path), load_external_data=False)]))
+    rows.append(Row(f"open+list an .onnx model ({path.stat().st_size / 1e6:.3g} MB, 192 initializers)", ours, ref,
+                    "onnx.load(load_external_data=False)", "<= 1.0x", ours <= ref))
+
+
 def bench_open(rows: list[Row], files: dict[str, dict[str, Path]], many: dict[str, Path]) -> None:
     times = {}
     for size, paths in files.items():
@@ -434,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--workdir", type=Path, help="where to generate models (default: a temporary folder)")
     parser.add_argument("--only", choices=["burn-records", "remote", "plan", "window", "engine", "listing", "pickles",
-                                                  "gguf"],
+                                                  "gguf", "onnx"],
                         help="run only these rows (the machine is shared)")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="store-studio-bench-"))
@@ -462,10 +480,10 @@ def main(argv: list[str] | None = None) -> int:
             rows = []
             bench_surgery(rows, work)
             return _report(rows, "Plan rows only.", args.json)
-        if args.only == "gguf":
+        if args.only in ("gguf", "onnx"):
             rows = []
-            bench_gguf(rows, work, args.quick)
-            return _report(rows, "GGUF rows only.", args.json)
+            (bench_gguf if args.only == "gguf" else bench_onnx)(rows, work, args.quick)
+            return _report(rows, f"{args.only.upper()} rows only.", args.json)
         if args.only == "pickles":
             rows = []
             bench_config_pickles(rows, work, args.quick)
@@ -479,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_open(rows, files, many)
         bench_config_pickles(rows, work, args.quick)
         bench_gguf(rows, work, args.quick)
+        bench_onnx(rows, work, args.quick)
         if args.only == "listing":
             return _report(rows, "Listing rows only.", args.json)
         largest = max(int(np.prod(s)) for s in specs["large"].shapes().values()) * 4

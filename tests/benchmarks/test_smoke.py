@@ -18,7 +18,7 @@ def test_quick_benchmark_produces_every_row(tmp_path):
     for expected in ("open+list .safetensors", "open+list .pt", "convert .pt -> .bpk", "convert .bpk -> .safetensors",
                      "diff with values", "statistics of", "window: open", "window: typing a filter",
                      "re-plan 10,000", "align 10,000", "start-up: store-studio --version", "open+list .mpk", "convert .mpk -> .bpk",
-                     "config-heavy .pt", "llama-shaped .gguf"):
+                     "config-heavy .pt", "llama-shaped .gguf", "an .onnx model"):
         assert expected in names
     assert all(r["ours"] > 0 for r in rows)
     assert result.stdout.startswith("| benchmark |")

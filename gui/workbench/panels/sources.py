@@ -1,4 +1,5 @@
-"""The files merged into one output, in precedence order (later ones override), each with its own filter.
+"""The files merged into one output, in precedence order (later ones override), each with its own filter, and the
+PEFT LoRA adapters merged into each (a row under its source, with its scale).
 
 Like successive burn-store ``load_from`` calls: a tensor in a later file replaces the same name from an earlier
 one. Added files open in a worker; the tab's own file is always the first source.
@@ -9,9 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
+    QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
     QLabel,
@@ -23,8 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from engine import Location, RecipeError, Store, open_store
-from engine.surgery import Filter, Plan, compile_pattern
-from gui.dialogs import show_error
+from engine.surgery import Filter, LoraSpec, Plan, compile_pattern
+from gui.dialogs import choose_paths, show_error
 from gui.model_picker import choose_model
 from gui.resources import monospace
 from gui.visual import ERROR_TEXT_STYLE, INVALID_STYLE
@@ -32,6 +34,16 @@ from gui.widgets import FlowLayout, breakable
 from gui.workbench.checkpoint_keys import WHOLE_FILE, top_level_keys
 from gui.workbench.panels.base import DocumentPanel
 from gui.workers import Failure, TaskRunner
+
+
+ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # a row's (source index, adapter index or None)
+ADAPTER_FILES = "PEFT LoRA adapters (adapter_model.safetensors adapter_model.bin);;All files (*)"
+
+
+def adapter_name(path: str) -> str:
+    """An adapter as a row names it: its folder, or the folder of its adapter_model file."""
+    where = Path(path)
+    return where.parent.name if where.name.startswith("adapter_model.") else where.name
 
 
 class SourcesPanel(DocumentPanel):
@@ -54,11 +66,16 @@ class SourcesPanel(DocumentPanel):
         self.remove = QPushButton("Remove")
         self.up = QPushButton("↑ Up")
         self.down = QPushButton("↓ Down")
+        self.add_lora = QPushButton("Add LoRA adapter…")
+        self.add_lora.setObjectName("addLora")
+        self.add_lora.setToolTip("Merge a PEFT LoRA adapter (its adapter_model.safetensors, with adapter_config.json "
+                                 "beside it) into the selected source, as convert --lora does")
+        self.add_lora.clicked.connect(self.add_lora_dialog)
         self.remove.clicked.connect(self._remove)
         self.up.clicked.connect(lambda: self._move(-1))
         self.down.clicked.connect(lambda: self._move(1))
         buttons = FlowLayout()  # wraps in a narrow dock
-        for button in (self.add, self.remove, self.up, self.down):
+        for button in (self.add, self.add_lora, self.remove, self.up, self.down):
             buttons.addWidget(button)
 
         self.include = QLineEdit()
@@ -86,6 +103,14 @@ class SourcesPanel(DocumentPanel):
         form.addRow("Top-level key", self.key)
         form.addRow("Include", self.include)
         form.addRow("Exclude", self.exclude)
+        self.scale = QDoubleSpinBox()
+        self.scale.setObjectName("loraScale")
+        self.scale.setRange(-100.0, 100.0)
+        self.scale.setDecimals(3)
+        self.scale.setSingleStep(0.1)
+        self.scale.setToolTip("The selected LoRA adapter's scale S: W + S · scaling · B @ A (1 merges it as trained)")
+        self.scale.valueChanged.connect(self._scale_changed)
+        form.addRow("LoRA scale", self.scale)
         self.message = QLabel()
         self.message.setStyleSheet(ERROR_TEXT_STYLE)
         self.message.setWordWrap(True)
@@ -119,19 +144,63 @@ class SourcesPanel(DocumentPanel):
 
         self._runner.run(lambda cancelled: open_store(path), opened, failed)
 
+    def add_lora_dialog(self) -> None:
+        source, _ = self._selected()
+        start = str(Path(self.state.home.path).parent) if self.state is not None else ""
+        path = next(iter(choose_paths(self, "Merge a LoRA adapter", start, ADAPTER_FILES)), "")
+        if path:
+            self.add_adapter(max(source, 0), Path(path))
+
+    def add_adapter(self, source: int, path: Path) -> None:
+        """Merge the adapter at ``path`` into source ``source`` (scale 1), as one undo step; the plan opens it."""
+        if self.state is None or not 0 <= source < len(self.state.recipe.sources):
+            return
+        self._edit_lora(source, lambda lora: (*lora, LoraSpec(str(path))), f"Merge LoRA adapter {path.name}")
+
+    def _edit_lora(self, source: int, change, text: str, merge_key: str | None = None) -> None:
+        sources = list(self.state.recipe.sources)
+        sources[source] = replace(sources[source], lora=tuple(change(sources[source].lora)))
+        self.push(lambda recipe: recipe.with_changes(sources=tuple(sources)), text, merge_key)
+
+    def _scale_changed(self, value: float) -> None:
+        source, adapter = self._selected()
+        if self.state is None or adapter is None or self.scale.signalsBlocked():
+            return
+        lora = self.state.recipe.sources[source].lora
+        self._edit_lora(source, lambda lora: tuple(replace(a, scale=value) if i == adapter else a
+                                                   for i, a in enumerate(lora)),
+                        f"Scale of {Path(lora[adapter].path).name}: {value:g}", f"lora-scale-{source}-{adapter}")
+
     def _remove(self) -> None:
-        if self.document is not None:
-            self.document.remove_source(self.list.currentRow())
+        source, adapter = self._selected()
+        if self.document is None or source < 0:
+            return
+        if adapter is None:
+            self.document.remove_source(source)
+        else:
+            name = Path(self.state.recipe.sources[source].lora[adapter].path).name
+            self._edit_lora(source, lambda lora: lora[:adapter] + lora[adapter + 1:], f"Remove LoRA adapter {name}")
 
     def _move(self, step: int) -> None:
-        row = self.list.currentRow()
-        if self.document is not None and self.document.move_source(row, row + step):
-            self.list.setCurrentRow(row + step)
+        row, adapter = self._selected()
+        if self.document is not None and adapter is None and self.document.move_source(row, row + step):
+            self._select(row + step)
+
+    def _selected(self) -> tuple[int, int | None]:
+        """The selected row's source, and its adapter when an adapter row is selected ((-1, None): no row)."""
+        item = self.list.currentItem()
+        return item.data(ROW_ROLE) if item is not None else (-1, None)
+
+    def _select(self, source: int, adapter: int | None = None) -> None:
+        for row in range(self.list.count()):
+            if self.list.item(row).data(ROW_ROLE) == (source, adapter):
+                self.list.setCurrentRow(row)
+                return
 
     # --- the selected source's filter ----------------------------------------------------------------------
     def _filter_edited(self, edit: QLineEdit) -> None:
-        row = self.list.currentRow()
-        if self.state is None or row < 0:
+        row, adapter = self._selected()
+        if self.state is None or row < 0 or adapter is not None:
             return
         problems = []
         for field in (self.include, self.exclude):
@@ -154,8 +223,8 @@ class SourcesPanel(DocumentPanel):
                   f"Filter source {row + 1}", f"source-filter-{row}-{'inc' if edit is self.include else 'exc'}")
 
     def _key_chosen(self) -> None:
-        row = self.list.currentRow()
-        if self.state is None or row < 0:
+        row, adapter = self._selected()
+        if self.state is None or row < 0 or adapter is not None:
             return
         key = self.key.currentData()
         sources = list(self.state.recipe.sources)
@@ -183,23 +252,32 @@ class SourcesPanel(DocumentPanel):
             self.key.setItemText(0, "(only PyTorch checkpoints have keys)")
 
     def _show_filter(self) -> None:
-        row = self.list.currentRow()
+        row, adapter = self._selected()
         spec = self.state.recipe.source_spec(row) if self.state is not None and row >= 0 else None
         self.filter_box.setEnabled(spec is not None)
+        for widget in (self.include, self.exclude, self.key):
+            widget.setEnabled(adapter is None and spec is not None)
+        self.scale.setEnabled(adapter is not None)
+        self.scale.blockSignals(True)
+        self.scale.setValue(spec.lora[adapter].scale if spec is not None and adapter is not None else 1.0)
+        self.scale.blockSignals(False)
         self._show_key(row)
+        self.key.setEnabled(self.key.isEnabled() and adapter is None)
         own = spec.filter if spec is not None else Filter()
         for edit, values in ((self.include, own.include), (self.exclude, own.exclude)):
             if not edit.hasFocus():
                 edit.setText(values[0] if values else "")
                 edit.setStyleSheet("")
         home = self.state is not None and 0 <= row < len(self.state.stores) and self.state.stores[row] is self.state.home
-        self.remove.setEnabled(row >= 0 and not home)
-        self.up.setEnabled(row > 0)
-        self.down.setEnabled(0 <= row < self.list.count() - 1)
+        sources = len(self.state.stores) if self.state is not None else 0
+        self.remove.setEnabled(row >= 0 and (adapter is not None or not home))
+        self.up.setEnabled(adapter is None and row > 0)
+        self.down.setEnabled(adapter is None and 0 <= row < sources - 1)
+        self.add_lora.setEnabled(spec is not None)
 
     # --- showing ---------------------------------------------------------------------------------------------
     def recipe_changed(self) -> None:
-        row = max(self.list.currentRow(), 0)
+        selected = self._selected() if self.list.currentItem() is not None else (0, None)
         self.list.blockSignals(True)
         self.list.clear()
         if self.state is not None:
@@ -211,11 +289,21 @@ class SourcesPanel(DocumentPanel):
                     text += f"  ·  key {spec.top_level_key}"
                 if spec is not None and not spec.filter.is_empty:
                     text += "  ·  filtered"
-                self.list.addItem(text)
-                self.list.item(i).setToolTip(str(store.path))
-            self.list.setCurrentRow(min(row, self.list.count() - 1))
+                self._add_row(text, str(store.path), (i, None))
+                for j, adapter in enumerate(spec.lora if spec is not None else ()):
+                    self._add_row(f"      ↳ LoRA {adapter_name(adapter.path)}  ·  scale {adapter.scale:g}", adapter.path,
+                                  (i, j))
+            self._select(*selected)
+            if self.list.currentItem() is None and self.list.count():
+                self.list.setCurrentRow(0)
         self.list.blockSignals(False)
         self._show_filter()
+
+    def _add_row(self, text: str, tip: str, place: tuple[int, int | None]) -> None:
+        self.list.addItem(text)
+        item = self.list.item(self.list.count() - 1)
+        item.setToolTip(tip)
+        item.setData(ROW_ROLE, place)
 
     def plan_ready(self, plan: Plan) -> None:
         replaced = len(plan.overrides)

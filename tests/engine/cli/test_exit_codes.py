@@ -138,7 +138,7 @@ def bad_recipe(tmp_path: Path, text: str) -> str:
     ("recipe that is a folder", lambda t: ["--recipe", str(t)], "cannot read the recipe"),
     ("template that is missing", lambda t: ["--template", str(t / "none.bpk")], "cannot open it in"),
     ("template that is a folder without Rust source", lambda t: ["--template", str(t)], "holds no .rs file"),
-    ("template that is no model", lambda t: ["--template", bad_recipe(t, "{}")], "not a Burnpack, SafeTensors, GGUF, PyTorch"),
+    ("template that is no model", lambda t: ["--template", bad_recipe(t, "{}")], "not a Burnpack, SafeTensors, GGUF, ONNX, PyTorch"),
 ])
 def test_former_tracebacks_are_one_line_exit_1(tmp_path, case, flags, says):
     error = one_line_error(store_studio("convert", SAMPLE, str(tmp_path / "o.bpk"), *flags(tmp_path)), 1)

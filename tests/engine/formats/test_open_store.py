@@ -54,8 +54,8 @@ def test_a_file_opens_by_its_bytes_whatever_its_name(tmp_path):
 
 @pytest.mark.parametrize(("content", "words"), [
     (b"", "file is empty"),
-    (b"\x00" * 5000, "not a Burnpack, SafeTensors, GGUF, PyTorch file or Burn record (its first bytes match none of them)"),
-    (b"hello", "not a Burnpack, SafeTensors, GGUF, PyTorch file or Burn record (its first bytes match none of them)"),
+    (b"\x00" * 5000, "not a Burnpack, SafeTensors, GGUF, ONNX, PyTorch file or Burn record (its first bytes match none of them)"),
+    (b"hello", "not a Burnpack, SafeTensors, GGUF, ONNX, PyTorch file or Burn record (its first bytes match none of them)"),
 ])
 def test_an_empty_or_unknown_file_is_one_line_naming_it(tmp_path, content, words):
     path = tmp_path / "model.bin"

@@ -216,7 +216,7 @@ def test_a_one_byte_header_is_read_as_safetensors_and_refused_as_not_json(tmp_pa
 
 def test_a_header_length_of_0_matches_no_format(tmp_path) -> None:
     path = write(tmp_path, b"", b"{}")
-    assert refusal(path) == ("m.safetensors: not a Burnpack, SafeTensors, GGUF, PyTorch file or Burn record (its first bytes "
+    assert refusal(path) == ("m.safetensors: not a Burnpack, SafeTensors, GGUF, ONNX, PyTorch file or Burn record (its first bytes "
                              "match none of them)")
 
 
@@ -224,7 +224,7 @@ def test_a_json_object_without_a_weight_map_matches_no_format(tmp_path) -> None:
     """A config.json beside the weights (opened by mistake) is no shard index: refused as no format, not read as one."""
     path = tmp_path / "config.json"
     path.write_bytes(b'{"model_type": "bert", "hidden_size": 768, "torch_dtype": "float32"}')
-    assert refusal(path) == ("config.json: not a Burnpack, SafeTensors, GGUF, PyTorch file or Burn record (its first bytes "
+    assert refusal(path) == ("config.json: not a Burnpack, SafeTensors, GGUF, ONNX, PyTorch file or Burn record (its first bytes "
                              "match none of them)")
 
 

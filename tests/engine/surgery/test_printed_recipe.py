@@ -404,4 +404,4 @@ def test_the_command_line_keeps_every_include_and_the_whole_line_before_the_note
     recipe = Recipe(sources=(SourceSpec("a.pt"),), filter=Filter(include=("^enc", "dec"), full_paths=("h.w",),
                                                                  where=(Predicate("ndim", "==", 2),)))
     assert as_cli(recipe) == ("store-studio convert a.pt OUT --include '^enc' --include dec --include '^h\\.w$'"
-                              "  # predicates, casts by module, per-source filters or rotary rows need --recipe FILE")
+                              "  # predicates, casts by module, per-source filters, rotary rows or adapters on a later source need --recipe FILE")

@@ -165,7 +165,7 @@ def test_cast_rules():
     assert str(error.value) == "cast: target 'f16' is not one of F16, BF16, F32"
 
 
-NOTE = "  # predicates, casts by module, per-source filters or rotary rows need --recipe FILE"
+NOTE = "  # predicates, casts by module, per-source filters, rotary rows or adapters on a later source need --recipe FILE"
 
 
 def test_every_field_becomes_its_flag():

@@ -56,7 +56,7 @@ from tests.helpers.formats_burn_record_writers import (
 from tests.helpers.formats_descriptors import stdin_closed
 from tests.refusals import refusal
 
-NOT_A_MODEL = "not a Burnpack, SafeTensors, GGUF, PyTorch file or Burn record (its first bytes match none of them)"
+NOT_A_MODEL = "not a Burnpack, SafeTensors, GGUF, ONNX, PyTorch file or Burn record (its first bytes match none of them)"
 
 
 TWO = np.array([1.5, -2.0], "<f4").tobytes()

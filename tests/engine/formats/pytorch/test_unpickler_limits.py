@@ -96,7 +96,7 @@ def test_protocols_2_to_5_are_read_and_6_is_refused(tmp_path, protocol):
     with pytest.raises(FormatError) as info:
         unpickle(newer.read_bytes())
     assert str(info.value) == "x.pt: the pickle uses pickle protocol 6, newer than 5"
-    assert refusal(newer).startswith("newer.pkl: not a Burnpack, SafeTensors, GGUF, PyTorch file or Burn record")
+    assert refusal(newer).startswith("newer.pkl: not a Burnpack, SafeTensors, GGUF, ONNX, PyTorch file or Burn record")
 
 
 def tuples(depth: int) -> object:
