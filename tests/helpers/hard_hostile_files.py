@@ -350,6 +350,20 @@ def gguf_tensors(count: int) -> bytes:
     return raw_file(infos=infos, data=bytes(32 * (count - 1)))
 
 
+def onnx_initializers(count: int) -> bytes:
+    """``count`` one-value initializers (about 20 bytes each), the last one's data cut short."""
+    from tests.helpers.onnx_files import initializer, model_bytes, tensor_message
+    tensors = [initializer(tensor_message(f"t{i}", dims=(1,), raw=bytes(4))) for i in range(count - 1)]
+    return model_bytes(*tensors, initializer(tensor_message("last", dims=(1 << 20,), raw=bytes(4))))
+
+
+def onnx_nodes(count: int) -> bytes:
+    """``count`` nodes each reading the one initializer twice, then a varint of 11 bytes."""
+    from tests.helpers.onnx_files import field, initializer, model_bytes, tensor_message, text
+    node = field(1, 2, text(1, "w") + text(1, "w") + text(4, "Add"))
+    return model_bytes(initializer(tensor_message("w", dims=(2,))), node * count, b"\x08" + b"\xff" * 11)
+
+
 def _bytes(make: Callable[[], bytes], suffix: str) -> Callable[[Path], Path]:
     def build(folder: Path) -> Path:
         path = folder / f"hostile{suffix}"
@@ -424,6 +438,10 @@ CATALOGUE: list[tuple[str, str, Callable[[Path], Path], str | None]] = [
       for d in (5, 100_000)],
     *[("gguf", f"tensors-{n}", _bytes(lambda n=n: gguf_tensors(n), ".gguf"), r"truncated or its header is wrong")
       for n in (1_000, 40_000)],
+    *[("onnx", f"initializers-{n}", _bytes(lambda n=n: onnx_initializers(n), ".onnx"), r"last")
+      for n in (1_000, 90_000)],
+    *[("onnx", f"nodes-{n}", _bytes(lambda n=n: onnx_nodes(n), ".onnx"), r"longer than 10 bytes")
+      for n in (1_000, 100_000)],
     *[("official-refuses", f"param-id-{value}", _bytes(lambda v=value: burnpack_param_id(v), ".bpk"),
        r"invalid param_id") for value in (-1, -(1 << 63), 1.5, "7")],
 ]
