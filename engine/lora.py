@@ -458,6 +458,18 @@ class LoraMergedStore(Store):
         self._base_of = {e.name: b for e, b in zip(self.entries, base.entries)}
 
     @property
+    def merges(self) -> dict[str, list[Any]]:
+        """Each changed tensor's merges as plan operations (``surgery.ops.MergedLora``), in the order applied."""
+        from .surgery.ops import MergedLora
+        out: dict[str, list[Any]] = {}
+        for merged_adapter in self.lora:
+            path = Path(merged_adapter.path)
+            name = path.parent.name if path.name.startswith("adapter_model.") else path.name
+            for tensor in merged_adapter.tensors:
+                out.setdefault(tensor, []).append(MergedLora(name, merged_adapter.scale))
+        return out
+
+    @property
     def merged_names(self) -> list[str]:
         """The base tensors whose values the adapters change, in file order."""
         return [e.name for e in self.entries if e.name in self._updates]

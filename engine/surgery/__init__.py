@@ -38,7 +38,7 @@ from .filters import (
 )
 from .guesses import Guess
 from .modules import ENUM_VARIANT, KINDS, ModuleFinder, ModuleGuess, infer_modules, logical_leaf, parse_kind
-from .ops import Cast, FuseSplit, FuseWeightNorm, Rename, SplitFused, Transpose, UnpermuteRotary
+from .ops import Cast, FuseSplit, FuseWeightNorm, MergedLora, Rename, SplitFused, Transpose, UnpermuteRotary
 from .plan import Dropped, Plan, PlannedTensor, carried_metadata, export_metadata, plan
 from .recipe import BUNDLED_PURPOSES, CastRule, LoraSpec, Recipe, RotaryRule, SourceSpec, bundled_recipes
 from .remap import RemapRule, compile_rules, remap_name
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ADAPTERS", "AlignmentReport", "BUNDLED_PURPOSES", "BURN_TO_PYTORCH", "CONTIGUOUS_INDICES", "Cast", "CastRule", "DiffReport",
            "Dropped", "ENUM_VARIANT", "EXCLUDE", "FIELDS", "FUSE_WEIGHT_NORM", "Filter", "Fit", "FuseSplit",
-           "FuseWeightNorm", "Guess", "INCLUDE", "KINDS", "LoraSpec", "ModuleFinder", "ModuleGuess", "OPERATORS", "PATH",
+           "FuseWeightNorm", "Guess", "INCLUDE", "KINDS", "LoraSpec", "MergedLora", "ModuleFinder", "ModuleGuess", "OPERATORS", "PATH",
            "PYTORCH_TO_BURN", "Plan", "PlannedTensor", "Predicate", "PredicateGroup", "REMAP", "Recipe", "RemapRule",
            "Rename", "RotaryRule", "Rule", "UnpermuteRotary", "bundled_recipes", "SKIP_ENUM_VARIANTS", "ShapeMismatch", "SourceSpec", "SplitFused", "Suggestion",
            "TensorDiff", "Transpose", "ValueDifference", "WHERE", "align", "as_cli", "as_rust", "carried_metadata",

@@ -141,7 +141,20 @@ class UnpermuteRotary:
         return array[self.row_order()]
 
 
-Op = Rename | Transpose | Cast | FuseWeightNorm | SplitFused | FuseSplit | UnpermuteRotary
+@dataclass(frozen=True)
+class MergedLora:
+    """A LoRA adapter merged into the tensor by its source (``engine/lora.py``): the store already reads the merged
+    values, so the plan only says so; no bytes change here."""
+
+    adapter: str
+    scale: float
+    changes_bytes = False
+
+    def describe(self) -> str:
+        return f"merge LoRA {self.adapter} (scale {self.scale:g})"
+
+
+Op = Rename | Transpose | Cast | FuseWeightNorm | SplitFused | FuseSplit | UnpermuteRotary | MergedLora
 # An operation as a plan records it: ``(Op class, *arguments)``, built into the Op when first read. A plan
 # of 10,000 tensors records tens of thousands of operations on every edit and shows a few screens of them.
 OpRecord = tuple[Any, ...]

@@ -85,8 +85,11 @@ class Batch:
 
     @classmethod
     def of(cls, entries: Sequence[TensorEntry]) -> "Batch":
+        """The tensors as the file gives them; one a merged LoRA adapter changed says so (``MergedLora``)."""
+        merges = getattr(entries[0].store, "merges", None) if entries else None
+        ops = [tuple(merges.get(e.name, ())) for e in entries] if merges else [()] * len(entries)
         return cls([(e,) for e in entries], [e.name for e in entries], [e.dtype for e in entries],
-                   [e.shape for e in entries], [()] * len(entries), [()] * len(entries))
+                   [e.shape for e in entries], ops, [()] * len(entries))
 
     def __len__(self) -> int:
         return len(self.names)

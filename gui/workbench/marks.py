@@ -16,17 +16,20 @@ from engine.surgery import (
     Cast,
     FuseSplit,
     FuseWeightNorm,
+    MergedLora,
     Plan,
     PlannedTensor,
     Rename,
     SplitFused,
     Transpose,
+    UnpermuteRotary,
 )
 
 TRANSFORMED, DROPPED, CONFLICT = "transformed", "dropped", "conflict"
 MISMATCH, UNUSED = "mismatch", "unused"  # against the template: the shape differs / the template has no such name
 _OP_WORDS = ((SplitFused, "split"), (Rename, "renamed"), (Transpose, "transposed"), (Cast, "cast"),
-             (FuseWeightNorm, "fused"), (FuseSplit, "fused"))
+             (FuseWeightNorm, "fused"), (FuseSplit, "fused"), (UnpermuteRotary, "rows reordered"),
+             (MergedLora, "LoRA merged"))
 
 
 @dataclass(frozen=True)

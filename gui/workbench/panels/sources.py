@@ -60,6 +60,8 @@ class SourcesPanel(DocumentPanel):
         hint.setProperty("role", "hint")
         self.list = QListWidget()
         self.list.setObjectName("sources")
+        self.list.setWordWrap(True)  # a long file name wraps: the dock never scrolls sideways
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.currentRowChanged.connect(lambda _: self._show_filter())
         self.add = QPushButton("Add file…")
         self.add.clicked.connect(self.add_dialog)

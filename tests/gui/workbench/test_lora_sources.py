@@ -22,6 +22,9 @@ def test_an_adapter_row_sits_under_its_base_and_the_plan_reads_peft_values(windo
     rows = [panel.list.item(r).text() for r in range(panel.list.count())]
     assert rows[1].strip() == "↳ LoRA tuned  ·  scale 1"
     q = next(t for t in document.plan.tensors if t.name == "model.layers.0.self_attn.q_proj.weight")
+    assert q.operations == ["merge LoRA tuned (scale 1)"]  # the Preview and the tree say which tensors it changed
+    assert all(not t.operations for t in document.plan.tensors if t is not q)
+    assert panel.list.horizontalScrollBar().maximum() == 0
     want = peft_merged(base, [(adapter, 1.0)])["model.layers.0.self_attn.q_proj.weight"]
     assert np.asarray(q.read()).tobytes() == want.tobytes()
     panel.list.setCurrentRow(1)
