@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Sequence
 from .. import dtypes, quantized
 from ..burn_versions import NEWEST, BurnVersion
 from ..errors import FormatError, shown
-from ..sources.byte_source import ByteSource, open_source
+from ..sources.byte_source import ByteSource, read_with
 from ..store import TensorEntry, TensorSource
 from . import cbor
 from .burn_compat import Compatibility, compatibility
@@ -73,12 +73,7 @@ class BurnpackStore(RangeStore):
 
 
 def open(where: "str | os.PathLike | ByteSource", **options: Any) -> BurnpackStore:
-    mapped = open_source(where)
-    try:
-        return _open(mapped)
-    except BaseException:
-        mapped.close()
-        raise
+    return read_with(where, _open)
 
 
 def _open(mapped: ByteSource) -> BurnpackStore:

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import ggml
 from ..errors import FormatError, shown
-from ..sources.byte_source import ByteSource, open_source
+from ..sources.byte_source import ByteSource, read_with
 from ..store import TensorEntry
 from .mapped import RangeStore, build_entries
 
@@ -89,12 +89,7 @@ class GGUFStore(RangeStore):
 
 
 def open(where: "str | os.PathLike | ByteSource", **options: Any) -> GGUFStore:
-    source = open_source(where)
-    try:
-        return _open(source)
-    except BaseException:
-        source.close()
-        raise
+    return read_with(where, _open)
 
 
 def _open(source: ByteSource) -> GGUFStore:

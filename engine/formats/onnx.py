@@ -31,7 +31,7 @@ from typing import Any
 from .. import dtypes as dt
 from ..errors import FormatError, shown
 from ..sources import CHUNK
-from ..sources.byte_source import ByteSource, open_source
+from ..sources.byte_source import ByteSource, read_with
 from ..store import TensorEntry
 from .mapped import MAX_ELEMENTS, MAX_NDIM, RangeStore
 
@@ -158,12 +158,7 @@ def _chunks(array: Any, chunk_size: int) -> Iterator[bytes]:
 
 
 def open(where: str | os.PathLike | ByteSource, **options: Any) -> OnnxStore:
-    source = open_source(where)
-    try:
-        return _open(source)
-    except BaseException:
-        source.close()
-        raise
+    return read_with(where, _open)
 
 
 def _open(source: ByteSource) -> OnnxStore:

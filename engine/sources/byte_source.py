@@ -21,7 +21,7 @@ import os
 import re
 import tempfile
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Iterator, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
 from ..errors import FormatError
 from . import CHUNK
@@ -74,6 +74,19 @@ def open_source(where: "str | os.PathLike | RemoteLocation | ByteSource") -> Byt
         return open_remote(str(where))
     refuse_other_schemes(where)
     return MappedFile(where)
+
+
+T = TypeVar("T")
+
+
+def read_with(where: "str | os.PathLike | RemoteLocation | ByteSource", read: Callable[[ByteSource], T]) -> T:
+    """``read(source)`` of ``where``'s byte source: the store it returns owns the source, and a failure closes it."""
+    source = open_source(where)
+    try:
+        return read(source)
+    except BaseException:
+        source.close()
+        raise
 
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")
