@@ -49,6 +49,8 @@ def summary(store: Store) -> dict[str, Any]:
                     for e in store.entries],
         "totals": {"tensors": len(store.entries), **value_totals(store), "bytes": store.total_bytes},
         **({"scalars": store.scalars} if store.scalars else {}),
+        # GGUF: the key-values with their types (an array as its type, length and first items), which metadata shows as text
+        **({"gguf_keys": keys} if (keys := getattr(store, "keys", None)) else {}),
         **({"values": store.values} if store.values else {}),
         # PyTorch: the classes torch.load(weights_only=True) would refuse, and names made from keys burn-store refuses
         **({"refused_by_torch_weights_only": list(foreign)}

@@ -186,6 +186,9 @@ def test_inspect_and_config_say_what_a_gguf_holds(model):
     assert any(line.split()[:3] == ["blk.0.ffn_up.weight", "Q4_K", "[8,"] for line in lines)
     assert "  tokenizer.ggml.tokens = [1,000 × STRING] 'tok0', 'tok1', 'tok2', 'tok3', 'tok4', 'tok5', 'tok6', " \
            "'tok7', …" in lines
+    keys = __import__("json").loads(run("inspect", str(model), "--json").stdout)["gguf_keys"]
+    assert keys["llama.attention.head_count"] == 4 and keys["llama.rope.freq_base"] == 10000.0
+    assert keys["tokenizer.ggml.tokens"] == {"type": "STRING", "length": 1000, "first": [f"tok{i}" for i in range(8)]}
     config = run("config", str(model))
     assert config.stdout == "{}\n"
     assert config.stderr == ("store-studio config: tiny.gguf holds no values besides its tensors and 8 metadata keys "
