@@ -654,13 +654,8 @@ def pt_tar_structural(rng: random.Random, data: bytes) -> bytes | None:
         del members[name]
     else:
         members[name] = rng.choice(BYTE_MUTATORS)(rng, content, Context(len(content)))
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
-        for member, payload in members.items():
-            info = tarfile.TarInfo(member)
-            info.size = len(payload)
-            archive.addfile(info, io.BytesIO(payload))
-    return out.getvalue()
+    from tests.helpers.hard_hostile_files import tar_bytes
+    return tar_bytes(members)
 
 
 @dataclass(frozen=True)
@@ -855,13 +850,8 @@ def _tar_with(data: bytes, name: str, payload: bytes) -> bytes:
     except Exception:
         members = {}
     members[name] = payload
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
-        for member, content in members.items():
-            info = tarfile.TarInfo(member)
-            info.size = len(content)
-            archive.addfile(info, io.BytesIO(content))
-    return out.getvalue()
+    from tests.helpers.hard_hostile_files import tar_bytes
+    return tar_bytes(members)
 
 
 def _safetensors_hostile(rng: random.Random, data: bytes) -> tuple[str, bytes]:

@@ -221,6 +221,11 @@ def tar_big_count(digits: int) -> bytes:
     members = {"sys_info": pickle.dumps({"little_endian": True}, protocol=2),
                "storages": PROTO + _long(10 ** digits) + b".",
                "tensors": pickle.dumps(0, protocol=2), "pickle": pickle.dumps({}, protocol=2)}
+    return tar_bytes(members)
+
+
+def tar_bytes(members: dict[str, bytes]) -> bytes:
+    """A tar archive (PAX, as torch's tar layout was written) of ``members``, name -> bytes, in order."""
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
         for name, payload in members.items():
