@@ -55,6 +55,7 @@ from msgspec.structs import replace
 
 from .errors import FormatError, RecipeError, shown
 from .sources import CHUNK
+from .sources.regular_files import NotRegularFile, open_regular
 from .store import Store, TensorEntry
 
 if TYPE_CHECKING:
@@ -189,10 +190,14 @@ def read_adapter(where: str | os.PathLike) -> Adapter:
 
 def _read_config(path: Path) -> dict[str, Any]:
     try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise AdapterFormatError(path, f"is {size} bytes, over the limit of {MAX_CONFIG_BYTES} for a PEFT config")
-        raw = path.read_bytes()[:MAX_CONFIG_BYTES + 1]
+        fd, info = open_regular(path)  # a FIFO or a device would never end a read
+        with os.fdopen(fd, "rb") as file:
+            if info.st_size > MAX_CONFIG_BYTES:
+                raise AdapterFormatError(path, f"is {info.st_size} bytes, over the limit of {MAX_CONFIG_BYTES} for a "
+                                               "PEFT config")
+            raw = file.read(MAX_CONFIG_BYTES + 1)
+    except NotRegularFile as exc:
+        raise AdapterFormatError(path, f"is a {exc.kind}, not a file") from None
     except FileNotFoundError:
         raise AdapterFormatError(path, "missing: a PEFT adapter is saved with its adapter_config.json") from None
     except OSError as exc:

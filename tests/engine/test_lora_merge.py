@@ -298,3 +298,16 @@ def test_adapter_saved_as_a_pytorch_file(tmp_path):
     reference = peft_merged(base, [(folder, 1.0)])
     with merged(open_store(base), [(read_adapter(folder), 1.0)]) as store:
         _assert_equal_to_peft(store, reference, base_values(base))
+
+
+def test_a_config_that_is_a_fifo_is_refused_without_waiting_for_it(tmp_path):
+    """A shared adapter folder whose adapter_config.json is a FIFO: reading it would wait for ever."""
+    import os
+
+    folder = write_adapter(tmp_path / "fifo", {"base_model.model.x.lora_A.weight": np.ones((2, 4), np.float32),
+                                                "base_model.model.x.lora_B.weight": np.ones((4, 2), np.float32)})
+    (folder / "adapter_config.json").unlink()
+    os.mkfifo(folder / "adapter_config.json")
+    with pytest.raises(FormatError) as refused:
+        read_adapter(folder)
+    assert str(refused.value) == "fifo/adapter_config.json: is a FIFO, not a file"
