@@ -60,6 +60,16 @@ def summary(store: Store) -> dict[str, Any]:
     }
 
 
+SHOWN_CHARS = 1000  # of a metadata value in the table (a GGUF chat template, a hostile 16 MiB text): --json has it whole
+
+
+def shown_value(value: str) -> str:
+    """A metadata value as the table prints it: whole up to SHOWN_CHARS, else its start and its length."""
+    if len(value) <= SHOWN_CHARS:
+        return value
+    return f"{value[:SHOWN_CHARS]}… ({len(value):,} characters; --json has them all)"
+
+
 def value_totals(store: Store) -> dict[str, int]:
     """Trained parameters and buffer values (BatchNorm's running statistics, any non-float tensor) told apart,
     as the window counts them (``engine.tree.is_buffer``)."""
@@ -132,7 +142,7 @@ def print_table(store: Store) -> None:
     terminal.out(f"{humanize.plural(len(store.entries), 'tensor')} · "
                  f"{humanize.plural(totals['parameters'], 'parameter')}{buffers} · {humanize.size(store.total_bytes)}")
     for key, value in store.metadata.items():
-        terminal.out(f"  {key} = {value}")
+        terminal.out(f"  {key} = {shown_value(value)}")
     for key, value in store.scalars.items():
         terminal.out(f"  scalar {key} = {value}")
     for name in getattr(store, "foreign_classes", ()):

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from engine import CheckpointBranches, Store, burn_compatibility, dtypes_of, humanize, scheme_description
 from gui.loaded_store import LoadedStore
 from gui.resources import icon, monospace
+from gui.widgets import clipped
 
 MAX_CHILDREN = 1000  # a values tree lists this many items of a container, then says how many more
 CLASS_KEY = "__class__"  # how the engine marks an object of a class it did not import (a placeholder)
@@ -173,10 +174,14 @@ def _users_box(users: dict[str, list[tuple[str, str, int]]]) -> QGroupBox:
 
 
 def _metadata_box(metadata: dict[str, str]) -> QGroupBox:
+    """The metadata's first MAX_CHILDREN keys, each value within LINE_CHARS characters (a GGUF header may hold
+    100,000 keys and 16 MiB texts: Qt lays out every label it is given)."""
     box = QGroupBox(f"Metadata ({len(metadata):,})")
     form = QFormLayout(box)
-    for key, value in metadata.items():
-        form.addRow(_selectable(key, mono=True), _selectable(value, mono=True))
+    for key, value in list(metadata.items())[:MAX_CHILDREN]:
+        form.addRow(_selectable(clipped(key), mono=True), _selectable(clipped(value), mono=True))
+    if len(metadata) > MAX_CHILDREN:
+        form.addRow(_selectable(f"… {len(metadata) - MAX_CHILDREN:,} more (store-studio inspect --json lists them)"))
     return box
 
 

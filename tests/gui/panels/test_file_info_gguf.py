@@ -33,3 +33,25 @@ def test_a_gguf_shows_its_types_its_key_values_and_gguf_statistics(window, open_
     details = view.side.details
     qtbot.waitUntil(lambda: details.stats is not None, timeout=30_000)
     assert details.stats.max == float(np.max(want)) and details.stats.min == float(np.min(want))
+
+
+def test_a_header_of_many_long_keys_shows_a_bounded_metadata_box(window, open_view, tmp_path):
+    """A hostile GGUF of 3,000 keys, one a 1 MiB text: the File panel shows the first 1,000 keys, each value
+    clipped, and says how many more there are; ``inspect`` clips the text and says its length."""
+    import struct
+
+    from gui.panels.file_info import MAX_CHILDREN
+    from gui.widgets import LINE_CHARS
+    from tests.helpers.engine_cli_run import run
+    from tests.helpers.gguf_files import key_u32, raw_file, text
+    path = tmp_path / "keys.gguf"
+    long_value = text("huge") + struct.pack("<I", 8) + text("x" * (1 << 20))
+    path.write_bytes(raw_file(keys=long_value + b"".join(key_u32(f"k{i}", i) for i in range(2999)), n_keys=3000))
+    view = open_view(path)
+    box = next(b for b in view.file_info.findChildren(QGroupBox) if b.title().startswith("Metadata"))
+    texts = [label.text() for label in box.findChildren(QLabel)]
+    assert box.title() == "Metadata (3,000)"
+    assert len(texts) == 2 * MAX_CHILDREN + 1 and texts[-1].startswith("… 2,000 more")
+    assert max(map(len, texts)) == LINE_CHARS
+    shown = run("inspect", str(path)).stdout
+    assert f"  huge = {'x' * 1000}… (1,048,576 characters; --json has them all)" in shown.splitlines()
