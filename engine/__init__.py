@@ -29,7 +29,7 @@ _LAZY = {
     "QuantizeSpec": (".quantize", "QuantizeSpec"), "QUANTIZED_VALUES": (".quantize", "RANGES"),
     "quantized_choices": (".quantize", "quantized_choices"),
     "gguf_conversions": (".exporting.written_forms", "conversions"),
-    "with_adapters": (".lora", "with_adapters"),
+    "with_adapters": (".lora", "with_adapters"), "adapter_name": (".lora", "adapter_name"),
     "ArrayStore": (".store", "ArrayStore"), "Store": (".store", "Store"), "TensorEntry": (".store", "TensorEntry"),
     "TensorSource": (".store", "TensorSource"),
     "WRITABLE_FORMATS": (".formats", "WRITABLE_FORMATS"), "WritableFormat": (".formats", "WritableFormat"),
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from .formats.rust_model import split_struct
     from .quantize import RANGES as QUANTIZED_VALUES
     from .exporting.written_forms import conversions as gguf_conversions
-    from .lora import with_adapters
+    from .lora import adapter_name, with_adapters
     from .quantize import QuantizeSpec, quantized_choices
     from .quantized import QuantizedValues, scheme_description, stored_values, why_undecoded
     from .rust_regex import PatternError
@@ -98,7 +98,7 @@ __all__ = ["ArrayStore", "BURN_VERSIONS", "BurnVersion", "COMMANDS", "Checkpoint
            "EXIT_USAGE", "ExportCancelled", "ExportError", "FormatError", "Location", "NEWEST_BURN", "ORDERS",
            "PatternError", "QuantizedValues", "RecipeError", "RemoteLocation", "Store", "StoreStudioError",
            "TensorEntry", "TensorSource", "TensorStats", "TreeNode", "WRITABLE_FORMATS", "WritableFormat",
-           "QuantizeSpec", "QUANTIZED_VALUES", "quantized_choices", "gguf_conversions", "with_adapters",
+           "QuantizeSpec", "QUANTIZED_VALUES", "quantized_choices", "gguf_conversions", "with_adapters", "adapter_name",
            "__version__", "build_tree", "burn_compatibility", "checkpoint_branches", "collector_paused",
            "command_line", "dtypes_of", "export", "filter_entries", "first_levels", "format_for_path", "humanize",
            "is_buffer", "is_url", "location", "name_matcher", "natural_key", "open_store", "open_template",

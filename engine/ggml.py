@@ -164,12 +164,6 @@ def burn_bytes(name: str, scheme: QuantScheme, raw_blocks: Iterator[bytes], nume
     yield np.concatenate(scales).tobytes() if scales else b""
 
 
-def burn_nbytes(scheme: QuantScheme, numel: int) -> int:
-    """Bytes ``burn_bytes`` yields for ``numel`` values."""
-    scale_bytes = 2 if scheme.scale_dtype == "F16" else 4
-    return numel * scheme.bits // 8 + numel // BURN_BLOCK * scale_bytes
-
-
 def _integers(name: str, payload: np.ndarray) -> np.ndarray:
     """Each block's 32 signed integers: Q8_0's bytes as they are, Q4_0's nibbles (low ones first) minus 8."""
     import numpy as np

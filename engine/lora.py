@@ -162,6 +162,12 @@ class MergedAdapter:
 
 
 # --- reading an adapter -------------------------------------------------------------------------------------------
+def adapter_name(path: str | os.PathLike) -> str:
+    """An adapter as messages and the window name it: its folder, or the folder of its adapter_model file."""
+    where = Path(path)
+    return where.parent.name if where.name.startswith("adapter_model.") else where.name
+
+
 def read_adapter(where: str | os.PathLike) -> Adapter:
     """A PEFT LoRA adapter: a folder holding ``adapter_config.json`` and ``adapter_model.safetensors`` (or
     ``adapter_model.bin``), or that weights file with its config beside it. What this module cannot merge is
@@ -468,8 +474,7 @@ class LoraMergedStore(Store):
         from .surgery.ops import MergedLora
         out: dict[str, list[Any]] = {}
         for merged_adapter in self.lora:
-            path = Path(merged_adapter.path)
-            name = path.parent.name if path.name.startswith("adapter_model.") else path.name
+            name = adapter_name(merged_adapter.path)
             for tensor in merged_adapter.tensors:
                 out.setdefault(tensor, []).append(MergedLora(name, merged_adapter.scale))
         return out

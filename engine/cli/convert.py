@@ -322,11 +322,10 @@ def guess_lines(result: Plan, args: argparse.Namespace) -> list[str]:
 
 def say_merged(stores: Iterable[Store]) -> None:
     """One stderr line per LoRA adapter merged into a source: which, with what scale, into how many tensors."""
+    from ..lora import adapter_name
     for store in stores:
         for adapter in getattr(store, "lora", ()):
-            path = Path(adapter.path)
-            name = path.parent.name if path.name.startswith("adapter_model.") else path.name
-            terminal.err(f"{name}: LoRA merged into {humanize.plural(len(adapter.tensors), 'tensor')} of "
+            terminal.err(f"{adapter_name(adapter.path)}: LoRA merged into {humanize.plural(len(adapter.tensors), 'tensor')} of "
                          f"{store.path.name} (scale {adapter.scale:g})")
 
 
@@ -437,11 +436,13 @@ def check_quantize_flags(args: argparse.Namespace, fmt: str | None) -> None:
     if not 1 <= args.block <= 255:
         raise UsageError(f"--block {args.block}: Burn stores a block of 1 to 255 values")
     from ..surgery.modules import KINDS, parse_kind
-    kinds = [kind.strip() for kind in args.modules.split(",")] if args.modules else []
-    unknown = [kind for kind in kinds if kind.lower() not in {k.lower() for k in KINDS} | {"prelu"}]
-    if unknown:
-        raise UsageError(f"--modules: unknown module kind {unknown[0]!r} (one of {', '.join(KINDS)})")
-    args.modules = tuple(parse_kind(kind, "--modules") for kind in kinds)
+    modules = []
+    for kind in args.modules.split(",") if args.modules else ():
+        try:
+            modules.append(parse_kind(kind, "--modules"))
+        except RecipeError:
+            raise UsageError(f"--modules: unknown module kind {kind.strip()!r} (one of {', '.join(KINDS)})") from None
+    args.modules = tuple(modules)
 
 
 def say_quantized(result: Plan, args: argparse.Namespace) -> QuantizeSpec | None:

@@ -14,7 +14,6 @@ from typing import Any, NamedTuple, Sequence
 
 from .. import ggml
 from ..burn_versions import NEWEST, BurnVersion
-from ..dtypes import DType
 from ..quantize import QuantizeSpec, quantizable
 
 DEFAULT_DEQUANTIZE_TO = "f16"
@@ -51,14 +50,14 @@ def written_form(item: Any, fmt: str, burn_version: BurnVersion = NEWEST, dequan
     if kind != ggml.KIND:
         return item
     from ..values.chunked import BurnBlocks, Dequantized
-    if keeps_quantized(item.dtype, fmt, dequantize):
+    if keeps_quantized(item.dtype.name, fmt, dequantize):
         return BurnBlocks(item, burn_version)
     return Dequantized(item, ggml.DEQUANTIZE_TO[dequantize_to])
 
 
-def keeps_quantized(dtype: DType, fmt: str, dequantize: bool) -> bool:
+def keeps_quantized(type_name: str, fmt: str | None, dequantize: bool) -> bool:
     """Whether a GGML block type goes into the file quantized (Q8_0 and Q4_0 into a Burnpack)."""
-    return fmt == "burnpack" and not dequantize and dtype.name in ggml.BURN_VALUES
+    return fmt == "burnpack" and not dequantize and type_name in ggml.BURN_VALUES
 
 
 def conversions(items: Sequence[Any], fmt: str, burn_version: BurnVersion = NEWEST, dequantize: bool = False,
@@ -67,7 +66,7 @@ def conversions(items: Sequence[Any], fmt: str, burn_version: BurnVersion = NEWE
     counts = Counter(item.dtype.name for item in items if item.dtype.kind == ggml.KIND)
     result = []
     for name, count in counts.items():
-        if keeps_quantized(ggml.by_name(name).dtype, fmt, dequantize):
+        if keeps_quantized(name, fmt, dequantize):
             result.append(Conversion(name, count, True, ggml.burn_scheme(name, burn_version).describe()))
         else:
             why = ("--dequantize" if dequantize and name in ggml.BURN_VALUES else

@@ -64,7 +64,8 @@ def as_cli(recipe: Recipe, output: str = "OUT") -> str:
         args += ["--burn-version", recipe.burn_version.value]
     line = " ".join(_shell_word(a) for a in args)
     if _needs_recipe_file(recipe):
-        line += "  # predicates, casts by module, per-source filters, rotary rows or adapters on a later source need --recipe FILE"
+        line += ("  # predicates, casts by module, per-source filters, rotary rows or adapters on a later source "
+                 "need --recipe FILE")
     return line
 
 
@@ -88,7 +89,8 @@ def _filter_args(f: Filter) -> list[str]:
 
 
 def _needs_recipe_file(recipe: Recipe) -> bool:
-    return bool(recipe.filter.where or recipe.rotary_rows or any(s.lora for s in recipe.sources[1:]) or any(c.modules for c in recipe.casts) or len(recipe.casts) > 1
+    return bool(recipe.filter.where or recipe.rotary_rows or any(s.lora for s in recipe.sources[1:])
+                or any(c.modules for c in recipe.casts) or len(recipe.casts) > 1
                 or any(not s.filter.is_empty for s in recipe.sources)
                 or len({s.top_level_key or recipe.top_level_key for s in recipe.sources}) > 1)
 

@@ -22,7 +22,7 @@ from ..dtypes import quantized as quantized_dtype
 from ..quantize import BITS, burn_scheme, pack, quantizable, quantize_rows
 from ..quantize import STEP_VALUES as QUANTIZE_STEP
 from .. import ggml
-from ..quantized import DEQUANTIZE_STEP, SCALE_BYTES, ByteReader, DequantizedValues, encode_scheme
+from ..quantized import DEQUANTIZE_STEP, ByteReader, DequantizedValues, encode_scheme, layouts
 
 Reader = Callable[[int, int], np.ndarray]  # (start, stop) in elements -> those values, valid until the next call
 
@@ -163,7 +163,6 @@ class Dequantized(Rewritten):
             yield memoryview(chunk.astype(target, copy=False).view(np.uint8))
 
 
-
 class BurnBlocks(Rewritten):
     """A GGUF Q8_0 or Q4_0 tensor written as Burn's block quantization of the same values (``engine/ggml.py``
     says why they are equal): the stored blocks read a few MiB at a time, never dequantized."""
@@ -173,7 +172,7 @@ class BurnBlocks(Rewritten):
         self._type = source.dtype.name
         self.scheme = ggml.burn_scheme(self._type, burn_version)
         self.dtype = ggml.burn_dtype(self._type, burn_version)
-        self.nbytes = ggml.burn_nbytes(self.scheme, math.prod(self.shape))
+        self.nbytes = layouts(self.scheme, self.shape)[0].total
 
     def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[bytes]:
         read, total = stored_bytes(self.source), self.source.nbytes
@@ -181,7 +180,6 @@ class BurnBlocks(Rewritten):
         step = max(1, chunk_size // block_bytes) * block_bytes  # whole blocks a read
         blocks = (read(at, min(step, total - at)) for at in range(0, total, step))
         yield from ggml.burn_bytes(self._type, self.scheme, blocks, math.prod(self.shape))
-
 
 
 class Quantized(Rewritten):
@@ -197,8 +195,7 @@ class Quantized(Rewritten):
         self.value, self.block = value, block
         self.scheme = burn_scheme(value, block, burn_version)
         self.dtype = quantized_dtype(encode_scheme(self.scheme, burn_version))
-        numel = math.prod(self.shape)
-        self.nbytes = numel * BITS[value] // 8 + numel // block * SCALE_BYTES[self.scheme.scale_dtype]
+        self.nbytes = layouts(self.scheme, self.shape)[0].total
 
     def iter_bytes(self, chunk_size: int = 16 << 20) -> Iterator[bytes]:
         """The values, a few rows at a time, then every scale; ExportError naming the tensor if one cannot be."""

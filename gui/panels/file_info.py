@@ -159,8 +159,9 @@ def _users_box(users: dict[str, list[tuple[str, str, int]]]) -> QGroupBox:
     tree.setRootIsDecorated(False)
     tree.setUniformRowHeights(True)
     for name, readers in list(users.items())[:MAX_CHILDREN]:
-        text = ", ".join(f"{node or '(unnamed)'} ({op}, input {index})" for node, op, index in readers) or "no node"
-        item = QTreeWidgetItem([name, text])
+        text = clipped(", ".join(f"{node or '(unnamed)'} ({op}, input {index})" for node, op, index in readers[:100])
+                       + (f", … {len(readers) - 100:,} more" if len(readers) > 100 else "")) or "no node"
+        item = QTreeWidgetItem([clipped(name), text])
         item.setToolTip(0, name)
         item.setToolTip(1, text)
         tree.addTopLevelItem(item)

@@ -292,7 +292,6 @@ class PreviewPanel(DocumentPanel):
         self.operations = QLabel()
         self.operations.setObjectName("previewOperations")
         self.operations.setWordWrap(True)
-        self.operations.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.operations.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.operations.hide()
         self.table.selectionModel().currentRowChanged.connect(self._show_operations)

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import Location, RecipeError, Store, open_store
+from engine import Location, RecipeError, Store, adapter_name, open_store
 from engine.surgery import Filter, LoraSpec, Plan, compile_pattern
 from gui.dialogs import choose_paths, show_error
 from gui.model_picker import choose_model
@@ -38,12 +38,6 @@ from gui.workers import Failure, TaskRunner
 
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # a row's (source index, adapter index or None)
 ADAPTER_FILES = "PEFT LoRA adapters (adapter_model.safetensors adapter_model.bin);;All files (*)"
-
-
-def adapter_name(path: str) -> str:
-    """An adapter as a row names it: its folder, or the folder of its adapter_model file."""
-    where = Path(path)
-    return where.parent.name if where.name.startswith("adapter_model.") else where.name
 
 
 class SourcesPanel(DocumentPanel):
@@ -157,7 +151,7 @@ class SourcesPanel(DocumentPanel):
         """Merge the adapter at ``path`` into source ``source`` (scale 1), as one undo step; the plan opens it."""
         if self.state is None or not 0 <= source < len(self.state.recipe.sources):
             return
-        self._edit_lora(source, lambda lora: (*lora, LoraSpec(str(path))), f"Merge LoRA adapter {path.name}")
+        self._edit_lora(source, lambda lora: (*lora, LoraSpec(str(path))), f"Merge LoRA adapter {adapter_name(path)}")
 
     def _edit_lora(self, source: int, change, text: str, merge_key: str | None = None) -> None:
         sources = list(self.state.recipe.sources)
@@ -171,7 +165,7 @@ class SourcesPanel(DocumentPanel):
         lora = self.state.recipe.sources[source].lora
         self._edit_lora(source, lambda lora: tuple(replace(a, scale=value) if i == adapter else a
                                                    for i, a in enumerate(lora)),
-                        f"Scale of {Path(lora[adapter].path).name}: {value:g}", f"lora-scale-{source}-{adapter}")
+                        f"Scale of {adapter_name(lora[adapter].path)}: {value:g}", f"lora-scale-{source}-{adapter}")
 
     def _remove(self) -> None:
         source, adapter = self._selected()
@@ -180,7 +174,7 @@ class SourcesPanel(DocumentPanel):
         if adapter is None:
             self.document.remove_source(source)
         else:
-            name = Path(self.state.recipe.sources[source].lora[adapter].path).name
+            name = adapter_name(self.state.recipe.sources[source].lora[adapter].path)
             self._edit_lora(source, lambda lora: lora[:adapter] + lora[adapter + 1:], f"Remove LoRA adapter {name}")
 
     def _move(self, step: int) -> None:
