@@ -476,24 +476,27 @@ def _typed_values(path: Any, entry: TensorEntry, message: bytes, field: int) -> 
     """The values of a tensor kept in a typed field, decoded from its TensorProto message as onnx decodes them."""
     import numpy as np
     r = _Reader(_Bytes(path, message))
-    parts = []
+    fixed = field in FIXED_WIDTH
+    parts: list[bytes] = []  # a fixed-width field's bytes, packed or not
+    numbers: list[Any] = []  # a varint field's values: packed runs decoded at once, lone values as they came
     for number, wire, value in r.fields(0, len(message), f"tensor {entry.name!r}"):
         if number != field:
             continue
-        if wire == LEN:
+        if wire == LEN and not fixed:
+            numbers.append(_decode_varints(path, entry.name, np.frombuffer(message, np.uint8, value[1], value[0])))
+        elif wire == LEN:
             parts.append(message[value[0]:value[0] + value[1]])
         elif wire == VARINT:
-            parts.append(_encode_varint(value))
+            numbers.append(np.array([value], np.uint64))
         else:
             parts.append(message[value:value + (8 if wire == FIXED64 else 4)])
-    data = b"".join(parts)
     per = 2 if entry.dtype in (dt.C64, dt.C128) else 1
-    if field in FIXED_WIDTH:
-        values = np.frombuffer(data, "<f4" if field == FLOAT_DATA else "<f8")
+    if fixed:
+        values = np.frombuffer(b"".join(parts), "<f4" if field == FLOAT_DATA else "<f8")
         if per == 2:
             values = values.view("<c8" if field == FLOAT_DATA else "<c16")
     else:
-        raw = _decode_varints(path, entry.name, np.frombuffer(data, np.uint8))
+        raw = np.concatenate(numbers) if numbers else np.zeros(0, np.uint64)
         if field == INT64_DATA:
             values = raw.view(np.int64)
         elif field == UINT64_DATA:
@@ -509,15 +512,6 @@ def _typed_values(path: Any, entry: TensorEntry, message: bytes, field: int) -> 
     values = values.reshape(entry.shape)
     values.flags.writeable = False
     return values
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _decode_varints(path: Any, name: str, data: Any) -> Any:
