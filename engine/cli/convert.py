@@ -454,9 +454,16 @@ def say_quantized(result: Plan, args: argparse.Namespace) -> QuantizeSpec | None
     chosen, refused = quantized_choices(result.tensors, spec)
     terminal.err(f"{humanize.plural(len(chosen), 'tensor')} quantized as Burn's {spec.describe(result.recipe.burn_version)}")
     for reason, names in refused.items():
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3:,} more" if len(names) > 3 else "")
-        terminal.err(f"left as {'they are' if len(names) > 1 else 'it is'}: {shown} ({reason})")
+        terminal.err(f"left as {'they are' if len(names) > 1 else 'it is'}: {_some(names)} ({reason})")
+    if chosen:  # which ones: the default choice rests on module kinds read from names and shapes
+        how = "" if spec.modules else "; --modules KIND,... chooses by kind outright"
+        terminal.err(f"quantized: {_some(chosen, 8)}{how}")
     return spec
+
+
+def _some(names: list[str], most: int = 3) -> str:
+    """``a, b, c and 12 more``."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most:,} more" if len(names) > most else "")
 
 
 def print_plan(result: Plan, args: argparse.Namespace) -> None:

@@ -240,10 +240,11 @@ class ExportDialog(QDialog):
         total = sum(t.nbytes for t in plan.tensors)
         changed = sum(1 for t in plan.tensors if t.ops)
         sources = ", ".join(s.path.name for s in self._planned.planned_stores)
+        lines, quantized = self._written_as(plan)
         self.summary.setText("\n".join([f"{len(plan.tensors):,} tensors · {humanize.size(total)} from {sources} · "
-                                        f"{changed:,} changed by recipe {plan.recipe.digest()}",
-                                        *self._written_as(plan)]))
-        self.summary.setToolTip(f"{total:,} bytes of tensor data")
+                                        f"{changed:,} changed by recipe {plan.recipe.digest()}", *lines]))
+        self.summary.setToolTip(f"{total:,} bytes of tensor data" + (
+            f"\nQuantized: {', '.join(quantized[:50])}{' …' if len(quantized) > 50 else ''}" if quantized else ""))
         mismatches = self._mismatches()
         if plan.conflicts:
             self._set_problem(f"⚠ {len(plan.conflicts):,} name conflict(s): the export will be refused until the "
@@ -260,18 +261,19 @@ class ExportDialog(QDialog):
         else:
             self._set_problem("")
 
-    def _written_as(self, plan: Plan) -> list[str]:
+    def _written_as(self, plan: Plan) -> tuple[list[str], list[str]]:
         """What the export does to tensors whose bytes change on the way, as ``convert`` says it: GGUF block types
-        kept or dequantized, float weights quantized (and the chosen ones left float, by reason)."""
+        kept or dequantized, float weights quantized (and the chosen ones left float, by reason); and the names
+        of the tensors it quantizes (the tooltip lists them: the choice rests on module kinds read from names)."""
         fmt, version, dequantize = self.format(), self.burn_version(), self.dequantize.isChecked()
         lines = [c.line() for c in gguf_conversions(plan.tensors, fmt, version, dequantize)]
-        spec = self.kind.quantize_spec()
+        spec, chosen = self.kind.quantize_spec(), []
         if spec is not None:
             chosen, refused = quantized_choices(plan.tensors, spec)
             lines.append(f"{humanize.plural(len(chosen), 'tensor')} quantized as Burn's {spec.describe(version)}")
             lines += [f"left float: {', '.join(names[:3])}{' …' if len(names) > 3 else ''} ({reason})"
                       for reason, names in refused.items()]
-        return lines
+        return lines, chosen
 
     def _unwritable(self, plan: Plan) -> str:
         """The first tensor the chosen format (and Burn version) cannot hold, with the reason; "" if none."""

@@ -26,9 +26,10 @@ def test_by_default_the_weights_are_quantized_and_the_rest_left_float(tmp_path):
     out = tmp_path / "q.bpk"
     done = run("convert", str(SAMPLE), str(out), "--quantize", "q8s")
     assert done.returncode == 0, done.stderr
-    assert done.stderr.splitlines()[:2] == [
+    assert done.stderr.splitlines()[:3] == [
         "2 tensors quantized as Burn's Q8S, blocks of 32, F16 block scales, packed 4 per u32",
-        "left as they are: conv1.weight, conv2.weight (the last dimension (3) is not a multiple of the block (32))"]
+        "left as they are: conv1.weight, conv2.weight (the last dimension (3) is not a multiple of the block (32))",
+        "quantized: fc1.weight, fc2.weight; --modules KIND,... chooses by kind outright"]
     with open_store(SAMPLE) as source, open_store(out) as written:
         kinds = {e.name: e.dtype.kind for e in written.entries}
         assert [n for n, k in kinds.items() if k == "quantized"] == ["fc1.weight", "fc2.weight"]

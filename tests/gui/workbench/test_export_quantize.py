@@ -34,6 +34,7 @@ def test_the_dialog_quantizes_a_burnpacks_weights_and_only_a_burnpacks(window, s
     assert dialog.summary.text().splitlines()[1:] == [
         "2 tensors quantized as Burn's Q8S, blocks of 32, F16 block scales, packed 4 per u32",
         "left float: conv1.weight, conv2.weight (the last dimension (3) is not a multiple of the block (32))"]
+    assert dialog.summary.toolTip().endswith("\nQuantized: fc1.weight, fc2.weight")
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: dialog.exported_path is not None, timeout=30_000)
     source = sample_document.store.read("fc1.weight")
