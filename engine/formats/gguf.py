@@ -41,6 +41,8 @@ MAX_NAME = 4096  # bytes of a key or tensor name (llama.cpp's GGML_MAX_NAME is 6
 MAX_ARRAY_DEPTH = 4  # arrays of arrays (llama.cpp writes none)
 KEPT_ITEMS = 8  # an array's first items kept to show (its length is always kept)
 MAX_TENSOR_BYTES = 1 << 40
+MAX_ITEMS = 1 << 24  # items of one array (the largest tokenizers hold a few hundred thousand)
+MAX_HEADER = 256 << 20  # bytes of key-values and tensor infos (a tokenizer takes tens of MiB at most)
 WINDOW = 1 << 20  # header bytes read at a time
 SCALARS = {0: ("UINT8", "<B"), 1: ("INT8", "<b"), 2: ("UINT16", "<H"), 3: ("INT16", "<h"), 4: ("UINT32", "<I"),
            5: ("INT32", "<i"), 6: ("FLOAT32", "<f"), 7: ("BOOL", "<?"), 10: ("UINT64", "<Q"), 11: ("INT64", "<q"),
@@ -191,12 +193,20 @@ class _Header:
             self._window, self._window_start, start = self.source.pread(self.position, length, "the header"), \
                 self.position, 0
         self.position += n
+        self._bounded()
         return self._window[start:start + n]
 
     def skip(self, n: int, what: str) -> None:
         if n > self.left():
             self.take(n, what)  # raises: truncated
         self.position += n
+        self._bounded()
+
+    def _bounded(self) -> None:
+        """Counts are checked against the bytes left; this bounds the walk itself on a file of many gigabytes."""
+        if self.position > MAX_HEADER:
+            raise FormatError(self.path, f"its header runs past {MAX_HEADER >> 20} MiB, over the limit for a GGUF "
+                                         "header (its key-values and tensor list)")
 
     def u32(self, what: str) -> int:
         return U32.unpack(self.take(4, what))[0]
@@ -229,7 +239,7 @@ class _Header:
         least = struct.calcsize(SCALARS[code][1]) if code in SCALARS else 12 if code == ARRAY else 8
         if code not in SCALARS and code not in (STRING, ARRAY):
             raise FormatError(self.path, f"key {shown(key)} is an array of type {code}, which GGUF does not define")
-        _check_count(self.path, count, 1 << 62, f"items in key {shown(key)}", self.left(), least)
+        _check_count(self.path, count, MAX_ITEMS, f"items in key {shown(key)}", self.left(), least)
         kept = [self.value(code, key, depth + 1) for _ in range(min(count, KEPT_ITEMS))]
         rest = count - len(kept)
         if code in SCALARS:

@@ -111,9 +111,11 @@ HOSTILE = {
                                "a key is 1,152,921,504,606,846,976 bytes long, over the limit of 4,096"),
     "a value type GGUF lacks": (raw_file(keys=text("k") + struct.pack("<I", 99), n_keys=1),
                                 "key 'k' has value type 99, which GGUF does not define"),
-    "an array longer than the file": (raw_file(keys=text("k") + struct.pack("<IIQ", 9, 8, 1 << 40) + bytes(64),
+    "an array longer than the file": (raw_file(keys=text("k") + struct.pack("<IIQ", 9, 8, 1 << 20) + bytes(64),
                                                n_keys=1), "file is truncated or its header is wrong: "
-                                                          "1,099,511,627,776 items in key 'k' need at least"),
+                                                          "1,048,576 items in key 'k' need at least"),
+    "an array of 2**40 items": (raw_file(keys=text("k") + struct.pack("<IIQ", 9, 8, 1 << 40) + bytes(64), n_keys=1),
+                                "claims 1,099,511,627,776 items in key 'k', over the limit of 16,777,216"),
     "arrays nested deep": (raw_file(keys=text("k") + struct.pack("<IIQ", 9, 9, 1) + struct.pack("<IQ", 9, 1) * 5
                                     + bytes(64), n_keys=1), "key 'k' nests arrays over 4 deep"),
     "a key given twice": (raw_file(keys=key_u32("k", 1) + key_u32("k", 2), n_keys=2), "key 'k' is given twice"),
@@ -193,3 +195,21 @@ def test_inspect_and_config_say_what_a_gguf_holds(model):
     assert config.stdout == "{}\n"
     assert config.stderr == ("store-studio config: tiny.gguf holds no values besides its tensors and 8 metadata keys "
                              "(gguf); `store-studio inspect` lists both\n")
+
+
+def test_a_header_past_its_bound_and_an_array_past_its_count_are_one_line(tmp_path, monkeypatch):
+    """On a file of many gigabytes, counts checked against the bytes left still allow a walk of billions of items:
+    the header's size and an array's count have bounds of their own."""
+    from engine.formats import gguf
+    monkeypatch.setattr(gguf, "MAX_HEADER", 1 << 20)
+    path = tmp_path / "long.gguf"
+    path.write_bytes(raw_file(keys=text("k") + struct.pack("<IIQ", 9, 8, 300_000) + text("ab") * 300_000, n_keys=1))
+    with pytest.raises(FormatError) as refused:
+        open_store(path)
+    assert str(refused.value) == ("long.gguf: its header runs past 1 MiB, over the limit for a GGUF header (its "
+                                  "key-values and tensor list)")
+    monkeypatch.setattr(gguf, "MAX_ITEMS", 1000)
+    path.write_bytes(raw_file(keys=text("k") + struct.pack("<IIQ", 9, 8, 1001) + text("a") * 1001, n_keys=1))
+    with pytest.raises(FormatError) as refused:
+        open_store(path)
+    assert str(refused.value) == "long.gguf: claims 1,001 items in key 'k', over the limit of 1,000"
